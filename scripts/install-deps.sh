@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages rfa needs, if any are missing (as root, or via sudo).
+set -euo pipefail
+packages=(build-essential cmake ninja-build pkg-config
+          libdnnl-dev libsentencepiece-dev libcli11-dev libspdlog-dev doctest-dev libyaml-cpp-dev
+          bible-kjv)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "[deps] installing: ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "[deps] need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,15 @@
+#pragma once
+// Each subcommand lives in its own file under src/cli/ and exposes one
+// register function. A register function adds its CLI11 subcommand and, when
+// that subcommand is chosen, stores the work to do in `action`; main() runs it
+// after the global options (threads, logging) are applied.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace rfa {
+
+using CommandAction = std::function<void()>;
+
+
+}  // namespace rfa

@@ -1,0 +1,106 @@
+#pragma once
+// The typed option tree. Defaults live here; config/config_load.* merges
+// defaults < YAML file < --set overrides, validates, and dumps. Nothing outside
+// src/config/ reads YAML: model, training and data code take these structs.
+#include <cstdint>
+#include <string>
+
+namespace rfa {
+
+enum class AttentionKind { softmax, rfa, rfa_gate };
+enum class FeatureMapKind { gaussian, arccos };
+enum class PositionKind { automatic, rope, none };  // automatic: rope for softmax, none for RFA kinds
+enum class TokenizerKind { bpe, unigram, character };
+
+struct ModelConfig {
+  int vocab_size = 0;        // V; 0 = take it from the tokenizer
+  int n_layers = 4;          // L
+  int d_model = 128;         // C
+  int n_heads = 4;           // H; must divide d_model
+  int ffn_hidden = 0;        // SwiGLU hidden size; 0 = 8/3 * C rounded up to a multiple of 32
+  int context_length = 64;   // T used in training (and softmax's window in evaluation)
+  bool tie_embeddings = true;
+  double norm_eps = 1e-5;    // RMSNorm epsilon
+  double init_std = 0.02;    // normal(0, init_std); residual projections scaled by 1/sqrt(2L)
+};
+
+struct AttentionConfig {
+  AttentionKind kind = AttentionKind::rfa_gate;
+  FeatureMapKind feature_map = FeatureMapKind::gaussian;
+  int num_features = 32;             // D random vectors per head (gaussian gives 2D features)
+  PositionKind positions = PositionKind::automatic;
+  double rope_theta = 10000.0;
+  int chunk_size = 64;               // chunk length of the training form
+  double denominator_floor = 1e-3;   // eps_d in the design; chosen by experiment
+  double qk_norm_eps = 1e-6;         // eps_n of the l2 normalisation
+  bool orthogonal_features = false;  // orthogonal random features (QR)
+  double gate_bias_init = 2.0;       // b_g at init; sigmoid(2) ~ 0.88 keeps a long memory
+  double sigma_init = 1.0;
+};
+
+struct TokenizerConfig {
+  std::string path = "data/kjv-bpe1024.model";  // trained from `corpus` when missing
+  TokenizerKind kind = TokenizerKind::bpe;
+  int vocab_size = 1024;
+  std::string corpus = "";                     // "" = data.corpus
+  int64_t max_sentences = 2000000;             // SentencePiece input_sentence_size
+  double character_coverage = 1.0;
+};
+
+struct DataConfig {
+  std::string corpus = "data/kjv.txt";
+  std::string tokens = "";          // prepared token file; "" = corpus path with ".tokens" appended
+  double val_fraction = 0.1;        // last fraction of the tokens is the validation split
+};
+
+struct TrainConfig {
+  std::string run_dir = "runs/default";
+  int batch_size = 12;        // B sequences per micro-batch
+  int grad_accum = 1;         // micro-batches per optimizer step
+  int64_t steps = 2000;
+  uint64_t seed = 1337;
+  int log_every = 10;
+  int eval_every = 250;       // 0 = only at the end
+  int eval_batches = 20;
+};
+
+struct OptimConfig {
+  double lr = 1e-3;           // peak learning rate
+  double lr_min = 1e-4;       // end of the cosine decay
+  int64_t warmup_steps = 100;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;  // weight matrices only
+  double grad_clip = 1.0;     // global norm; 0 = off
+};
+
+struct CheckpointConfig {
+  int64_t every = 500;        // 0 = only at the end
+  int keep_last = 3;
+  bool keep_best = true;
+};
+
+struct Config {
+  ModelConfig model;
+  AttentionConfig attention;
+  TokenizerConfig tokenizer;
+  DataConfig data;
+  TrainConfig train;
+  OptimConfig optim;
+  CheckpointConfig checkpoint;
+};
+
+// Derived values every consumer needs; valid only after validation.
+inline int config_head_size(const ModelConfig& m) { return m.d_model / m.n_heads; }
+inline int config_ffn_hidden(const ModelConfig& m) {
+  if (m.ffn_hidden > 0) return m.ffn_hidden;
+  int h = (8 * m.d_model + 2) / 3;
+  return (h + 31) / 32 * 32;
+}
+inline PositionKind config_positions(const AttentionConfig& a) {
+  if (a.positions != PositionKind::automatic) return a.positions;
+  return a.kind == AttentionKind::softmax ? PositionKind::rope : PositionKind::none;
+}
+
+}  // namespace rfa
