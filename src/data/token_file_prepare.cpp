@@ -16,12 +16,10 @@
 namespace rfa {
 namespace {
 
-// Corpus bytes read per block; a block ends at its last newline (or space, or
-// character boundary when a line is longer), so it never splits a piece the
-// tokenizer would have formed: pieces never contain '\n' (it is a byte token)
-// and never continue across a space.
-constexpr size_t kBlockBytes = 1 << 20;
-
+// A block ends at its last newline (or space, or character boundary when a line
+// is longer than a block), so it never splits a piece the tokenizer would have
+// formed: pieces never contain '\n' (it is a byte token) and never continue
+// across a space.
 size_t block_cut(std::string_view buf) {
   size_t nl = buf.find_last_of('\n');
   if (nl != std::string_view::npos) return nl + 1;
@@ -75,6 +73,12 @@ int64_t bytes_of_tokens(std::FILE* f, int64_t begin, int64_t end, uint32_t width
 
 TokenFileStats token_file_prepare(const std::string& corpus_path, const Tokenizer& tok, const std::string& out_path,
                                   double val_fraction) {
+  return token_file_prepare_blocks(corpus_path, tok, out_path, val_fraction, kTokenFileBlockBytes);
+}
+
+TokenFileStats token_file_prepare_blocks(const std::string& corpus_path, const Tokenizer& tok,
+                                         const std::string& out_path, double val_fraction, size_t block_bytes) {
+  RFA_ASSERT(block_bytes >= 16, "block of {} bytes", block_bytes);
   if (!(val_fraction >= 0.0 && val_fraction < 1.0))
     fail("data val_fraction {} must be in [0, 1) (0.1 keeps the last 10% of tokens for validation)", val_fraction);
   std::error_code ec;
@@ -109,8 +113,8 @@ TokenFileStats token_file_prepare(const std::string& corpus_path, const Tokenize
   if (std::fwrite(placeholder.data(), 1, placeholder.size(), out.get()) != placeholder.size())
     fail("cannot write {}: {}", temp, std::strerror(errno));
 
-  std::string buf;  // carry-over + new block; capacity ~ 2 * kBlockBytes
-  buf.reserve(2 * kBlockBytes);
+  std::string buf;  // carry-over + new block; capacity ~ 2 * block_bytes
+  buf.reserve(2 * block_bytes);
   std::vector<int32_t> ids;
   std::vector<unsigned char> scratch;
   int64_t offset = 0;  // corpus byte offset of buf[0]
@@ -118,10 +122,10 @@ TokenFileStats token_file_prepare(const std::string& corpus_path, const Tokenize
   while (!eof || !buf.empty()) {
     if (!eof) {
       size_t old = buf.size();
-      buf.resize(old + kBlockBytes);
-      size_t got = std::fread(buf.data() + old, 1, kBlockBytes, in.get());
+      buf.resize(old + block_bytes);
+      size_t got = std::fread(buf.data() + old, 1, block_bytes, in.get());
       buf.resize(old + got);
-      if (got < kBlockBytes) {
+      if (got < block_bytes) {
         if (std::ferror(in.get())) fail("cannot read corpus {}: {}", corpus_path, std::strerror(errno));
         eof = true;
       }
