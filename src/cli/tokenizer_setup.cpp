@@ -5,7 +5,6 @@
 #include "cli/heartbeat.h"
 #include "config/config_enums.h"
 #include "core/log.h"
-#include "core/timer.h"
 
 namespace rfa {
 
@@ -25,16 +24,13 @@ void tokenizer_train_logged(const Config& config) {
   TokenizerTrainOptions o = tokenizer_train_options(config);
   std::error_code ec;
   auto corpus_bytes = std::filesystem::file_size(o.corpus, ec);  // only for the log line
-  log_info("tokenizer", "training a {} tokenizer, vocab {}, on {} ({:.1f} MB) -> {}", enum_name(o.kind),
-           o.vocab_size, o.corpus, ec ? 0.0 : corpus_bytes / 1e6, o.model_path);
+  std::string size = ec ? std::string("unreadable") : fmt::format("{:.1f} MB", corpus_bytes / 1e6);
+  log_info("tokenizer", "training a {} tokenizer, vocab {}, on {} ({}) -> {}", enum_name(o.kind), o.vocab_size,
+           o.corpus, size, o.model_path);
   auto parent = std::filesystem::path(o.model_path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // a failure shows when writing
-  Timer timer;
-  {
-    Heartbeat heartbeat("tokenizer", "training " + o.model_path);
-    tokenizer_train(o);
-  }
-  log_info("tokenizer", "wrote {} in {:.1f}s", o.model_path, timer.seconds());
+  Heartbeat heartbeat("tokenizer", "training " + o.model_path);
+  tokenizer_train(o);  // logs the vocab it reached and the time
 }
 
 Tokenizer tokenizer_ensure(const Config& config) {
