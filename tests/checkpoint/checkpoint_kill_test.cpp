@@ -10,7 +10,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_dir.h"
-#include "checkpoint/temp_dir.h"
+#include "support/temp_dir.h"
 #include "checkpoint/checkpoint_test_support.h"
 
 using namespace rfa;

@@ -8,7 +8,7 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/file_io.h"
-#include "checkpoint/temp_dir.h"
+#include "support/temp_dir.h"
 #include "checkpoint/xxhash64.h"
 #include "checkpoint/checkpoint_test_support.h"
 #include "core/error.h"
