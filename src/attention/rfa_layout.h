@@ -7,7 +7,9 @@
 #include <cstddef>
 
 #include "attention/attention_dims.h"
+#include "attention/feature_map.h"
 #include "attention/rfa_attention.h"
+#include "attention/vector_math.h"
 
 namespace rfa {
 
@@ -37,14 +39,27 @@ inline RfaSavedLayout rfa_saved_layout(const RfaConfig& c, const AttentionDims& 
   return l;
 }
 
-// Per-thread scratch of the chunked forward and backward (Cc = chunk size).
+// Per-thread scratch of the chunked forward and backward (Cc = chunk size). The
+// matrices vecmat reads as B have leading dimensions padded by pad16.
+struct RfaScratchDims {
+  size_t F, E, Cc, D, Dh, FP, EP, CP, W;  // W: feature_map_packed_size
+};
+inline RfaScratchDims rfa_scratch_dims(const RfaConfig& c, const AttentionDims& d) {
+  RfaScratchDims s;
+  s.F = rfa_feature_count(c), s.E = d.Dh + 1, s.Cc = c.chunk_size, s.D = c.num_features, s.Dh = d.Dh;
+  s.FP = pad16(int(s.F)), s.EP = pad16(int(s.E)), s.CP = pad16(int(s.Cc));
+  s.W = feature_map_packed_size(c.num_features, d.Dh);
+  return s;
+}
 inline size_t rfa_forward_scratch_size(const RfaConfig& c, const AttentionDims& d) {
-  const size_t F = rfa_feature_count(c), E = d.Dh + 1, Cc = c.chunk_size;
-  return d.Dh + c.num_features + 4 * Cc * F + 2 * Cc * E + Cc * Cc + 3 * Cc + F * E + size_t(d.Dh) * c.num_features;
+  const RfaScratchDims s = rfa_scratch_dims(c, d);
+  return 2 * s.Dh + s.D + 3 * s.Cc * s.F + 2 * s.F * s.CP + s.Cc * s.EP + s.Cc * s.E + s.Cc * s.Cc + 3 * s.Cc +
+         s.F * s.EP + s.W;
 }
 inline size_t rfa_backward_scratch_size(const RfaConfig& c, const AttentionDims& d) {
-  const size_t F = rfa_feature_count(c), E = d.Dh + 1, Cc = c.chunk_size;
-  return 2 * d.Dh + c.num_features + 4 * Cc * F + 4 * Cc * E + 3 * Cc * Cc + 4 * Cc + 3 * F * E;
+  const RfaScratchDims s = rfa_scratch_dims(c, d);
+  return 3 * s.Dh + s.D + 2 * s.Cc * s.FP + s.F * s.CP + s.E * s.CP + s.Cc * s.E + s.Cc * s.EP + 2 * s.Cc * s.F +
+         s.Cc * s.E + 5 * s.Cc * s.Cc + 5 * s.Cc + s.F * s.EP + 2 * s.E * s.FP + s.F * s.Cc + s.W;
 }
 // Backward's shared part, before the per-thread slices: dsigma partials (B,H,Dh) and da (B,H,T).
 inline size_t rfa_backward_shared_size(const AttentionDims& d) {

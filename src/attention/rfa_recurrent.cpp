@@ -13,10 +13,10 @@
 namespace rfa {
 namespace {
 
-// Per-(b, h) step scratch: x̄ (Dh), u (D), phi_q, phi_k (F), v' (E), y (E), Wt (Dh, D).
+// Per-(b, h) step scratch: x̄ (Dh), feature scratch (D + Dh), phi_q, phi_k (F), v' (E), y (E), packed W.
 size_t step_scratch_size(const RfaConfig& c, int Dh) {
-  return static_cast<size_t>(Dh) + c.num_features + 2 * rfa_feature_count(c) + 2 * (Dh + 1) +
-         static_cast<size_t>(Dh) * c.num_features;
+  return static_cast<size_t>(2 * Dh) + c.num_features + 2 * rfa_feature_count(c) + 2 * (Dh + 1) +
+         feature_map_packed_size(c.num_features, Dh);
 }
 
 }  // namespace
@@ -49,15 +49,15 @@ void rfa_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaParams<T
     T* at = st.scratch.data() + bh * per_task;
     auto take = [&](size_t n) { T* r = at; at += n; return r; };
     T* xbar = take(Dh);
-    T* u = take(D);
+    T* u = take(D + Dh);
     T* phiq = take(F);
     T* phik = take(F);
     T* vp = take(E);
     T* y = take(E);
-    T* Wt = take(size_t(Dh) * D);
+    T* Wt = take(feature_map_packed_size(D, Dh));
     const size_t row = static_cast<size_t>(b) * C + static_cast<size_t>(h) * Dh;
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
-    feature_map_transpose(Wt, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
+    feature_map_pack_forward(Wt, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
     l2_normalize_forward(xbar, in.q + row, Dh, eps_n);
     feature_map_forward(phiq, u, xbar, sigma, Wt, c.feature_map, D, Dh);
     l2_normalize_forward(xbar, in.k + row, Dh, eps_n);

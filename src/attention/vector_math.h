@@ -25,6 +25,40 @@ inline T dot(const T* a, const T* b, int n) {
   return s;
 }
 
+// Leading dimension padded to a multiple of 16 elements (64 bytes of float), so
+// vecmat may read whole vectors past a row's last column.
+inline int pad16(int n) { return (n + 15) / 16 * 16; }
+
+// out[0:n] (+)= alpha * sum_p a[p] B[p, 0:n], B row-major with leading dimension
+// ldb >= pad16(n): columns are processed a full vector at a time (extra lanes
+// computed, never stored), and four independent accumulators over p hide the
+// FMA latency; the accumulator stays in registers instead of bouncing through
+// memory as repeated axpy into a short row would.
+template <typename T>
+inline void vecmat(T* out, const T* a, const T* B, int k, int n, size_t ldb, T alpha, bool accumulate) {
+  constexpr int W = 64 / sizeof(T);
+  for (int j0 = 0; j0 < n; j0 += W) {
+    T acc0[W] = {}, acc1[W] = {}, acc2[W] = {}, acc3[W] = {};
+    const T* b = B + j0;
+    int p = 0;
+    for (; p + 4 <= k; p += 4, b += 4 * ldb)
+      for (int l = 0; l < W; ++l) {
+        acc0[l] += a[p] * b[l];
+        acc1[l] += a[p + 1] * b[ldb + l];
+        acc2[l] += a[p + 2] * b[2 * ldb + l];
+        acc3[l] += a[p + 3] * b[3 * ldb + l];
+      }
+    for (; p < k; ++p, b += ldb)
+      for (int l = 0; l < W; ++l) acc0[l] += a[p] * b[l];
+    for (int l = 0; l < W; ++l) acc0[l] = alpha * ((acc0[l] + acc1[l]) + (acc2[l] + acc3[l]));
+    const int m = n - j0 < W ? n - j0 : W;
+    if (accumulate)
+      for (int l = 0; l < m; ++l) out[j0 + l] += acc0[l];
+    else
+      for (int l = 0; l < m; ++l) out[j0 + l] = acc0[l];
+  }
+}
+
 // Nearest integer, as a float-to-int conversion the vectoriser accepts (std::floor
 // and std::nearbyint are not vectorised without -ffast-math).
 inline int round_to_int(float x) { return static_cast<int>(x + (x >= 0.0f ? 0.5f : -0.5f)); }
