@@ -11,9 +11,7 @@ int feature_count(FeatureMapKind kind, int D) { return kind == FeatureMapKind::g
 
 template <typename T>
 T l2_normalize_forward(T* xbar, const T* x, int Dh, T eps_n) {
-  T sum_sq = 0;
-  for (int j = 0; j < Dh; ++j) sum_sq += x[j] * x[j];
-  T r = T(1) / std::sqrt(sum_sq + eps_n);
+  const T r = T(1) / std::sqrt(dot(x, x, Dh) + eps_n);
   for (int j = 0; j < Dh; ++j) xbar[j] = x[j] * r;
   return r;
 }
@@ -21,9 +19,8 @@ T l2_normalize_forward(T* xbar, const T* x, int Dh, T eps_n) {
 template <typename T>
 void l2_normalize_backward(T* dx, const T* dxbar, const T* xbar, T r, int Dh) {
   // x̄ = r x, r = (|x|² + eps)^(-1/2):  dx = r (dx̄ - x̄ (x̄·dx̄)).
-  T dot = 0;
-  for (int j = 0; j < Dh; ++j) dot += xbar[j] * dxbar[j];
-  for (int j = 0; j < Dh; ++j) dx[j] += r * (dxbar[j] - xbar[j] * dot);
+  const T xd = dot(xbar, dxbar, Dh);
+  for (int j = 0; j < Dh; ++j) dx[j] += r * (dxbar[j] - xbar[j] * xd);
 }
 
 size_t feature_map_packed_size(int D, int Dh) {

@@ -1,7 +1,7 @@
 #pragma once
 // Row kernels of the attention cores, written so -O3 -march=native vectorises
-// them without -ffast-math: dot (explicit lane accumulators, since the compiler
-// may not reorder a plain float sum), axpy, exp and sin/cos rows.
+// them without -ffast-math: dot and vecmat (explicit vector accumulators, since
+// the compiler may not reorder a plain float sum), axpy, exp and sin/cos rows.
 // double versions (gradient checks) call libm.
 #include <bit>
 #include <cmath>
@@ -9,53 +9,79 @@
 
 namespace rfa {
 
-// sum_j a[j] b[j] with 64 bytes of independent lane accumulators, summed as a
-// tree (each level is element-wise, so it vectorises too).
+// One 64-byte SIMD register of T (GCC/Clang vector extension): explicit, so the
+// accumulators below live in registers rather than in stack arrays.
+template <typename T>
+struct Simd;
+template <>
+struct Simd<float> {
+  typedef float V __attribute__((vector_size(64)));
+  typedef float U __attribute__((vector_size(64), aligned(4), may_alias));  // unaligned access
+  static constexpr int W = 16;
+};
+template <>
+struct Simd<double> {
+  typedef double V __attribute__((vector_size(64)));
+  typedef double U __attribute__((vector_size(64), aligned(8), may_alias));
+  static constexpr int W = 8;
+};
+template <typename T>
+inline typename Simd<T>::V simd_load(const T* p) {
+  return *reinterpret_cast<const typename Simd<T>::U*>(p);
+}
+template <typename T>
+inline void simd_store(T* p, typename Simd<T>::V v) {
+  *reinterpret_cast<typename Simd<T>::U*>(p) = v;
+}
+
+// sum_j a[j] b[j]: vector accumulators, then the tail.
 template <typename T>
 inline T dot(const T* a, const T* b, int n) {
-  constexpr int lanes = 64 / sizeof(T);
-  T acc[lanes] = {};
+  constexpr int W = Simd<T>::W;
+  typename Simd<T>::V acc0 = {}, acc1 = {};
   int j = 0;
-  for (; j + lanes <= n; j += lanes)
-    for (int l = 0; l < lanes; ++l) acc[l] += a[j + l] * b[j + l];
-  for (int width = lanes / 2; width > 0; width /= 2)
-    for (int l = 0; l < width; ++l) acc[l] += acc[l + width];
-  T s = acc[0];
+  for (; j + 2 * W <= n; j += 2 * W) {
+    acc0 += simd_load(a + j) * simd_load(b + j);
+    acc1 += simd_load(a + j + W) * simd_load(b + j + W);
+  }
+  for (; j + W <= n; j += W) acc0 += simd_load(a + j) * simd_load(b + j);
+  acc0 += acc1;
+  T s = 0;
+  for (int l = 0; l < W; ++l) s += acc0[l];
   for (; j < n; ++j) s += a[j] * b[j];
   return s;
 }
 
 // Leading dimension padded to a multiple of 16 elements (64 bytes of float), so
-// vecmat may read whole vectors past a row's last column.
+// vecmat may read whole registers past a row's last column.
 inline int pad16(int n) { return (n + 15) / 16 * 16; }
 
 // out[0:n] (+)= alpha * sum_p a[p] B[p, 0:n], B row-major with leading dimension
-// ldb >= pad16(n): columns are processed a full vector at a time (extra lanes
-// computed, never stored), and four independent accumulators over p hide the
-// FMA latency; the accumulator stays in registers instead of bouncing through
-// memory as repeated axpy into a short row would.
+// ldb >= pad16(n): columns go a whole register at a time (extra lanes computed,
+// never stored), four independent accumulators over p hide the FMA latency, and
+// the accumulators stay in registers (repeated axpy into a short row would
+// instead bounce every partial sum through memory).
 template <typename T>
 inline void vecmat(T* out, const T* a, const T* B, int k, int n, size_t ldb, T alpha, bool accumulate) {
-  constexpr int W = 64 / sizeof(T);
+  using V = typename Simd<T>::V;
+  constexpr int W = Simd<T>::W;
   for (int j0 = 0; j0 < n; j0 += W) {
-    T acc0[W] = {}, acc1[W] = {}, acc2[W] = {}, acc3[W] = {};
+    V acc0 = {}, acc1 = {}, acc2 = {}, acc3 = {};
     const T* b = B + j0;
     int p = 0;
-    for (; p + 4 <= k; p += 4, b += 4 * ldb)
-      for (int l = 0; l < W; ++l) {
-        acc0[l] += a[p] * b[l];
-        acc1[l] += a[p + 1] * b[ldb + l];
-        acc2[l] += a[p + 2] * b[2 * ldb + l];
-        acc3[l] += a[p + 3] * b[3 * ldb + l];
-      }
-    for (; p < k; ++p, b += ldb)
-      for (int l = 0; l < W; ++l) acc0[l] += a[p] * b[l];
-    for (int l = 0; l < W; ++l) acc0[l] = alpha * ((acc0[l] + acc1[l]) + (acc2[l] + acc3[l]));
-    const int m = n - j0 < W ? n - j0 : W;
-    if (accumulate)
-      for (int l = 0; l < m; ++l) out[j0 + l] += acc0[l];
-    else
-      for (int l = 0; l < m; ++l) out[j0 + l] = acc0[l];
+    for (; p + 4 <= k; p += 4, b += 4 * ldb) {
+      acc0 += a[p] * simd_load(b);
+      acc1 += a[p + 1] * simd_load(b + ldb);
+      acc2 += a[p + 2] * simd_load(b + 2 * ldb);
+      acc3 += a[p + 3] * simd_load(b + 3 * ldb);
+    }
+    for (; p < k; ++p, b += ldb) acc0 += a[p] * simd_load(b);
+    const V r = alpha * ((acc0 + acc1) + (acc2 + acc3));
+    if (n - j0 >= W) {
+      simd_store(out + j0, accumulate ? simd_load(out + j0) + r : r);
+    } else {
+      for (int l = 0; l < n - j0; ++l) out[j0 + l] = accumulate ? out[j0 + l] + r[l] : r[l];
+    }
   }
 }
 
