@@ -190,16 +190,18 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
           vecmat(dV + size_t(j) * E, Kt + j * FP, dS, F, E, EP, w[j], true);
         }
       }
-      // dS_prev = e^{G_C} dS + (Q̂ ⊙ eG)ᵀ dY
-      for (int i = 0; i < n; ++i)
-        for (int f = 0; f < F; ++f) QeT[size_t(f) * Cc + i] = Qp[i * FP + f] * eG[i];
-      for (int f = 0; f < F; ++f) {
-        T* dSf = dS + f * EP;
-        if (!dS_zero)
-          for (int e = 0; e < E; ++e) dSf[e] *= decay;
-        vecmat(dSf, QeT + size_t(f) * Cc, dY, n, E, EP, T(1), !dS_zero);
+      // dS_prev = e^{G_C} dS + (Q̂ ⊙ eG)ᵀ dY; not needed before the first chunk (the entering state is a constant).
+      if (ci > 0) {
+        for (int i = 0; i < n; ++i)
+          for (int f = 0; f < F; ++f) QeT[size_t(f) * Cc + i] = Qp[i * FP + f] * eG[i];
+        for (int f = 0; f < F; ++f) {
+          T* dSf = dS + f * EP;
+          if (!dS_zero)
+            for (int e = 0; e < E; ++e) dSf[e] *= decay;
+          vecmat(dSf, QeT + size_t(f) * Cc, dY, n, E, EP, T(1), !dS_zero);
+        }
+        dS_zero = false;
       }
-      dS_zero = false;
 
       // Per token, last to first: log-gate, gate, feature maps, normalisation.
       for (int i = n - 1; i >= 0; --i) {
