@@ -84,11 +84,49 @@ void feature_map_backward(T* dxbar, T* dsigma, T* scratch, const T* dphi, const 
   }
 }
 
+template <typename T>
+void feature_map_forward_rows(T* phi, T* u, const T* sx, const T* Wt, FeatureMapKind kind, int N, int D, int Dh) {
+  const int F = feature_count(kind, D);
+  matmul(u, D, sx, Dh, Wt, pad16(D), N, Dh, D, T(1), false);  // u = (sigma ⊙ x̄) Wᵀ
+  const T scale = T(1) / std::sqrt(T(D));
+  for (int i = 0; i < N; ++i) {
+    T* p = phi + static_cast<size_t>(i) * F;
+    const T* ui = u + static_cast<size_t>(i) * D;
+    if (kind == FeatureMapKind::gaussian) {
+      sincos_row(p, p + D, ui, D);
+      for (int f = 0; f < 2 * D; ++f) p[f] *= scale;
+    } else {
+      for (int f = 0; f < D; ++f) p[f] = ui[f] > T(0) ? ui[f] * scale : T(0);
+    }
+  }
+}
+
+template <typename T>
+void feature_map_backward_rows(T* w, T* du, const T* dphi, const T* phi, const T* Wp, FeatureMapKind kind, int N,
+                               int D, int Dh) {
+  const int F = feature_count(kind, D);
+  const T scale = T(1) / std::sqrt(T(D));
+  for (int i = 0; i < N; ++i) {
+    const T* dp = dphi + static_cast<size_t>(i) * F;
+    const T* p = phi + static_cast<size_t>(i) * F;
+    T* dui = du + static_cast<size_t>(i) * D;
+    if (kind == FeatureMapKind::gaussian) {
+      for (int f = 0; f < D; ++f) dui[f] = dp[f] * p[D + f] - dp[D + f] * p[f];  // see feature_map_backward
+    } else {
+      for (int f = 0; f < D; ++f) dui[f] = p[f] > T(0) ? dp[f] * scale : T(0);
+    }
+  }
+  matmul(w, Dh, du, D, Wp, pad16(Dh), N, D, Dh, T(1), false);  // w = du W
+}
+
 #define RFA_INSTANTIATE(T)                                                                                  \
   template T l2_normalize_forward<T>(T*, const T*, int, T);                                                 \
   template void l2_normalize_backward<T>(T*, const T*, const T*, T, int);                                   \
   template void feature_map_forward<T>(T*, T*, const T*, const T*, const T*, FeatureMapKind, int, int);     \
   template void feature_map_pack_forward<T>(T*, const T*, int, int);                                        \
+  template void feature_map_forward_rows<T>(T*, T*, const T*, const T*, FeatureMapKind, int, int, int);     \
+  template void feature_map_backward_rows<T>(T*, T*, const T*, const T*, const T*, FeatureMapKind, int, int, \
+                                             int);                                                          \
   template void feature_map_pack_backward<T>(T*, const T*, int, int);                                       \
   template void feature_map_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*,       \
                                         FeatureMapKind, int, int);

@@ -44,4 +44,16 @@ void feature_map_backward(T* dxbar /*(Dh)*/, T* dsigma /*(Dh)*/, T* scratch /*(D
                           const T* phi /*(F)*/, const T* xbar /*(Dh)*/, const T* sigma /*(Dh)*/,
                           const T* Wp /*(D, pad16(Dh))*/, FeatureMapKind kind, int D, int Dh);
 
+// The same over N rows at once (a chunk), as matrix products. sx: (N, Dh) rows of
+// sigma ⊙ x̄; u: (N, D) scratch.
+template <typename T>
+void feature_map_forward_rows(T* phi /*(N, F)*/, T* u /*(N, D)*/, const T* sx /*(N, Dh)*/,
+                              const T* Wt /*(Dh, pad16(D))*/, FeatureMapKind kind, int N, int D, int Dh);
+
+// w (N, Dh) = Wᵀ du per row, overwritten; du: (N, D) scratch. The caller finishes
+// with dx̄ = sigma ⊙ w and dsigma += x̄ ⊙ w.
+template <typename T>
+void feature_map_backward_rows(T* w /*(N, Dh)*/, T* du /*(N, D)*/, const T* dphi /*(N, F)*/, const T* phi /*(N, F)*/,
+                               const T* Wp /*(D, pad16(Dh))*/, FeatureMapKind kind, int N, int D, int Dh);
+
 }  // namespace rfa

@@ -37,7 +37,9 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
     T* at = scratch;
     auto take = [&](size_t n) { T* r = at; at += n; return r; };
     T* xbar = take(Dh);
-    T* fscratch = take(D + Dh);
+    T* SX = take(size_t(2 * Cc) * Dh);  // (2c, Dh)  sigma ⊙ x̄ for q rows, then k rows
+    T* U = take(size_t(2 * Cc) * D);    // (2c, D)   W (sigma ⊙ x̄)
+    T* beta = take(Cc);
     T* phiq_scratch = take(size_t(Cc) * F);  // used when nothing is saved
     T* phik_scratch = take(size_t(Cc) * F);
     T* Kt = take(size_t(Cc) * F);    // (c, F)      k̃ = beta phi(k)
@@ -73,14 +75,14 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
         }
       }
 
-      // Rows of the chunk: feature maps, gate, augmented values.
+      // Rows of the chunk: normalisation, gate, augmented values; then the feature maps as products.
       for (int i = 0; i < n; ++i) {
         const size_t row = (static_cast<size_t>(b) * Tn + t0 + i) * C + static_cast<size_t>(h) * Dh;
         T r = l2_normalize_forward(xbar, in.q + row, Dh, eps_n);
-        feature_map_forward(phiq + size_t(i) * F, fscratch, xbar, sigma, Wt, c.feature_map, D, Dh);
+        for (int e = 0; e < Dh; ++e) SX[size_t(i) * Dh + e] = sigma[e] * xbar[e];
         if (saved) saved[L.r_q + bht0 + i] = r;
         r = l2_normalize_forward(xbar, in.k + row, Dh, eps_n);
-        feature_map_forward(phik + size_t(i) * F, fscratch, xbar, sigma, Wt, c.feature_map, D, Dh);
+        for (int e = 0; e < Dh; ++e) SX[size_t(Cc + i) * Dh + e] = sigma[e] * xbar[e];
         if (saved) saved[L.r_k + bht0 + i] = r;
         GateValues<T> gv{T(0), T(1), T(1)};
         if (c.gated) {
@@ -90,26 +92,38 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
         }
         G[i] = (i ? G[i - 1] : T(0)) + gv.lambda;
         eG[i] = std::exp(G[i]);
-        for (int f = 0; f < F; ++f) Kt[size_t(i) * F + f] = gv.beta * phik[size_t(i) * F + f];
+        beta[i] = gv.beta;
         std::copy(in.v + row, in.v + row + Dh, Vp + i * EP);
         Vp[i * EP + Dh] = T(1);
       }
+      feature_map_forward_rows(phiq, U, SX, Wt, c.feature_map, n, D, Dh);
+      feature_map_forward_rows(phik, U, SX + size_t(Cc) * Dh, Wt, c.feature_map, n, D, Dh);
       for (int j = 0; j < n; ++j)
-        for (int f = 0; f < F; ++f) KtT[f * CP + j] = Kt[size_t(j) * F + f];
-
-      // P = (Q̂ K̃ᵀ) ⊙ M on the lower triangle; Y = P V' + diag(exp G) Q̂ S_prev.
-      for (int i = 0; i < n; ++i) {
-        T* Pi = P + size_t(i) * Cc;
-        const T* qi = phiq + size_t(i) * F;
-        vecmat(Pi, qi, KtT, F, i + 1, CP, T(1), false);
-        if (c.gated) {  // ungated: M = 1 on the lower triangle
-          for (int j = 0; j <= i; ++j) mrow[j] = G[i] - G[j];
-          exp_row(mrow, i + 1);
-          for (int j = 0; j <= i; ++j) Pi[j] *= mrow[j];
+        for (int f = 0; f < F; ++f) {
+          Kt[size_t(j) * F + f] = beta[j] * phik[size_t(j) * F + f];
+          KtT[f * CP + j] = Kt[size_t(j) * F + f];
         }
+
+      // P = (Q̂ K̃ᵀ) ⊙ M, in blocks of 4 rows; entries right of the diagonal (up to the
+      // block's last column) are set to 0 so that Y's products can run to the block's end.
+      for (int i0 = 0; i0 < n; i0 += 4) {
+        const int m = std::min(4, n - i0), cols = i0 + m;
+        matmul(P + size_t(i0) * Cc, Cc, phiq + size_t(i0) * F, F, KtT, CP, m, F, cols, T(1), false);
+        for (int i = i0; i < cols; ++i) {
+          T* Pi = P + size_t(i) * Cc;
+          if (c.gated) {  // ungated: M = 1 on the lower triangle
+            for (int j = 0; j <= i; ++j) mrow[j] = G[i] - G[j];
+            exp_row(mrow, i + 1);
+            for (int j = 0; j <= i; ++j) Pi[j] *= mrow[j];
+          }
+          for (int j = i + 1; j < cols; ++j) Pi[j] = T(0);
+        }
+        // Y = P V' + diag(exp G) Q̂ S_prev
+        matmul(Y + size_t(i0) * E, E, P + size_t(i0) * Cc, Cc, Vp, EP, m, cols, E, T(1), false);
+      }
+      for (int i = 0; i < n; ++i) {
         T* Yi = Y + size_t(i) * E;
-        vecmat(Yi, Pi, Vp, i + 1, E, EP, T(1), false);
-        if (!state_zero) vecmat(Yi, qi, S, F, E, EP, eG[i], true);
+        if (!state_zero) vecmat(Yi, phiq + size_t(i) * F, S, F, E, EP, eG[i], true);
         // out = num / max(den, eps_d)
         const T den = Yi[Dh];
         if (saved) saved[L.den + bht0 + i] = den;

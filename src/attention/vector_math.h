@@ -85,6 +85,44 @@ inline void vecmat(T* out, const T* a, const T* B, int k, int n, size_t ldb, T a
   }
 }
 
+// C[0:m, 0:n] (+)= alpha * A[0:m, 0:k] B[0:k, 0:n], all row-major; ldb >= pad16(n)
+// as for vecmat. Four rows of C at a time share each load of B (one load and
+// four broadcasts per four FMAs); the remaining rows go through vecmat.
+template <typename T>
+inline void matmul(T* C, size_t ldc, const T* A, size_t lda, const T* B, size_t ldb, int m, int k, int n, T alpha,
+                   bool accumulate) {
+  using V = typename Simd<T>::V;
+  constexpr int W = Simd<T>::W;
+  int i = 0;
+  for (; i + 4 <= m; i += 4) {
+    const T* a0 = A + i * lda;
+    const T* a1 = a0 + lda;
+    const T* a2 = a1 + lda;
+    const T* a3 = a2 + lda;
+    for (int j0 = 0; j0 < n; j0 += W) {
+      V c0 = {}, c1 = {}, c2 = {}, c3 = {};
+      const T* b = B + j0;
+      for (int p = 0; p < k; ++p, b += ldb) {
+        const V bv = simd_load(b);
+        c0 += a0[p] * bv;
+        c1 += a1[p] * bv;
+        c2 += a2[p] * bv;
+        c3 += a3[p] * bv;
+      }
+      const V r[4] = {alpha * c0, alpha * c1, alpha * c2, alpha * c3};
+      for (int q = 0; q < 4; ++q) {
+        T* out = C + (i + q) * ldc + j0;
+        if (n - j0 >= W) {
+          simd_store(out, accumulate ? simd_load(out) + r[q] : r[q]);
+        } else {
+          for (int l = 0; l < n - j0; ++l) out[l] = accumulate ? out[l] + r[q][l] : r[q][l];
+        }
+      }
+    }
+  }
+  for (; i < m; ++i) vecmat(C + i * ldc, A + i * lda, B, k, n, ldb, alpha, accumulate);
+}
+
 // Nearest integer, as a float-to-int conversion the vectoriser accepts (std::floor
 // and std::nearbyint are not vectorised without -ffast-math).
 inline int round_to_int(float x) { return static_cast<int>(x + (x >= 0.0f ? 0.5f : -0.5f)); }
