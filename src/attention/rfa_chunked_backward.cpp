@@ -84,7 +84,8 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
     auto take = [&](size_t n) { T* r = at; at += n; return r; };
     T* xbar = take(Dh);
     T* dxbar = take(Dh);
-    T* fscratch = take(D + Dh);
+    T* Wq = take(size_t(2 * Cc) * Dh);  // (2c, Dh)  Wᵀ du for q rows, then k rows
+    T* DU = take(size_t(2 * Cc) * D);   // (2c, D)   du
     T* Kt = take(size_t(Cc) * FP);   // (c, FP)  k̃
     T* Qp = take(size_t(Cc) * FP);   // (c, FP)  q̂ (copy of the saved rows, padded)
     T* KtT = take(size_t(F) * CP);   // (F, CP)  K̃ᵀ
@@ -152,25 +153,35 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
         for (int f = 0; f < F; ++f) KtT[f * CP + j] = Kt[j * FP + f];
         for (int e = 0; e < E; ++e) VpT[e * CP + j] = Vp[size_t(j) * E + e];
       }
-      // P = (Q̂ K̃ᵀ) ⊙ M and dA = dP ⊙ M with dP = dY V'ᵀ (Y_i = sum_j P_ij v'_j).
-      for (int i = 0; i < n; ++i) {
-        T* Pi = P + size_t(i) * Cc;
-        T* dAi = dA + size_t(i) * Cc;
-        vecmat(Pi, Qp + i * FP, KtT, F, i + 1, CP, T(1), false);
-        vecmat(dAi, dY + i * EP, VpT, E, i + 1, CP, T(1), false);
-        if (c.gated) {
-          T* Mi = M + size_t(i) * Cc;
-          for (int j = 0; j <= i; ++j) Mi[j] = G[i] - G[j];
-          exp_row(Mi, i + 1);
-          for (int j = 0; j <= i; ++j) Pi[j] *= Mi[j], dAi[j] *= Mi[j];
+      // P = (Q̂ K̃ᵀ) ⊙ M and dA = dP ⊙ M with dP = dY V'ᵀ (Y_i = sum_j P_ij v'_j), in blocks
+      // of 4 rows; both are 0 right of the diagonal, and so are their transposes below it.
+      for (int i0 = 0; i0 < n; i0 += 4) {
+        const int m = std::min(4, n - i0), cols = i0 + m;
+        matmul(P + size_t(i0) * Cc, Cc, Qp + i0 * FP, FP, KtT, CP, m, F, cols, T(1), false);
+        matmul(dA + size_t(i0) * Cc, Cc, dY + i0 * EP, EP, VpT, CP, m, E, cols, T(1), false);
+        for (int i = i0; i < cols; ++i) {
+          T* Pi = P + size_t(i) * Cc;
+          T* dAi = dA + size_t(i) * Cc;
+          if (c.gated) {
+            T* Mi = M + size_t(i) * Cc;
+            for (int j = 0; j <= i; ++j) Mi[j] = G[i] - G[j];
+            exp_row(Mi, i + 1);
+            for (int j = 0; j <= i; ++j) Pi[j] *= Mi[j], dAi[j] *= Mi[j];
+          }
+          for (int j = i + 1; j < cols; ++j) Pi[j] = T(0), dAi[j] = T(0);
         }
-        for (int j = 0; j <= i; ++j) PT[size_t(j) * Cc + i] = Pi[j], dAT[size_t(j) * Cc + i] = dAi[j];
       }
-      // Intra-chunk: dv'_j = sum_{i>=j} P_ij dy_i,  dk̃_j = sum_{i>=j} dA_ij q̂_i,  dq̂_i = sum_{j<=i} dA_ij k̃_j.
-      for (int j = 0; j < n; ++j) {
-        vecmat(dV + size_t(j) * E, PT + size_t(j) * Cc + j, dY + j * EP, n - j, E, EP, T(1), false);
-        vecmat(dK + size_t(j) * F, dAT + size_t(j) * Cc + j, Qp + j * FP, n - j, F, FP, T(1), false);
-        vecmat(dQ + size_t(j) * F, dA + size_t(j) * Cc, Kt, j + 1, F, FP, T(1), false);
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) {
+          PT[size_t(j) * Cc + i] = j <= i ? P[size_t(i) * Cc + j] : T(0);
+          dAT[size_t(j) * Cc + i] = j <= i ? dA[size_t(i) * Cc + j] : T(0);
+        }
+      // Intra-chunk: dq̂_i = sum_{j<=i} dA_ij k̃_j,  dv'_j = sum_{i>=j} P_ij dy_i,  dk̃_j = sum_{i>=j} dA_ij q̂_i.
+      for (int i0 = 0; i0 < n; i0 += 4) {
+        const int m = std::min(4, n - i0);
+        matmul(dQ + size_t(i0) * F, F, dA + size_t(i0) * Cc, Cc, Kt, FP, m, i0 + m, F, T(1), false);
+        matmul(dV + size_t(i0) * E, E, PT + size_t(i0) * Cc + i0, Cc, dY + i0 * EP, EP, m, n - i0, E, T(1), false);
+        matmul(dK + size_t(i0) * F, F, dAT + size_t(i0) * Cc + i0, Cc, Qp + i0 * FP, FP, m, n - i0, F, T(1), false);
       }
       // Y_i += eG_i q̂_iᵀ S_prev:  dq̂_i += eG_i S_prev dy_i
       if (!all_zero(S_prev, FE)) {
@@ -203,33 +214,36 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
         dS_zero = false;
       }
 
-      // Per token, last to first: log-gate, gate, feature maps, normalisation.
-      for (int i = n - 1; i >= 0; --i) {
-        const size_t row = row_of(i);
-        T* dKi = dK + size_t(i) * F;
-        const T* Kti = Kt + i * FP;
-        if (c.gated) {
-          const T k_dk = dot(Kti, dKi, F);
+      // Per token, last to first: log-gate and gate.
+      if (c.gated) {
+        for (int i = n - 1; i >= 0; --i) {
+          T* dKi = dK + size_t(i) * F;
+          const T k_dk = dot(Kt + i * FP, dKi, F);
           dlambda += dot(Qp + i * FP, dQ + size_t(i) * F, F) - k_dk;  // dG_t
           // lambda = logsigmoid(a), k̃ = beta phi(k), beta = 1 - sigmoid(a):
           //   da = beta dlambda - g (dk̃·k̃)
           da[bht0 + i] = beta[i] * dlambda - g[i] * k_dk;
           for (int f = 0; f < F; ++f) dKi[f] *= beta[i];  // dphi(k) = beta dk̃
         }
+      }
+      // Feature maps (as products), then per token: sigma, normalisation, values.
+      feature_map_backward_rows(Wq, DU, dQ, phiq, Wp, c.feature_map, n, D, Dh);
+      feature_map_backward_rows(Wq + size_t(Cc) * Dh, DU, dK, phik, Wp, c.feature_map, n, D, Dh);
+      for (int i = 0; i < n; ++i) {
+        const size_t row = row_of(i);
         for (int e = 0; e < Dh; ++e) grads.dv[row + e] += dV[size_t(i) * E + e];
-        // q̂ = phi(x̄_q), x̄_q = r_q q
-        const T rq = saved[L.r_q + bht0 + i];
-        for (int e = 0; e < Dh; ++e) xbar[e] = in.q[row + e] * rq;
-        std::fill(dxbar, dxbar + Dh, T(0));
-        feature_map_backward(dxbar, dsigma, fscratch, dQ + size_t(i) * F, phiq + size_t(i) * F, xbar, sigma, Wp,
-                             c.feature_map, D, Dh);
-        l2_normalize_backward(grads.dq + row, dxbar, xbar, rq, Dh);
-        const T rk = saved[L.r_k + bht0 + i];
-        for (int e = 0; e < Dh; ++e) xbar[e] = in.k[row + e] * rk;
-        std::fill(dxbar, dxbar + Dh, T(0));
-        feature_map_backward(dxbar, dsigma, fscratch, dKi, phik + size_t(i) * F, xbar, sigma, Wp, c.feature_map, D,
-                             Dh);
-        l2_normalize_backward(grads.dk + row, dxbar, xbar, rk, Dh);
+        for (int side = 0; side < 2; ++side) {
+          // u = W (sigma ⊙ x̄), x̄ = r x:  dx̄ = sigma ⊙ w, dsigma += x̄ ⊙ w, then the normalisation.
+          const T r = saved[(side ? L.r_k : L.r_q) + bht0 + i];
+          const T* x = (side ? in.k : in.q) + row;
+          const T* w = Wq + (size_t(side) * Cc + i) * Dh;
+          for (int e = 0; e < Dh; ++e) {
+            xbar[e] = x[e] * r;
+            dxbar[e] = sigma[e] * w[e];
+            dsigma[e] += xbar[e] * w[e];
+          }
+          l2_normalize_backward((side ? grads.dk : grads.dq) + row, dxbar, xbar, r, Dh);
+        }
       }
     }
   });

@@ -58,7 +58,7 @@ inline size_t rfa_forward_scratch_size(const RfaConfig& c, const AttentionDims& 
 }
 inline size_t rfa_backward_scratch_size(const RfaConfig& c, const AttentionDims& d) {
   const RfaScratchDims s = rfa_scratch_dims(c, d);
-  return 3 * s.Dh + s.D + 2 * s.Cc * s.FP + s.F * s.CP + s.E * s.CP + s.Cc * s.E + s.Cc * s.EP + 2 * s.Cc * s.F +
+  return 2 * s.Dh + 2 * s.Cc * (s.Dh + s.D) + 2 * s.Cc * s.FP + s.F * s.CP + s.E * s.CP + s.Cc * s.E + s.Cc * s.EP + 2 * s.Cc * s.F +
          s.Cc * s.E + 5 * s.Cc * s.Cc + 5 * s.Cc + s.F * s.EP + 2 * s.E * s.FP + s.F * s.Cc + s.W;
 }
 // Backward's shared part, before the per-thread slices: dsigma partials (B,H,Dh) and da (B,H,T).
