@@ -180,7 +180,8 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
       for (int i0 = 0; i0 < n; i0 += 4) {
         const int m = std::min(4, n - i0);
         matmul(dQ + size_t(i0) * F, F, dA + size_t(i0) * Cc, Cc, Kt, FP, m, i0 + m, F, T(1), false);
-        matmul(dV + size_t(i0) * E, E, PT + size_t(i0) * Cc + i0, Cc, dY + i0 * EP, EP, m, n - i0, E, T(1), false);
+        // (only dv's first Dh columns are needed: the last entry of v' is the constant 1)
+        matmul(dV + size_t(i0) * E, E, PT + size_t(i0) * Cc + i0, Cc, dY + i0 * EP, EP, m, n - i0, Dh, T(1), false);
         matmul(dK + size_t(i0) * F, F, dAT + size_t(i0) * Cc + i0, Cc, Qp + i0 * FP, FP, m, n - i0, F, T(1), false);
       }
       // Y_i += eG_i q̂_iᵀ S_prev:  dq̂_i += eG_i S_prev dy_i
@@ -198,7 +199,7 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
         exp_row(w, n);
         for (int j = 0; j < n; ++j) {
           vecmat(dK + size_t(j) * F, Vp + size_t(j) * E, dST, E, F, FP, w[j], true);
-          vecmat(dV + size_t(j) * E, Kt + j * FP, dS, F, E, EP, w[j], true);
+          vecmat(dV + size_t(j) * E, Kt + j * FP, dS, F, Dh, EP, w[j], true);
         }
       }
       // dS_prev = e^{G_C} dS + (Q̂ ⊙ eG)ᵀ dY; not needed before the first chunk (the entering state is a constant).

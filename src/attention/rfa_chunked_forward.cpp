@@ -118,8 +118,14 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
           }
           for (int j = i + 1; j < cols; ++j) Pi[j] = T(0);
         }
-        // Y = P V' + diag(exp G) Q̂ S_prev
-        matmul(Y + size_t(i0) * E, E, P + size_t(i0) * Cc, Cc, Vp, EP, m, cols, E, T(1), false);
+        // Y = P V' + diag(exp G) Q̂ S_prev: the numerator columns as a product, and the
+        // denominator column (V' ends in a column of ones) as row sums of P.
+        matmul(Y + size_t(i0) * E, E, P + size_t(i0) * Cc, Cc, Vp, EP, m, cols, Dh, T(1), false);
+        for (int i = i0; i < cols; ++i) {
+          T den = 0;
+          for (int j = 0; j <= i; ++j) den += P[size_t(i) * Cc + j];
+          Y[size_t(i) * E + Dh] = den;
+        }
       }
       for (int i = 0; i < n; ++i) {
         T* Yi = Y + size_t(i) * E;
