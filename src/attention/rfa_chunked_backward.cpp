@@ -25,9 +25,9 @@ namespace {
 
 template <typename T>
 bool all_zero(const T* x, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    if (x[i] != T(0)) return false;
-  return true;
+  bool nonzero = false;  // no early exit: the loop vectorises
+  for (size_t i = 0; i < n; ++i) nonzero |= x[i] != T(0);
+  return !nonzero;
 }
 
 // Parameter gradients of the gate from da (B,H,T): reductions over (b, t) done
@@ -163,9 +163,10 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
           T* Pi = P + size_t(i) * Cc;
           T* dAi = dA + size_t(i) * Cc;
           if (c.gated) {
+            // M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i: no exp, no overflow.
             T* Mi = M + size_t(i) * Cc;
-            for (int j = 0; j <= i; ++j) Mi[j] = G[i] - G[j];
-            exp_row(Mi, i + 1);
+            for (int j = 0; j < i; ++j) Mi[j] = M[size_t(i - 1) * Cc + j] * g[i];
+            Mi[i] = T(1);
             for (int j = 0; j <= i; ++j) Pi[j] *= Mi[j], dAi[j] *= Mi[j];
           }
           for (int j = i + 1; j < cols; ++j) Pi[j] = T(0), dAi[j] = T(0);

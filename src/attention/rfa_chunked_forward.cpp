@@ -40,6 +40,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
     T* SX = take(size_t(2 * Cc) * Dh);  // (2c, Dh)  sigma ⊙ x̄ for q rows, then k rows
     T* U = take(size_t(2 * Cc) * D);    // (2c, D)   W (sigma ⊙ x̄)
     T* beta = take(Cc);
+    T* g = take(Cc);
     T* phiq_scratch = take(size_t(Cc) * F);  // used when nothing is saved
     T* phik_scratch = take(size_t(Cc) * F);
     T* Kt = take(size_t(Cc) * F);    // (c, F)      k̃ = beta phi(k)
@@ -93,6 +94,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
         G[i] = (i ? G[i - 1] : T(0)) + gv.lambda;
         eG[i] = std::exp(G[i]);
         beta[i] = gv.beta;
+        g[i] = gv.g;
         std::copy(in.v + row, in.v + row + Dh, Vp + i * EP);
         Vp[i * EP + Dh] = T(1);
       }
@@ -112,8 +114,9 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
         for (int i = i0; i < cols; ++i) {
           T* Pi = P + size_t(i) * Cc;
           if (c.gated) {  // ungated: M = 1 on the lower triangle
-            for (int j = 0; j <= i; ++j) mrow[j] = G[i] - G[j];
-            exp_row(mrow, i + 1);
+            // Row i of M from row i-1: M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i.
+            for (int j = 0; j < i; ++j) mrow[j] *= g[i];
+            mrow[i] = T(1);
             for (int j = 0; j <= i; ++j) Pi[j] *= mrow[j];
           }
           for (int j = i + 1; j < cols; ++j) Pi[j] = T(0);
@@ -142,7 +145,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
       if (ci + 1 < L.n_chunks || state_out) {
         const T gC = G[n - 1], decay = eG[n - 1];
         for (int j = 0; j < n; ++j) mrow[j] = gC - G[j];
-        exp_row(mrow, n);
+        exp_row(mrow, n);  // after the P loop, so mrow's use as a row of M is over
         for (int f = 0; f < F; ++f)
           for (int j = 0; j < n; ++j) KwT[f * CP + j] = KtT[f * CP + j] * mrow[j];
         for (int f = 0; f < F; ++f) {

@@ -53,7 +53,7 @@ inline RfaScratchDims rfa_scratch_dims(const RfaConfig& c, const AttentionDims& 
 }
 inline size_t rfa_forward_scratch_size(const RfaConfig& c, const AttentionDims& d) {
   const RfaScratchDims s = rfa_scratch_dims(c, d);
-  return s.Dh + 2 * s.Cc * (s.Dh + s.D) + s.Cc + 3 * s.Cc * s.F + 2 * s.F * s.CP + s.Cc * s.EP + s.Cc * s.E + s.Cc * s.Cc + 3 * s.Cc +
+  return s.Dh + 2 * s.Cc * (s.Dh + s.D) + 2 * s.Cc + 3 * s.Cc * s.F + 2 * s.F * s.CP + s.Cc * s.EP + s.Cc * s.E + s.Cc * s.Cc + 3 * s.Cc +
          s.F * s.EP + s.W;
 }
 inline size_t rfa_backward_scratch_size(const RfaConfig& c, const AttentionDims& d) {

@@ -3,6 +3,10 @@
 // them without -ffast-math: dot and vecmat (explicit vector accumulators, since
 // the compiler may not reorder a plain float sum), axpy, exp and sin/cos rows.
 // double versions (gradient checks) call libm.
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -34,6 +38,17 @@ inline void simd_store(T* p, typename Simd<T>::V v) {
   *reinterpret_cast<typename Simd<T>::U*>(p) = v;
 }
 
+// Sum of a register's lanes.
+template <typename T>
+inline T simd_sum(typename Simd<T>::V v) {
+#ifdef __AVX512F__
+  if constexpr (sizeof(T) == 4) return _mm512_reduce_add_ps(reinterpret_cast<__m512>(v));
+#endif
+  T s = 0;  // double (tests) or no AVX-512
+  for (int l = 0; l < Simd<T>::W; ++l) s += v[l];
+  return s;
+}
+
 // sum_j a[j] b[j]: vector accumulators, then the tail.
 template <typename T>
 inline T dot(const T* a, const T* b, int n) {
@@ -45,9 +60,7 @@ inline T dot(const T* a, const T* b, int n) {
     acc1 += simd_load(a + j + W) * simd_load(b + j + W);
   }
   for (; j + W <= n; j += W) acc0 += simd_load(a + j) * simd_load(b + j);
-  acc0 += acc1;
-  T s = 0;
-  for (int l = 0; l < W; ++l) s += acc0[l];
+  T s = simd_sum<T>(acc0 + acc1);
   for (; j < n; ++j) s += a[j] * b[j];
   return s;
 }
