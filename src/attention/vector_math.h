@@ -42,7 +42,15 @@ inline void simd_store(T* p, typename Simd<T>::V v) {
 template <typename T>
 inline T simd_sum(typename Simd<T>::V v) {
 #ifdef __AVX512F__
-  if constexpr (sizeof(T) == 4) return _mm512_reduce_add_ps(reinterpret_cast<__m512>(v));
+  if constexpr (sizeof(T) == 4) {  // (GCC 12's _mm512_reduce_add_ps trips -Wuninitialized)
+    const __m512 x = reinterpret_cast<__m512>(v);
+    const __m512 s1 = _mm512_add_ps(x, _mm512_shuffle_f32x4(x, x, 0x4E));    // + other 256-bit half
+    const __m512 s2 = _mm512_add_ps(s1, _mm512_shuffle_f32x4(s1, s1, 0xB1));  // + other 128-bit quarter
+    __m128 r = _mm512_castps512_ps128(s2);
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    return _mm_cvtss_f32(r);
+  }
 #endif
   T s = 0;  // double (tests) or no AVX-512
   for (int l = 0; l < Simd<T>::W; ++l) s += v[l];
