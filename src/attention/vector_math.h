@@ -3,13 +3,10 @@
 // them without -ffast-math: dot and vecmat (explicit vector accumulators, since
 // the compiler may not reorder a plain float sum), axpy, exp and sin/cos rows.
 // double versions (gradient checks) call libm.
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
-
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 namespace rfa {
 
@@ -38,22 +35,22 @@ inline void simd_store(T* p, typename Simd<T>::V v) {
   *reinterpret_cast<typename Simd<T>::U*>(p) = v;
 }
 
-// Sum of a register's lanes.
+// Sum of a register's lanes: fold halves (the compiler turns the copies into
+// lane extracts), then the last 128 bits in scalar.
 template <typename T>
 inline T simd_sum(typename Simd<T>::V v) {
-#ifdef __AVX512F__
-  if constexpr (sizeof(T) == 4) {  // (GCC 12's _mm512_reduce_add_ps trips -Wuninitialized)
-    const __m512 x = reinterpret_cast<__m512>(v);
-    const __m512 s1 = _mm512_add_ps(x, _mm512_shuffle_f32x4(x, x, 0x4E));    // + other 256-bit half
-    const __m512 s2 = _mm512_add_ps(s1, _mm512_shuffle_f32x4(s1, s1, 0xB1));  // + other 128-bit quarter
-    __m128 r = _mm512_castps512_ps128(s2);
-    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-    r = _mm_add_ss(r, _mm_movehdup_ps(r));
-    return _mm_cvtss_f32(r);
-  }
-#endif
-  T s = 0;  // double (tests) or no AVX-512
-  for (int l = 0; l < Simd<T>::W; ++l) s += v[l];
+  typedef T Half __attribute__((vector_size(32)));
+  typedef T Quarter __attribute__((vector_size(16)));
+  Half lo, hi;
+  std::memcpy(&lo, &v, 32);
+  std::memcpy(&hi, reinterpret_cast<const char*>(&v) + 32, 32);
+  const Half h = lo + hi;
+  Quarter a, b;
+  std::memcpy(&a, &h, 16);
+  std::memcpy(&b, reinterpret_cast<const char*>(&h) + 16, 16);
+  const Quarter q = a + b;
+  T s = 0;
+  for (int l = 0; l < int(16 / sizeof(T)); ++l) s += q[l];
   return s;
 }
 
