@@ -100,7 +100,6 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
     T* PT = take(size_t(Cc) * Cc);   // (c, c)   Pᵀ, upper
     T* dAT = take(size_t(Cc) * Cc);  // (c, c)   dAᵀ, upper
     T* M = take(size_t(Cc) * Cc);    // (c, c)   exp(G_i - G_j), lower
-    T* G = take(Cc);
     T* eG = take(Cc);
     T* beta = take(Cc);
     T* g = take(Cc);
@@ -128,14 +127,8 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
       auto row_of = [&](int i) { return (static_cast<size_t>(b) * Tn + t0 + i) * C + static_cast<size_t>(h) * Dh; };
 
       // Recompute the chunk: gates, k̃, v'; and dY from dout through the floor.
+      gate_rows(g, beta, eG, c.gated ? saved + L.gate_a + bht0 : nullptr, n);
       for (int i = 0; i < n; ++i) {
-        GateValues<T> gv{T(0), T(1), T(1)};
-        if (c.gated) gv = gate_values(saved[L.gate_a + bht0 + i]);
-        G[i] = (i ? G[i - 1] : T(0)) + gv.lambda;
-        eG[i] = std::exp(G[i]);
-        beta[i] = gv.beta;
-        g[i] = gv.g;
-        for (int f = 0; f < F; ++f) Kt[i * FP + f] = gv.beta * phik[size_t(i) * F + f];
         std::copy_n(phiq + size_t(i) * F, F, Qp + i * FP);
         std::copy_n(in.v + row_of(i), Dh, Vp + size_t(i) * E);
         Vp[size_t(i) * E + Dh] = T(1);
@@ -150,6 +143,7 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
         dYi[Dh] = above ? -dot(dh, out + row_of(i), Dh) * inv : T(0);
       }
       for (int j = 0; j < n; ++j) {
+        for (int f = 0; f < F; ++f) Kt[j * FP + f] = beta[j] * phik[size_t(j) * F + f];
         for (int f = 0; f < F; ++f) KtT[f * CP + j] = Kt[j * FP + f];
         for (int e = 0; e < E; ++e) VpT[e * CP + j] = Vp[size_t(j) * E + e];
       }
@@ -192,12 +186,11 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
         for (int i = 0; i < n; ++i) vecmat(dQ + size_t(i) * F, dY + i * EP, SpT, E, F, FP, eG[i], true);
       }
       // S_next += w_j k̃_j v'_jᵀ, w_j = e^{G_C - G_j}:  dk̃_j += w_j dS v'_j,  dv'_j += w_j dSᵀ k̃_j
-      const T gC = G[n - 1], decay = eG[n - 1];
+      const T decay = eG[n - 1];
       if (!dS_zero) {
         for (int f = 0; f < F; ++f)
           for (int e = 0; e < E; ++e) dST[e * FP + f] = dS[f * EP + e];
-        for (int j = 0; j < n; ++j) w[j] = gC - G[j];
-        exp_row(w, n);
+        gate_suffix(w, g, n);
         for (int j = 0; j < n; ++j) {
           vecmat(dK + size_t(j) * F, Vp + size_t(j) * E, dST, E, F, FP, w[j], true);
           vecmat(dV + size_t(j) * E, Kt + j * FP, dS, F, Dh, EP, w[j], true);

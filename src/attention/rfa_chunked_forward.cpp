@@ -1,6 +1,6 @@
 // RFA chunked forward, design section 3. Per (b, h), chunks in order; inside a
 // chunk of c rows with chunk-local cumulative log-gates G (fp32 or better):
-//   M_ij   = exp(G_i - G_j) for j <= i, else 0        (masked before exp: exponents <= 0)
+//   M_ij   = exp(G_i - G_j) for j <= i, else 0        (built as products of gates: no exp, no overflow)
 //   Y      = ((Q̂ K̃ᵀ) ⊙ M) V'  +  diag(exp(G)) Q̂ S_prev
 //   S_next = exp(G_C) S_prev + (K̃ ⊙ exp(G_C - G))ᵀ V'
 // Products are vecmat calls (a row times a padded matrix, accumulated in registers).
@@ -49,7 +49,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
     T* Vp = take(size_t(Cc) * EP);   // (c, EP)     [v, 1]
     T* Y = take(size_t(Cc) * E);     // (c, E)      [num, den]
     T* P = take(size_t(Cc) * Cc);    // (c, c)      (Q̂ K̃ᵀ) ⊙ M, lower triangle
-    T* G = take(Cc);                 // (c)         chunk-local cumulative log-gate
+    T* arow = take(Cc);              // (c)         gate pre-activations a
     T* eG = take(Cc);                // (c)         exp(G)
     T* mrow = take(Cc);              // (c)         one row of M, or exp(G_C - G)
     T* S = take(size_t(F) * EP);     // (F, EP)     running state
@@ -85,19 +85,14 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
         r = l2_normalize_forward(xbar, in.k + row, Dh, eps_n);
         for (int e = 0; e < Dh; ++e) SX[size_t(Cc + i) * Dh + e] = sigma[e] * xbar[e];
         if (saved) saved[L.r_k + bht0 + i] = r;
-        GateValues<T> gv{T(0), T(1), T(1)};
         if (c.gated) {
-          const T a = dot(gate_w, in.n + (static_cast<size_t>(b) * Tn + t0 + i) * C, C) + p.gate_b[h];
-          gv = gate_values(a);
-          if (saved) saved[L.gate_a + bht0 + i] = a;
+          arow[i] = dot(gate_w, in.n + (static_cast<size_t>(b) * Tn + t0 + i) * C, C) + p.gate_b[h];
+          if (saved) saved[L.gate_a + bht0 + i] = arow[i];
         }
-        G[i] = (i ? G[i - 1] : T(0)) + gv.lambda;
-        eG[i] = std::exp(G[i]);
-        beta[i] = gv.beta;
-        g[i] = gv.g;
         std::copy(in.v + row, in.v + row + Dh, Vp + i * EP);
         Vp[i * EP + Dh] = T(1);
       }
+      gate_rows(g, beta, eG, c.gated ? arow : nullptr, n);
       feature_map_forward_rows(phiq, U, SX, Wt, c.feature_map, n, D, Dh);
       feature_map_forward_rows(phik, U, SX + size_t(Cc) * Dh, Wt, c.feature_map, n, D, Dh);
       for (int j = 0; j < n; ++j)
@@ -143,9 +138,8 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
 
       // S_next = exp(G_C) S_prev + (K̃ ⊙ exp(G_C - G))ᵀ V'; skipped after the last chunk unless asked for.
       if (ci + 1 < L.n_chunks || state_out) {
-        const T gC = G[n - 1], decay = eG[n - 1];
-        for (int j = 0; j < n; ++j) mrow[j] = gC - G[j];
-        exp_row(mrow, n);  // after the P loop, so mrow's use as a row of M is over
+        const T decay = eG[n - 1];
+        gate_suffix(mrow, g, n);  // after the P loop, so mrow's use as a row of M is over
         for (int f = 0; f < F; ++f)
           for (int j = 0; j < n; ++j) KwT[f * CP + j] = KtT[f * CP + j] * mrow[j];
         for (int f = 0; f < F; ++f) {

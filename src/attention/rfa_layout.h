@@ -80,4 +80,32 @@ inline GateValues<T> gate_values(T a) {
   return {lambda, std::exp(lambda), std::exp(log_beta)};
 }
 
+// Gates of a chunk's rows from a (n), vectorised: g = sigmoid(a), beta = sigmoid(-a)
+// (= 1 - g without cancellation) and eG = exp(G) = prefix products of g, G the
+// chunk-local cumulative log-gate (products underflow gracefully to 0, where
+// exp of a sum could not overflow either, but needs a log per token).
+// a == nullptr: ungated, all ones.
+template <typename T>
+inline void gate_rows(T* g, T* beta, T* eG, const T* a, int n) {
+  if (!a) {
+    std::fill(g, g + n, T(1));
+    std::fill(beta, beta + n, T(1));
+    std::fill(eG, eG + n, T(1));
+    return;
+  }
+  for (int i = 0; i < n; ++i) g[i] = -a[i], beta[i] = a[i];
+  exp_row(g, n);
+  exp_row(beta, n);
+  for (int i = 0; i < n; ++i) g[i] = T(1) / (T(1) + g[i]), beta[i] = T(1) / (T(1) + beta[i]);
+  eG[0] = g[0];
+  for (int i = 1; i < n; ++i) eG[i] = eG[i - 1] * g[i];
+}
+
+// w_j = exp(G_C - G_j) = prod_{r=j+1..n-1} g_r: suffix products of the gates.
+template <typename T>
+inline void gate_suffix(T* w, const T* g, int n) {
+  w[n - 1] = T(1);
+  for (int j = n - 2; j >= 0; --j) w[j] = w[j + 1] * g[j + 1];
+}
+
 }  // namespace rfa
