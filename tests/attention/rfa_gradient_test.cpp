@@ -150,13 +150,13 @@ TEST_CASE("rfa: the float forward and backward agree with the double ones") {
     auto Rf = rfa::test::random_vector<float>(pf.out.size(), 71);
     auto gd = run_backward(pd, Rd);
     auto gf = run_backward(pf, Rf);
-    check_scaled("out", pf.out, pd.out, 1e-4);
-    check_scaled("dq", gf.dq, gd.dq, 1e-3);
-    check_scaled("dk", gf.dk, gd.dk, 1e-3);
-    check_scaled("dv", gf.dv, gd.dv, 1e-3);
-    check_scaled("dn", gf.dn, gd.dn, 1e-3);
-    check_scaled("dsigma", gf.dsigma, gd.dsigma, 1e-3);
-    check_scaled("dgate_w", gf.dgw, gd.dgw, 1e-3);
-    check_scaled("dgate_b", gf.dgb, gd.dgb, 1e-3);
+    check_scaled("out", pf.out, pd.out, 1e-5);
+    check_scaled("dq", gf.dq, gd.dq, 2e-5);
+    check_scaled("dk", gf.dk, gd.dk, 2e-5);
+    check_scaled("dv", gf.dv, gd.dv, 2e-5);
+    check_scaled("dn", gf.dn, gd.dn, 2e-5);
+    check_scaled("dsigma", gf.dsigma, gd.dsigma, 2e-5);
+    check_scaled("dgate_w", gf.dgw, gd.dgw, 2e-5);
+    check_scaled("dgate_b", gf.dgb, gd.dgb, 2e-5);
   }
 }
