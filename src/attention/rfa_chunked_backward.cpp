@@ -166,11 +166,12 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
           for (int j = i + 1; j < cols; ++j) Pi[j] = T(0), dAi[j] = T(0);
         }
       }
-      for (int j = 0; j < n; ++j)
-        for (int i = 0; i < n; ++i) {
-          PT[size_t(j) * Cc + i] = j <= i ? P[size_t(i) * Cc + j] : T(0);
-          dAT[size_t(j) * Cc + i] = j <= i ? dA[size_t(i) * Cc + j] : T(0);
-        }
+      for (int j = 0; j < n; ++j) {
+        T* PTj = PT + size_t(j) * Cc;
+        T* dATj = dAT + size_t(j) * Cc;
+        for (int i = j / 4 * 4; i < j; ++i) PTj[i] = T(0), dATj[i] = T(0);  // read by the 4-row blocks below
+        for (int i = j; i < n; ++i) PTj[i] = P[size_t(i) * Cc + j], dATj[i] = dA[size_t(i) * Cc + j];
+      }
       // Intra-chunk: dq̂_i = sum_{j<=i} dA_ij k̃_j,  dv'_j = sum_{i>=j} P_ij dy_i,  dk̃_j = sum_{i>=j} dA_ij q̂_i.
       for (int i0 = 0; i0 < n; i0 += 4) {
         const int m = std::min(4, n - i0);
@@ -180,7 +181,7 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
         matmul(dK + size_t(i0) * F, F, dAT + size_t(i0) * Cc + i0, Cc, Qp + i0 * FP, FP, m, n - i0, F, T(1), false);
       }
       // Y_i += eG_i q̂_iᵀ S_prev:  dq̂_i += eG_i S_prev dy_i
-      if (!all_zero(S_prev, FE)) {
+      if ((ci > 0 || saved[L.state_flags + bh] != T(0)) && !all_zero(S_prev, FE)) {
         for (int f = 0; f < F; ++f)
           for (int e = 0; e < E; ++e) SpT[e * FP + f] = S_prev[size_t(f) * E + e];
         for (int i = 0; i < n; ++i) vecmat(dQ + size_t(i) * F, dY + i * EP, SpT, E, F, FP, eG[i], true);

@@ -60,6 +60,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
     feature_map_pack_forward(Wt, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
     const T* gate_w = c.gated ? p.gate_w + static_cast<size_t>(h) * C : nullptr;
     bool state_zero = state_in == nullptr;
+    if (saved) saved[L.state_flags + bh] = state_zero ? T(0) : T(1);
     if (!state_zero)
       for (int f = 0; f < F; ++f) std::copy_n(state_in + bh * FE + size_t(f) * E, E, S + f * EP);
 

@@ -14,10 +14,11 @@
 namespace rfa {
 
 // Saved activations, per task bh = b*H + h:
-//   phi_q, phi_k (B,H,T,F); r_q, r_k, gate_a, den (B,H,T); states (B,H,n_chunks,F,Dh+1).
+//   phi_q, phi_k (B,H,T,F); r_q, r_k, gate_a, den (B,H,T); states (B,H,n_chunks,F,Dh+1);
+//   state_flags (B,H): 1 when the forward started from a given state (else chunk 0's state is 0).
 struct RfaSavedLayout {
   int F = 0, E = 0, n_chunks = 0;  // E = Dh + 1, the augmented value width
-  size_t phi_q = 0, phi_k = 0, r_q = 0, r_k = 0, gate_a = 0, den = 0, states = 0, total = 0;
+  size_t phi_q = 0, phi_k = 0, r_q = 0, r_k = 0, gate_a = 0, den = 0, states = 0, state_flags = 0, total = 0;
 };
 
 inline RfaSavedLayout rfa_saved_layout(const RfaConfig& c, const AttentionDims& d) {
@@ -35,6 +36,7 @@ inline RfaSavedLayout rfa_saved_layout(const RfaConfig& c, const AttentionDims& 
   l.gate_a = take(bht);
   l.den = take(bht);
   l.states = take(bh * l.n_chunks * l.F * l.E);
+  l.state_flags = take(bh);
   l.total = at;
   return l;
 }
