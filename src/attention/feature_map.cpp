@@ -46,6 +46,17 @@ void feature_map_pack_backward(T* Wp, const T* W, int D, int Dh) {
 }
 
 template <typename T>
+void feature_map_from_u(T* phi, const T* u, FeatureMapKind kind, int D) {
+  const T scale = T(1) / std::sqrt(T(D));
+  if (kind == FeatureMapKind::gaussian) {
+    sincos_row(phi, phi + D, u, D);
+    for (int f = 0; f < 2 * D; ++f) phi[f] *= scale;
+  } else {
+    for (int f = 0; f < D; ++f) phi[f] = u[f] > T(0) ? u[f] * scale : T(0);
+  }
+}
+
+template <typename T>
 void feature_map_forward(T* phi, T* scratch, const T* xbar, const T* sigma, const T* Wt, FeatureMapKind kind, int D,
                          int Dh) {
   T* u = scratch;       // (D)
@@ -53,13 +64,7 @@ void feature_map_forward(T* phi, T* scratch, const T* xbar, const T* sigma, cons
   // u = W (sigma ⊙ x̄)
   for (int j = 0; j < Dh; ++j) sx[j] = sigma[j] * xbar[j];
   vecmat(u, sx, Wt, Dh, D, pad16(D), T(1), false);
-  const T scale = T(1) / std::sqrt(T(D));
-  if (kind == FeatureMapKind::gaussian) {
-    sincos_row(phi, phi + D, u, D);
-    for (int i = 0; i < 2 * D; ++i) phi[i] *= scale;
-  } else {
-    for (int i = 0; i < D; ++i) phi[i] = u[i] > T(0) ? u[i] * scale : T(0);
-  }
+  feature_map_from_u(phi, u, kind, D);
 }
 
 template <typename T>
@@ -88,17 +93,7 @@ template <typename T>
 void feature_map_forward_rows(T* phi, T* u, const T* sx, const T* Wt, FeatureMapKind kind, int N, int D, int Dh) {
   const int F = feature_count(kind, D);
   matmul(u, D, sx, Dh, Wt, pad16(D), N, Dh, D, T(1), false);  // u = (sigma ⊙ x̄) Wᵀ
-  const T scale = T(1) / std::sqrt(T(D));
-  for (int i = 0; i < N; ++i) {
-    T* p = phi + static_cast<size_t>(i) * F;
-    const T* ui = u + static_cast<size_t>(i) * D;
-    if (kind == FeatureMapKind::gaussian) {
-      sincos_row(p, p + D, ui, D);
-      for (int f = 0; f < 2 * D; ++f) p[f] *= scale;
-    } else {
-      for (int f = 0; f < D; ++f) p[f] = ui[f] > T(0) ? ui[f] * scale : T(0);
-    }
-  }
+  for (int i = 0; i < N; ++i) feature_map_from_u(phi + static_cast<size_t>(i) * F, u + static_cast<size_t>(i) * D, kind, D);
 }
 
 template <typename T>
@@ -124,6 +119,7 @@ void feature_map_backward_rows(T* w, T* du, const T* dphi, const T* phi, const T
   template void l2_normalize_backward<T>(T*, const T*, const T*, T, int);                                   \
   template void feature_map_forward<T>(T*, T*, const T*, const T*, const T*, FeatureMapKind, int, int);     \
   template void feature_map_pack_forward<T>(T*, const T*, int, int);                                        \
+  template void feature_map_from_u<T>(T*, const T*, FeatureMapKind, int);                                   \
   template void feature_map_forward_rows<T>(T*, T*, const T*, const T*, FeatureMapKind, int, int, int);     \
   template void feature_map_backward_rows<T>(T*, T*, const T*, const T*, const T*, FeatureMapKind, int, int, \
                                              int);                                                          \

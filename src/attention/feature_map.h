@@ -22,6 +22,10 @@ T l2_normalize_forward(T* xbar /*(Dh)*/, const T* x /*(Dh)*/, int Dh, T eps_n);
 template <typename T>
 void l2_normalize_backward(T* dx /*(Dh)*/, const T* dxbar /*(Dh)*/, const T* xbar /*(Dh)*/, T r, int Dh);
 
+// phi (F) from u (D): [sin u, cos u]/sqrt(D) or relu(u)/sqrt(D).
+template <typename T>
+void feature_map_from_u(T* phi /*(F)*/, const T* u /*(D)*/, FeatureMapKind kind, int D);
+
 // One head's W (D, Dh) packed for the row functions, leading dimensions padded
 // to pad16 so vecmat (vector_math.h) reads whole vectors:
 //   forward reads Wt (Dh, pad16(D)), backward reads Wp (D, pad16(Dh)).
