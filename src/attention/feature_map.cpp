@@ -49,8 +49,7 @@ template <typename T>
 void feature_map_from_u(T* phi, const T* u, FeatureMapKind kind, int D) {
   const T scale = T(1) / std::sqrt(T(D));
   if (kind == FeatureMapKind::gaussian) {
-    sincos_row(phi, phi + D, u, D);
-    for (int f = 0; f < 2 * D; ++f) phi[f] *= scale;
+    sincos_row(phi, phi + D, u, D, scale);
   } else {
     for (int f = 0; f < D; ++f) phi[f] = u[f] > T(0) ? u[f] * scale : T(0);
   }

@@ -177,13 +177,13 @@ inline void exp_row(double* x, int n) {
   for (int i = 0; i < n; ++i) x[i] = std::exp(x[i]);
 }
 
-// s = sin(u), c = cos(u). Vectorised (libm's
+// s = scale sin(u), c = scale cos(u). Vectorised (libm's
 // scalar sinf/cosf would dominate the feature map's cost). float: Cody-Waite
 // reduction by pi/2 in three parts plus the Cephes minimax polynomials on
 // [-pi/4, pi/4]; absolute error ~1e-7 for |u| < 1e3, ~1e-5 up to 1e5, the range
 // the feature map sees (|u| ~ |sigma| since |x̄| = 1 and W rows are Gaussian).
 // double (gradient checks): plain libm.
-inline void sincos_row(float* s, float* c, const float* u, int n) {
+inline void sincos_row(float* s, float* c, const float* u, int n, float scale = 1.0f) {
   for (int i = 0; i < n; ++i) {
     float x = u[i];
     const int ji = round_to_int(x * 0.636619772367581343f);  // nearest multiple of pi/2
@@ -196,15 +196,15 @@ inline void sincos_row(float* s, float* c, const float* u, int n) {
                   r2 * r2 * (4.166664568298827e-2f + r2 * (-1.388731625493765e-3f + r2 * 2.443315711809948e-5f));
     float sin_x = (quadrant & 1) ? cos_r : sin_r;
     float cos_x = (quadrant & 1) ? sin_r : cos_r;
-    s[i] = (quadrant & 2) ? -sin_x : sin_x;
-    c[i] = ((quadrant + 1) & 2) ? -cos_x : cos_x;
+    s[i] = scale * ((quadrant & 2) ? -sin_x : sin_x);
+    c[i] = scale * (((quadrant + 1) & 2) ? -cos_x : cos_x);
   }
 }
 
-inline void sincos_row(double* s, double* c, const double* u, int n) {
+inline void sincos_row(double* s, double* c, const double* u, int n, double scale = 1.0) {
   for (int i = 0; i < n; ++i) {
-    s[i] = std::sin(u[i]);
-    c[i] = std::cos(u[i]);
+    s[i] = scale * std::sin(u[i]);
+    c[i] = scale * std::cos(u[i]);
   }
 }
 
