@@ -163,3 +163,18 @@ TEST_CASE("rfa: a reset state decodes like a fresh one") {
   CHECK(first == second);
   CHECK(std::any_of(first.begin(), first.end(), [](double x) { return x != 0.0; }));
 }
+
+TEST_CASE("rfa: edge shapes (one token, one chunk exactly, chunk longer than T)") {
+  for (auto [T, chunk] : {std::pair{1, 64}, std::pair{16, 16}, std::pair{5, 64}, std::pair{17, 16}}) {
+    CAPTURE(T);
+    CAPTURE(chunk);
+    RfaConfig cfg;
+    cfg.num_features = 8, cfg.chunk_size = chunk;
+    AttentionDims d{2, T, 3, 4};
+    RfaProblem<double> p(cfg, d, 800);
+    p.forward();
+    auto state = rfa_state_create<double>(cfg, d.B, d.H, d.Dh);
+    auto ref = run_recurrent(p, state, 0, d.T);
+    rfa::test::check_close("chunked vs recurrent", p.out.data(), ref.data(), ref.size(), 1e-10, 1e-12);
+  }
+}
