@@ -30,31 +30,22 @@ bool all_zero(const T* x, size_t n) {
   return !nonzero;
 }
 
-// Parameter gradients of the gate from da (B,H,T): reductions over (b, t) done
-// outside the per-(b, h) tasks so no two threads write the same entry.
+// The gate's gradients once all heads of batch row b have their da (B,H,T):
+//   a = gate_w[h]·n_t + gate_b[h]:  dn_t += sum_h da gate_w[h];  dgate_w[h] += sum da n_t;  dgate_b[h] += sum da
+// dgate goes to this thread's partial sums (H, C+1): [dgate_w[h], dgate_b[h]] rows.
 template <typename T>
-void gate_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pg, const T* da, const T* n,
-                   const T* gate_w, const AttentionDims& d) {
+void gate_row_backward(T* dn, T* partial, const T* da, const T* n, const T* gate_w, int b, const AttentionDims& d) {
   const int Tn = d.T, H = d.H, C = d.C();
-  // a = gate_w[h]·n_t + gate_b[h]:  dgate_w[h] += sum da n_t,  dgate_b[h] += sum da
-  parallel_for(H, [&](int64_t h) {
-    T* dw = pg.dgate_w + static_cast<size_t>(h) * C;
-    T db = 0;
-    for (int b = 0; b < d.B; ++b)
-      for (int t = 0; t < Tn; ++t) {
-        const T g = da[(static_cast<size_t>(b) * H + h) * Tn + t];
-        db += g;
-        axpy(dw, g, n + (static_cast<size_t>(b) * Tn + t) * C, C);
-      }
-    pg.dgate_b[h] += db;
-  });
-  // dn_t += sum_h da gate_w[h]
-  if (grads.dn)
-    parallel_for(int64_t(d.B) * Tn, [&](int64_t bt) {
-      const int b = static_cast<int>(bt / Tn), t = static_cast<int>(bt % Tn);
-      for (int h = 0; h < H; ++h)
-        axpy(grads.dn + bt * C, da[(static_cast<size_t>(b) * H + h) * Tn + t], gate_w + static_cast<size_t>(h) * C, C);
-    });
+  for (int h = 0; h < H; ++h) {
+    const T* da_bh = da + (static_cast<size_t>(b) * H + h) * Tn;
+    T* dw = partial + static_cast<size_t>(h) * (C + 1);
+    for (int t = 0; t < Tn; ++t) {
+      const size_t row = (static_cast<size_t>(b) * Tn + t) * C;
+      axpy(dw, da_bh[t], n + row, C);
+      dw[C] += da_bh[t];
+      if (dn) axpy(dn + row, da_bh[t], gate_w + static_cast<size_t>(h) * C, C);
+    }
+  }
 }
 
 }  // namespace
@@ -76,10 +67,12 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
   const size_t FE = static_cast<size_t>(F) * E;
   T* dsigma_parts = workspace.data;                               // (B, H, Dh)
   T* da = dsigma_parts + static_cast<size_t>(d.B) * H * Dh;       // (B, H, T)
-  T* thread_slices = workspace.data + rfa_backward_shared_size(d);
+  T* gate_parts = da + static_cast<size_t>(d.B) * H * Tn;          // (threads, H, C+1)
+  std::fill(gate_parts, gate_parts + static_cast<size_t>(threads) * H * (C + 1), T(0));
+  T* thread_slices = workspace.data + rfa_backward_shared_size(d, threads);
 
-  attention_tasks_run(int64_t(d.B) * H, thread_slices, per_thread, threads, [&](int64_t bh, T* scratch) {
-    const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
+  attention_rows_run(d.B, H, thread_slices, per_thread, threads, [&](int b, int h, T* scratch, int thread) {
+    const int64_t bh = int64_t(b) * H + h;
     T* at = scratch;
     auto take = [&](size_t n) { T* r = at; at += n; return r; };
     T* xbar = take(Dh);
@@ -242,13 +235,22 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
         }
       }
     }
+    if (c.gated && h == H - 1)  // all heads of row b are done (attention_rows_run's order)
+      gate_row_backward(grads.dn, gate_parts + static_cast<size_t>(thread) * H * (C + 1), da, in.n, p.gate_w, b, d);
   });
 
   // dsigma[h] += sum_b partials (serial: H*B*Dh adds).
   for (int h = 0; h < H; ++h)
     for (int b = 0; b < d.B; ++b)
       axpy(pgrads.dsigma + static_cast<size_t>(h) * Dh, T(1), dsigma_parts + (static_cast<size_t>(b) * H + h) * Dh, Dh);
-  if (c.gated) gate_backward(grads, pgrads, da, in.n, p.gate_w, d);
+  if (c.gated) {
+    for (int t = 0; t < threads; ++t)
+      for (int h = 0; h < H; ++h) {
+        const T* part = gate_parts + (static_cast<size_t>(t) * H + h) * (C + 1);
+        axpy(pgrads.dgate_w + static_cast<size_t>(h) * C, T(1), part, C);
+        pgrads.dgate_b[h] += part[C];
+      }
+  }
 }
 
 #define RFA_INSTANTIATE(T)                                                                               \

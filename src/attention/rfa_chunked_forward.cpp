@@ -29,7 +29,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
   const T eps_n = T(c.eps_n), eps_d = T(c.eps_d);
   const size_t per_thread = std::max(rfa_forward_scratch_size(c, d), rfa_backward_scratch_size(c, d));
-  T* thread_slices = workspace.data + rfa_backward_shared_size(d);
+  T* thread_slices = workspace.data + rfa_backward_shared_size(d, threads);
   const size_t FE = static_cast<size_t>(F) * E;
 
   attention_tasks_run(int64_t(d.B) * H, thread_slices, per_thread, threads, [&](int64_t bh, T* scratch) {

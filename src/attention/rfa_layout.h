@@ -63,9 +63,10 @@ inline size_t rfa_backward_scratch_size(const RfaConfig& c, const AttentionDims&
   return 2 * s.Dh + 2 * s.Cc * (s.Dh + s.D) + 2 * s.Cc * s.FP + s.F * s.CP + s.E * s.CP + s.Cc * s.E + s.Cc * s.EP + 2 * s.Cc * s.F +
          s.Cc * s.E + 5 * s.Cc * s.Cc + 5 * s.Cc + s.F * s.EP + 2 * s.E * s.FP + s.F * s.Cc + s.W;
 }
-// Backward's shared part, before the per-thread slices: dsigma partials (B,H,Dh) and da (B,H,T).
-inline size_t rfa_backward_shared_size(const AttentionDims& d) {
-  return static_cast<size_t>(d.B) * d.H * (d.Dh + d.T);
+// Backward's shared part, before the per-thread slices: dsigma partials (B,H,Dh),
+// da (B,H,T) and per-thread gate gradient partials (threads, H, C+1).
+inline size_t rfa_backward_shared_size(const AttentionDims& d, int threads) {
+  return static_cast<size_t>(d.B) * d.H * (d.Dh + d.T) + static_cast<size_t>(threads) * d.H * (d.C() + 1);
 }
 
 // Gate of one token from a_t = gate_w·n_t + gate_b, computed stably:
