@@ -102,6 +102,7 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
     T* SpT = take(size_t(E) * FP);   // (E, FP)  S_prev transposed
     T* QeT = take(size_t(F) * Cc);   // (F, c)   (Q̂ ⊙ exp G)ᵀ
     T* Wp = take(sd.W);              // (D, pad16(Dh)) this head's W, packed
+    T* tmp = take(size_t(Cc) * std::max(FP, EP));  // (c, FP or EP) a diag-scaled copy for one product
     RFA_ASSERT(static_cast<size_t>(at - scratch) <= per_thread, "backward scratch overflow");
 
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
@@ -177,7 +178,9 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
       if ((ci > 0 || saved[L.state_flags + bh] != T(0)) && !all_zero(S_prev, FE)) {
         for (int f = 0; f < F; ++f)
           for (int e = 0; e < E; ++e) SpT[e * FP + f] = S_prev[size_t(f) * E + e];
-        for (int i = 0; i < n; ++i) vecmat(dQ + size_t(i) * F, dY + i * EP, SpT, E, F, FP, eG[i], true);
+        for (int i = 0; i < n; ++i)
+          for (int e = 0; e < E; ++e) tmp[i * EP + e] = eG[i] * dY[i * EP + e];
+        matmul(dQ, F, tmp, EP, SpT, FP, n, E, F, T(1), true);
       }
       // S_next += w_j k̃_j v'_jᵀ, w_j = e^{G_C - G_j}:  dk̃_j += w_j dS v'_j,  dv'_j += w_j dSᵀ k̃_j
       const T decay = eG[n - 1];
@@ -185,21 +188,20 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
         for (int f = 0; f < F; ++f)
           for (int e = 0; e < E; ++e) dST[e * FP + f] = dS[f * EP + e];
         gate_suffix(w, g, n);
-        for (int j = 0; j < n; ++j) {
-          vecmat(dK + size_t(j) * F, Vp + size_t(j) * E, dST, E, F, FP, w[j], true);
-          vecmat(dV + size_t(j) * E, Kt + j * FP, dS, F, Dh, EP, w[j], true);
-        }
+        for (int j = 0; j < n; ++j)
+          for (int e = 0; e < E; ++e) tmp[j * EP + e] = w[j] * Vp[size_t(j) * E + e];
+        matmul(dK, F, tmp, EP, dST, FP, n, E, F, T(1), true);
+        for (int j = 0; j < n; ++j)
+          for (int f = 0; f < F; ++f) tmp[j * FP + f] = w[j] * Kt[j * FP + f];
+        matmul(dV, E, tmp, FP, dS, EP, n, F, Dh, T(1), true);
       }
       // dS_prev = e^{G_C} dS + (Q̂ ⊙ eG)ᵀ dY; not needed before the first chunk (the entering state is a constant).
       if (ci > 0) {
         for (int i = 0; i < n; ++i)
           for (int f = 0; f < F; ++f) QeT[size_t(f) * Cc + i] = Qp[i * FP + f] * eG[i];
-        for (int f = 0; f < F; ++f) {
-          T* dSf = dS + f * EP;
-          if (!dS_zero)
-            for (int e = 0; e < E; ++e) dSf[e] *= decay;
-          vecmat(dSf, QeT + size_t(f) * Cc, dY, n, E, EP, T(1), !dS_zero);
-        }
+        if (!dS_zero)
+          for (size_t x = 0; x < size_t(F) * EP; ++x) dS[x] *= decay;
+        matmul(dS, EP, QeT, Cc, dY, EP, F, n, E, T(1), !dS_zero);
         dS_zero = false;
       }
 

@@ -3,7 +3,7 @@
 //   M_ij   = exp(G_i - G_j) for j <= i, else 0        (built as products of gates: no exp, no overflow)
 //   Y      = ((Q̂ K̃ᵀ) ⊙ M) V'  +  diag(exp(G)) Q̂ S_prev
 //   S_next = exp(G_C) S_prev + (K̃ ⊙ exp(G_C - G))ᵀ V'
-// Products are vecmat calls (a row times a padded matrix, accumulated in registers).
+// Products are matmul calls (4 rows at a time times a padded matrix, accumulated in registers).
 #include <algorithm>
 #include <cmath>
 
@@ -54,6 +54,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
     T* mrow = take(Cc);              // (c)         one row of M, or exp(G_C - G)
     T* S = take(size_t(F) * EP);     // (F, EP)     running state
     T* Wt = take(sd.W);              // (Dh, pad16(D)) this head's W, packed
+    T* Qe = take(size_t(Cc) * F);    // (c, F)      diag(exp G) Q̂
     RFA_ASSERT(static_cast<size_t>(at - scratch) <= per_thread, "forward scratch overflow");
 
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
@@ -126,9 +127,13 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
           Y[size_t(i) * E + Dh] = den;
         }
       }
+      if (!state_zero) {  // Y += diag(exp G) Q̂ S_prev
+        for (int i = 0; i < n; ++i)
+          for (int f = 0; f < F; ++f) Qe[size_t(i) * F + f] = eG[i] * phiq[size_t(i) * F + f];
+        matmul(Y, E, Qe, F, S, EP, n, F, E, T(1), true);
+      }
       for (int i = 0; i < n; ++i) {
         T* Yi = Y + size_t(i) * E;
-        if (!state_zero) vecmat(Yi, phiq + size_t(i) * F, S, F, E, EP, eG[i], true);
         // out = num / max(den, eps_d)
         const T den = Yi[Dh];
         if (saved) saved[L.den + bht0 + i] = den;
@@ -143,12 +148,9 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
         gate_suffix(mrow, g, n);  // after the P loop, so mrow's use as a row of M is over
         for (int f = 0; f < F; ++f)
           for (int j = 0; j < n; ++j) KwT[f * CP + j] = KtT[f * CP + j] * mrow[j];
-        for (int f = 0; f < F; ++f) {
-          T* Sf = S + f * EP;
-          if (!state_zero)
-            for (int e = 0; e < E; ++e) Sf[e] *= decay;
-          vecmat(Sf, KwT + f * CP, Vp, n, E, EP, T(1), !state_zero);
-        }
+        if (!state_zero)
+          for (size_t x = 0; x < size_t(F) * EP; ++x) S[x] *= decay;
+        matmul(S, EP, KwT, CP, Vp, EP, F, n, E, T(1), !state_zero);
         state_zero = false;
       }
     }

@@ -55,13 +55,14 @@ inline RfaScratchDims rfa_scratch_dims(const RfaConfig& c, const AttentionDims& 
 }
 inline size_t rfa_forward_scratch_size(const RfaConfig& c, const AttentionDims& d) {
   const RfaScratchDims s = rfa_scratch_dims(c, d);
-  return s.Dh + 2 * s.Cc * (s.Dh + s.D) + 2 * s.Cc + 3 * s.Cc * s.F + 2 * s.F * s.CP + s.Cc * s.EP + s.Cc * s.E + s.Cc * s.Cc + 3 * s.Cc +
+  return s.Dh + 2 * s.Cc * (s.Dh + s.D) + 2 * s.Cc + 4 * s.Cc * s.F + 2 * s.F * s.CP + s.Cc * s.EP + s.Cc * s.E + s.Cc * s.Cc + 3 * s.Cc +
          s.F * s.EP + s.W;
 }
 inline size_t rfa_backward_scratch_size(const RfaConfig& c, const AttentionDims& d) {
   const RfaScratchDims s = rfa_scratch_dims(c, d);
   return 2 * s.Dh + 2 * s.Cc * (s.Dh + s.D) + 2 * s.Cc * s.FP + s.F * s.CP + s.E * s.CP + s.Cc * s.E + s.Cc * s.EP + 2 * s.Cc * s.F +
-         s.Cc * s.E + 5 * s.Cc * s.Cc + 5 * s.Cc + s.F * s.EP + 2 * s.E * s.FP + s.F * s.Cc + s.W;
+         s.Cc * s.E + 5 * s.Cc * s.Cc + 5 * s.Cc + s.F * s.EP + 2 * s.E * s.FP + s.F * s.Cc + s.W +
+         s.Cc * std::max(s.FP, s.EP);
 }
 // Backward's shared part, before the per-thread slices: dsigma partials (B,H,Dh),
 // da (B,H,T) and per-thread gate gradient partials (threads, H, C+1).
