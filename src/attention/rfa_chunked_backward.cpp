@@ -81,14 +81,12 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
     T* DU = take(size_t(2 * Cc) * D);   // (2c, D)   du
     T* Kt = take(size_t(Cc) * FP);   // (c, FP)  k̃
     T* Qp = take(size_t(Cc) * FP);   // (c, FP)  q̂ (copy of the saved rows, padded)
-    T* KtT = take(size_t(F) * CP);   // (F, CP)  K̃ᵀ
     T* VpT = take(size_t(E) * CP);   // (E, CP)  V'ᵀ
     T* Vp = take(size_t(Cc) * E);    // (c, E)   [v, 1]
     T* dY = take(size_t(Cc) * EP);   // (c, EP)  [dnum, dden]
     T* dQ = take(size_t(Cc) * F);    // (c, F)   dq̂
     T* dK = take(size_t(Cc) * F);    // (c, F)   dk̃
     T* dV = take(size_t(Cc) * E);    // (c, E)   dv'
-    T* P = take(size_t(Cc) * Cc);    // (c, c)   (Q̂ K̃ᵀ) ⊙ M, lower
     T* dA = take(size_t(Cc) * Cc);   // (c, c)   (dY V'ᵀ) ⊙ M, lower
     T* PT = take(size_t(Cc) * Cc);   // (c, c)   Pᵀ, upper
     T* dAT = take(size_t(Cc) * Cc);  // (c, c)   dAᵀ, upper
@@ -118,6 +116,7 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
       const T* phiq = saved + L.phi_q + bht0 * F;
       const T* phik = saved + L.phi_k + bht0 * F;
       const T* S_prev = saved + L.states + (static_cast<size_t>(bh) * L.n_chunks + ci) * FE;
+      const T* P = saved + L.P + (static_cast<size_t>(bh) * L.n_chunks + ci) * Cc * Cc;  // (c, c) from the forward
       auto row_of = [&](int i) { return (static_cast<size_t>(b) * Tn + t0 + i) * C + static_cast<size_t>(h) * Dh; };
 
       // Recompute the chunk: gates, k̃, v'; and dY from dout through the floor.
@@ -138,26 +137,23 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
       }
       for (int j = 0; j < n; ++j) {
         for (int f = 0; f < F; ++f) Kt[j * FP + f] = beta[j] * phik[size_t(j) * F + f];
-        for (int f = 0; f < F; ++f) KtT[f * CP + j] = Kt[j * FP + f];
         for (int e = 0; e < E; ++e) VpT[e * CP + j] = Vp[size_t(j) * E + e];
       }
-      // P = (Q̂ K̃ᵀ) ⊙ M and dA = dP ⊙ M with dP = dY V'ᵀ (Y_i = sum_j P_ij v'_j), in blocks
-      // of 4 rows; both are 0 right of the diagonal, and so are their transposes below it.
+      // dA = dP ⊙ M with dP = dY V'ᵀ (Y_i = sum_j P_ij v'_j, P saved by the forward), in
+      // blocks of 4 rows; 0 right of the diagonal, and the transposes are 0 below it.
       for (int i0 = 0; i0 < n; i0 += 4) {
         const int m = std::min(4, n - i0), cols = i0 + m;
-        matmul(P + size_t(i0) * Cc, Cc, Qp + i0 * FP, FP, KtT, CP, m, F, cols, T(1), false);
         matmul(dA + size_t(i0) * Cc, Cc, dY + i0 * EP, EP, VpT, CP, m, E, cols, T(1), false);
         for (int i = i0; i < cols; ++i) {
-          T* Pi = P + size_t(i) * Cc;
           T* dAi = dA + size_t(i) * Cc;
           if (c.gated) {
             // M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i: no exp, no overflow.
             T* Mi = M + size_t(i) * Cc;
             for (int j = 0; j < i; ++j) Mi[j] = M[size_t(i - 1) * Cc + j] * g[i];
             Mi[i] = T(1);
-            for (int j = 0; j <= i; ++j) Pi[j] *= Mi[j], dAi[j] *= Mi[j];
+            for (int j = 0; j <= i; ++j) dAi[j] *= Mi[j];
           }
-          for (int j = i + 1; j < cols; ++j) Pi[j] = T(0), dAi[j] = T(0);
+          for (int j = i + 1; j < cols; ++j) dAi[j] = T(0);
         }
       }
       for (int j = 0; j < n; ++j) {

@@ -48,7 +48,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
     T* KwT = take(size_t(F) * CP);   // (F, CP)     (K̃ ⊙ exp(G_C - G))ᵀ
     T* Vp = take(size_t(Cc) * EP);   // (c, EP)     [v, 1]
     T* Y = take(size_t(Cc) * E);     // (c, E)      [num, den]
-    T* P = take(size_t(Cc) * Cc);    // (c, c)      (Q̂ K̃ᵀ) ⊙ M, lower triangle
+    T* P_scratch = take(size_t(Cc) * Cc);  // (c, c)  (Q̂ K̃ᵀ) ⊙ M, lower triangle, when nothing is saved
     T* arow = take(Cc);              // (c)         gate pre-activations a
     T* eG = take(Cc);                // (c)         exp(G)
     T* mrow = take(Cc);              // (c)         one row of M, or exp(G_C - G)
@@ -70,6 +70,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
       const size_t bht0 = static_cast<size_t>(bh) * Tn + t0;
       T* phiq = saved ? saved + L.phi_q + bht0 * F : phiq_scratch;  // (c, F)
       T* phik = saved ? saved + L.phi_k + bht0 * F : phik_scratch;  // (c, F)
+      T* P = saved ? saved + L.P + (static_cast<size_t>(bh) * L.n_chunks + ci) * Cc * Cc : P_scratch;  // (c, c)
       if (saved) {
         T* entry = saved + L.states + (static_cast<size_t>(bh) * L.n_chunks + ci) * FE;
         for (int f = 0; f < F; ++f) {
