@@ -1,6 +1,7 @@
 // RFA chunked backward, design section 4: a reverse pass over chunks carrying
-// dS (the gradient of the state leaving the chunk), with the chunk-entry states
-// the forward saved. Per chunk (notation of rfa_chunked_forward.cpp):
+// dS (the gradient of the state leaving the chunk), with the chunk-entry states,
+// features and masked scores P the forward saved. Per chunk (notation of
+// rfa_chunked_forward.cpp):
 //   Y = P V' + diag(eG) Q̂ S_prev,  P = (Q̂ K̃ᵀ) ⊙ M,  S_next = e^{G_C} S_prev + (K̃ ⊙ e^{G_C-G})ᵀ V'
 //   dP = dY V'ᵀ (lower),  dA = dP ⊙ M
 //   dQ̂ = dA K̃ + diag(eG) dY S_prevᵀ
@@ -9,7 +10,8 @@
 //   dS_prev = e^{G_C} dS + (Q̂ ⊙ eG)ᵀ dY
 // The log-gates enter only through differences G_t - G_s paired with q̂_t·k̃_s (and
 // e^{G_t} q̂_t), so dG_t = q̂_t·dq̂_t - k̃_t·dk̃_t with the full dq̂, dk̃, and
-// dlambda_r = sum_{t>=r} dG_t: a running sum in this reverse pass.
+// dlambda_r = sum_{t>=r} dG_t: a running sum in this reverse pass. Then
+//   da = beta dlambda - g (dk̃·k̃),  dphi(k) = beta dk̃, and the feature maps' backward.
 #include <algorithm>
 #include <cmath>
 
