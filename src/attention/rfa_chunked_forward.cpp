@@ -1,0 +1,174 @@
+// RFA chunked forward, design section 3. Per (b, h), chunks in order; inside a
+// chunk of c rows with chunk-local cumulative log-gates G (fp32 or better):
+//   M_ij   = exp(G_i - G_j) for j <= i, else 0        (built as products of gates: no exp, no overflow)
+//   Y      = ((Q̂ K̃ᵀ) ⊙ M) V'  +  diag(exp(G)) Q̂ S_prev
+//   S_next = exp(G_C) S_prev + (K̃ ⊙ exp(G_C - G))ᵀ V'
+// Products are matmul calls (4 rows at a time times a padded matrix, accumulated in registers).
+#include <algorithm>
+#include <cmath>
+
+#include "attention/attention_tasks.h"
+#include "attention/feature_map.h"
+#include "attention/rfa_attention.h"
+#include "attention/rfa_layout.h"
+#include "attention/vector_math.h"
+#include "core/error.h"
+
+namespace rfa {
+
+template <typename T>
+void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& in, const RfaParams<T>& p,
+                 const RfaConfig& c, const AttentionDims& d, const T* state_in, T* state_out) {
+  const RfaSavedLayout L = rfa_saved_layout(c, d);
+  const RfaScratchDims sd = rfa_scratch_dims(c, d);
+  const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C(), D = c.num_features, F = L.F, E = L.E, Cc = c.chunk_size;
+  const size_t CP = sd.CP, EP = sd.EP;
+  const int threads = thread_count();
+  RFA_ASSERT(workspace.size >= rfa_workspace_size(c, d, threads), "rfa workspace {} < {}", workspace.size,
+             rfa_workspace_size(c, d, threads));
+  RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
+  const T eps_n = T(c.eps_n), eps_d = T(c.eps_d);
+  const size_t per_thread = std::max(rfa_forward_scratch_size(c, d), rfa_backward_scratch_size(c, d));
+  T* thread_slices = workspace.data + rfa_backward_shared_size(d, threads);
+  const size_t FE = static_cast<size_t>(F) * E;
+
+  attention_tasks_run(int64_t(d.B) * H, thread_slices, per_thread, threads, [&](int64_t bh, T* scratch) {
+    const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
+    T* at = scratch;
+    auto take = [&](size_t n) { T* r = at; at += n; return r; };
+    T* xbar = take(Dh);
+    T* SX = take(size_t(2 * Cc) * Dh);  // (2c, Dh)  sigma ⊙ x̄ for q rows, then k rows
+    T* U = take(size_t(2 * Cc) * D);    // (2c, D)   W (sigma ⊙ x̄)
+    T* beta = take(Cc);
+    T* g = take(Cc);
+    T* phiq_scratch = take(size_t(Cc) * F);  // used when nothing is saved
+    T* phik_scratch = take(size_t(Cc) * F);
+    T* Kt = take(size_t(Cc) * F);    // (c, F)      k̃ = beta phi(k)
+    T* KtT = take(size_t(F) * CP);   // (F, CP)     K̃ᵀ
+    T* KwT = take(size_t(F) * CP);   // (F, CP)     (K̃ ⊙ exp(G_C - G))ᵀ
+    T* Vp = take(size_t(Cc) * EP);   // (c, EP)     [v, 1]
+    T* Y = take(size_t(Cc) * E);     // (c, E)      [num, den]
+    T* P_scratch = take(size_t(Cc) * Cc);  // (c, c)  (Q̂ K̃ᵀ) ⊙ M, lower triangle, when nothing is saved
+    T* arow = take(Cc);              // (c)         gate pre-activations a
+    T* eG = take(Cc);                // (c)         exp(G)
+    T* mrow = take(Cc);              // (c)         one row of M, or exp(G_C - G)
+    T* S = take(size_t(F) * EP);     // (F, EP)     running state
+    T* Wt = take(sd.W);              // (Dh, pad16(D)) this head's W, packed
+    T* Qe = take(size_t(Cc) * F);    // (c, F)      diag(exp G) Q̂
+    RFA_ASSERT(static_cast<size_t>(at - scratch) <= per_thread, "forward scratch overflow");
+
+    const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
+    feature_map_pack_forward(Wt, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
+    const T* gate_w = c.gated ? p.gate_w + static_cast<size_t>(h) * C : nullptr;
+    bool state_zero = state_in == nullptr;
+    if (saved) saved[L.state_flags + bh] = state_zero ? T(0) : T(1);
+    if (!state_zero)
+      for (int f = 0; f < F; ++f) std::copy_n(state_in + bh * FE + size_t(f) * E, E, S + f * EP);
+
+    for (int ci = 0; ci < L.n_chunks; ++ci) {
+      const int t0 = ci * Cc, n = std::min(Cc, Tn - t0);
+      const size_t bht0 = static_cast<size_t>(bh) * Tn + t0;
+      T* phiq = saved ? saved + L.phi_q + bht0 * F : phiq_scratch;  // (c, F)
+      T* phik = saved ? saved + L.phi_k + bht0 * F : phik_scratch;  // (c, F)
+      T* P = saved ? saved + L.P + (static_cast<size_t>(bh) * L.n_chunks + ci) * Cc * Cc : P_scratch;  // (c, c)
+      if (saved) {
+        T* entry = saved + L.states + (static_cast<size_t>(bh) * L.n_chunks + ci) * FE;
+        for (int f = 0; f < F; ++f) {
+          if (state_zero) std::fill_n(entry + size_t(f) * E, E, T(0));
+          else std::copy_n(S + f * EP, E, entry + size_t(f) * E);
+        }
+      }
+
+      // Rows of the chunk: normalisation, gate, augmented values; then the feature maps as products.
+      for (int i = 0; i < n; ++i) {
+        const size_t row = (static_cast<size_t>(b) * Tn + t0 + i) * C + static_cast<size_t>(h) * Dh;
+        T r = l2_normalize_forward(xbar, in.q + row, Dh, eps_n);
+        for (int e = 0; e < Dh; ++e) SX[size_t(i) * Dh + e] = sigma[e] * xbar[e];
+        if (saved) saved[L.r_q + bht0 + i] = r;
+        r = l2_normalize_forward(xbar, in.k + row, Dh, eps_n);
+        for (int e = 0; e < Dh; ++e) SX[size_t(Cc + i) * Dh + e] = sigma[e] * xbar[e];
+        if (saved) saved[L.r_k + bht0 + i] = r;
+        if (c.gated) {
+          arow[i] = dot(gate_w, in.n + (static_cast<size_t>(b) * Tn + t0 + i) * C, C) + p.gate_b[h];
+          if (saved) saved[L.gate_a + bht0 + i] = arow[i];
+        }
+        std::copy(in.v + row, in.v + row + Dh, Vp + i * EP);
+        Vp[i * EP + Dh] = T(1);
+      }
+      gate_rows(g, beta, eG, c.gated ? arow : nullptr, n);
+      feature_map_forward_rows(phiq, U, SX, Wt, c.feature_map, n, D, Dh);
+      feature_map_forward_rows(phik, U, SX + size_t(Cc) * Dh, Wt, c.feature_map, n, D, Dh);
+      for (int j = 0; j < n; ++j)
+        for (int f = 0; f < F; ++f) {
+          Kt[size_t(j) * F + f] = beta[j] * phik[size_t(j) * F + f];
+          KtT[f * CP + j] = Kt[size_t(j) * F + f];
+        }
+
+      // P = (Q̂ K̃ᵀ) ⊙ M, in blocks of 4 rows; entries right of the diagonal (up to the
+      // block's last column) are set to 0 so that Y's products can run to the block's end.
+      for (int i0 = 0; i0 < n; i0 += 4) {
+        const int m = std::min(4, n - i0), cols = i0 + m;
+        matmul(P + size_t(i0) * Cc, Cc, phiq + size_t(i0) * F, F, KtT, CP, m, F, cols, T(1), false);
+        for (int i = i0; i < cols; ++i) {
+          T* Pi = P + size_t(i) * Cc;
+          if (c.gated) {  // ungated: M = 1 on the lower triangle
+            // Row i of M from row i-1: M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i.
+            for (int j = 0; j < i; ++j) mrow[j] *= g[i];
+            mrow[i] = T(1);
+            for (int j = 0; j <= i; ++j) Pi[j] *= mrow[j];
+          }
+          for (int j = i + 1; j < cols; ++j) Pi[j] = T(0);
+        }
+        // Y = P V' + diag(exp G) Q̂ S_prev: the numerator columns as a product, and the
+        // denominator column (V' ends in a column of ones) as row sums of P.
+        matmul(Y + size_t(i0) * E, E, P + size_t(i0) * Cc, Cc, Vp, EP, m, cols, Dh, T(1), false);
+        for (int i = i0; i < cols; ++i) {
+          T den = 0;
+          for (int j = 0; j <= i; ++j) den += P[size_t(i) * Cc + j];
+          Y[size_t(i) * E + Dh] = den;
+        }
+      }
+      if (!state_zero) {  // Y += diag(exp G) Q̂ S_prev
+        for (int i = 0; i < n; ++i)
+          for (int f = 0; f < F; ++f) Qe[size_t(i) * F + f] = eG[i] * phiq[size_t(i) * F + f];
+        matmul(Y, E, Qe, F, S, EP, n, F, E, T(1), true);
+      }
+      for (int i = 0; i < n; ++i) {
+        T* Yi = Y + size_t(i) * E;
+        // out = num / max(den, eps_d)
+        const T den = Yi[Dh];
+        if (saved) saved[L.den + bht0 + i] = den;
+        const T inv = T(1) / (den > eps_d ? den : eps_d);
+        T* o = out + (static_cast<size_t>(b) * Tn + t0 + i) * C + static_cast<size_t>(h) * Dh;
+        for (int e = 0; e < Dh; ++e) o[e] = Yi[e] * inv;
+      }
+
+      // S_next = exp(G_C) S_prev + (K̃ ⊙ exp(G_C - G))ᵀ V'; skipped after the last chunk unless asked for.
+      if (ci + 1 < L.n_chunks || state_out) {
+        const T decay = eG[n - 1];
+        gate_suffix(mrow, g, n);  // after the P loop, so mrow's use as a row of M is over
+        for (int f = 0; f < F; ++f)
+          for (int j = 0; j < n; ++j) KwT[f * CP + j] = KtT[f * CP + j] * mrow[j];
+        if (!state_zero)
+          for (size_t x = 0; x < size_t(F) * EP; ++x) S[x] *= decay;
+        matmul(S, EP, KwT, CP, Vp, EP, F, n, E, T(1), !state_zero);
+        state_zero = false;
+      }
+    }
+    if (state_out) {
+      for (int f = 0; f < F; ++f) {
+        if (state_zero) std::fill_n(state_out + bh * FE + size_t(f) * E, E, T(0));
+        else std::copy_n(S + f * EP, E, state_out + bh * FE + size_t(f) * E);
+      }
+    }
+  });
+}
+
+#define RFA_INSTANTIATE(T)                                                                             \
+  template void rfa_forward<T>(T*, T*, Workspace<T>, const RfaInputs<T>&, const RfaParams<T>&,       \
+                               const RfaConfig&, const AttentionDims&, const T*, T*);
+RFA_INSTANTIATE(float)
+RFA_INSTANTIATE(double)
+#undef RFA_INSTANTIATE
+
+}  // namespace rfa
