@@ -1,0 +1,23 @@
+#pragma once
+// Runs one task per (batch row, head) across the thread pool and hands each task
+// the per-thread slice of a caller-provided workspace. Static round-robin, so a
+// thread reuses its slice (kept hot in cache) for all of its tasks.
+#include <cstddef>
+#include <cstdint>
+
+#include "core/error.h"
+#include "core/parallel.h"
+
+namespace rfa {
+
+// body(task, scratch) with scratch = per_thread elements owned by this thread alone.
+template <typename T, typename Body>
+void attention_tasks_run(int64_t n_tasks, T* workspace, size_t per_thread, int max_threads, Body&& body) {
+  parallel_region([&](int thread, int threads) {
+    RFA_ASSERT(thread < max_threads, "thread {} but workspace sized for {} threads", thread, max_threads);
+    T* scratch = workspace + static_cast<size_t>(thread) * per_thread;
+    for (int64_t task = thread; task < n_tasks; task += threads) body(task, scratch);
+  });
+}
+
+}  // namespace rfa

@@ -1,0 +1,94 @@
+#pragma once
+// RFA and RFA-Gate attention cores, training (chunked) form: design sections 2-4
+// (../shared/design/rfa-attention.md). Per (batch row b, head h), with
+// F = feature_count(kind, D) features and v' = [v, 1]:
+//   a_t = gate_w[h]·n_t + gate_b[h],  g_t = sigmoid(a_t),  beta_t = 1 - g_t  (ungated: g = beta = 1)
+//   q̂_t = phi(q_t),  k̃_t = beta_t phi(k_t)
+//   S_t = g_t S_{t-1} + k̃_t v'_tᵀ          S: (F, Dh+1), last column is the normaliser z
+//   [num_t, den_t] = q̂_tᵀ S_t,   out_t = num_t / max(den_t, eps_d)
+// computed chunk by chunk (linear in T). The recurrent (decoding) form is rfa_recurrent.h.
+#include <cstddef>
+
+#include "attention/attention_dims.h"
+#include "config/config.h"
+
+namespace rfa {
+
+struct RfaConfig {
+  bool gated = true;                                    // rfa_gate; false: plain RFA (g = beta = 1)
+  FeatureMapKind feature_map = FeatureMapKind::gaussian;
+  int num_features = 32;                                // D random vectors per head
+  int chunk_size = 64;                                  // tokens per chunk of the training form
+  double eps_d = 1e-3;                                  // denominator floor
+  double eps_n = 1e-6;                                  // l2-normalisation epsilon
+};
+
+// From the option tree; throws rfa::Error for kind softmax or out-of-range values.
+RfaConfig rfa_config_from(const AttentionConfig& a);
+void rfa_config_validate(const RfaConfig& c);
+inline int rfa_feature_count(const RfaConfig& c) {
+  return c.feature_map == FeatureMapKind::gaussian ? 2 * c.num_features : c.num_features;
+}
+
+// Parameters of one layer's core. W is drawn by random_features_draw, not trained.
+template <typename T>
+struct RfaParams {
+  const T* sigma = nullptr;   // (H, Dh)  init 1, no weight decay
+  const T* gate_w = nullptr;  // (H, C)   gated only (reads the normed input n)
+  const T* gate_b = nullptr;  // (H)      gated only
+  const T* W = nullptr;       // (H, D, Dh)
+};
+
+// Gradients of the trained parameters; backward adds (+=) into them.
+template <typename T>
+struct RfaParamGrads {
+  T* dsigma = nullptr;   // (H, Dh)
+  T* dgate_w = nullptr;  // (H, C)  gated only
+  T* dgate_b = nullptr;  // (H)     gated only
+};
+
+// The core's activation inputs, each (B, T, C) in head layout; n (the normed
+// layer input the gate reads) is only read when gated and may be null otherwise.
+template <typename T>
+struct RfaInputs {
+  const T* q = nullptr;
+  const T* k = nullptr;
+  const T* v = nullptr;
+  const T* n = nullptr;
+};
+
+// Gradients of the inputs, each (B, T, C); backward adds (+=). dn only when gated.
+template <typename T>
+struct RfaInputGrads {
+  T* dq = nullptr;
+  T* dk = nullptr;
+  T* dv = nullptr;
+  T* dn = nullptr;
+};
+
+// Saved activations (elements of T), written by the forward, read by the backward:
+//   phi_q, phi_k (B,H,T,F); r_q, r_k, gate_a, den (B,H,T); chunk-entry states (B,H,ceil(T/chunk),F,Dh+1).
+size_t rfa_saved_size(const RfaConfig& c, const AttentionDims& d);
+// Workspace for forward and backward (the larger of the two), for `threads` threads
+// (pass thread_count(); more is fine).
+size_t rfa_workspace_size(const RfaConfig& c, const AttentionDims& d, int threads);
+
+// out: (B, T, C) overwritten. saved: rfa_saved_size elements, or null when no
+// backward follows (evaluation, prefill). state_in: (B, H, F, Dh+1) the state
+// before token 0, null = zeros. state_out: (B, H, F, Dh+1) the state after the
+// last token, or null; it may alias state_in (carrying state across segments).
+template <typename T>
+void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& in, const RfaParams<T>& p,
+                 const RfaConfig& c, const AttentionDims& d, const T* state_in = nullptr,
+                 T* state_out = nullptr);
+
+// dout: (B, T, C); out: the forward's output (B, T, C), unchanged; saved as the
+// forward left it. Adds into input and parameter gradients. The entering state
+// (state_in of the forward) is treated as a constant: no gradient flows into it
+// (truncated backpropagation across segments).
+template <typename T>
+void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads, Workspace<T> workspace,
+                  const T* dout, const T* out, const T* saved, const RfaInputs<T>& in, const RfaParams<T>& p,
+                  const RfaConfig& c, const AttentionDims& d);
+
+}  // namespace rfa

@@ -1,0 +1,42 @@
+#pragma once
+// exp that the compiler can vectorise. glibc's expf is a scalar call unless the
+// whole build uses -ffast-math, and softmax / SiLU spend most of their time in
+// exp, so the float path uses this; the double path (gradient checks) uses std::exp.
+//
+// Cephes expf: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two parts so n*ln2_hi
+// is exact), e^r by a degree-7 polynomial, 2^n assembled in the exponent bits.
+// Relative error <= ~2 ulp on the clamped range. Inputs are clamped to
+// [-87.3, 88.3]: e^x below ~1.2e-38 returns ~1.2e-38 instead of a denormal or 0
+// (harmless next to the terms it is summed with), above it returns ~2.1e38.
+// NaN input gives an unspecified finite value (std::fmin/fmax drop NaN), so
+// callers that must propagate NaN check finiteness elsewhere (all_finite).
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+namespace rfa {
+
+inline float exp_approx(float x) {
+  x = std::fmin(std::fmax(x, -87.3f), 88.3f);
+  // Round x*log2(e) to nearest: adding 1.5*2^23 pushes the fraction out.
+  const float shifter = 12582912.0f;
+  float n = (x * 1.44269504088896341f + shifter) - shifter;
+  float r = x - n * 0.693359375f;
+  r = r + n * 2.12194440e-4f;  // ln2 = 0.693359375 - 2.12194440e-4
+  float r2 = r * r;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r2 + r + 1.0f;
+  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n, n in [-126, 127]
+  return p * std::bit_cast<float>(bits);
+}
+
+// The exp each precision uses: fast for float, exact for double.
+inline float exp_of(float x) { return exp_approx(x); }
+inline double exp_of(double x) { return std::exp(x); }
+
+}  // namespace rfa

@@ -1,0 +1,76 @@
+#include "kernels/gemm.h"
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "core/error.h"
+
+namespace rfa {
+
+namespace {
+
+// C = beta * C for the degenerate K == 0 product (oneDNN rejects K == 0 with
+// some leading dimensions; BLAS semantics say op(A) op(B) is the zero matrix).
+template <typename T>
+void scale_c(int64_t M, int64_t N, T beta, T* C, int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == T(0) ? T(0) : beta * C[i * ldc + j];
+}
+
+}  // namespace
+
+template <typename T>
+void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
+                    int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        double a = trans_a ? A[k * lda + i] : A[i * lda + k];  // op(A)[i, k]
+        double b = trans_b ? B[j * ldb + k] : B[k * ldb + j];  // op(B)[k, j]
+        acc += a * b;
+      }
+      // beta == 0 overwrites, so NaN in an uninitialised C does not leak through.
+      double prior = beta == T(0) ? 0.0 : static_cast<double>(beta) * C[i * ldc + j];
+      C[i * ldc + j] = static_cast<T>(static_cast<double>(alpha) * acc + prior);
+    }
+  }
+}
+
+template <>
+void gemm<float>(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) return scale_c(M, N, beta, C, ldc);
+  dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
+                                    beta, C, ldc);
+  RFA_ASSERT(status == dnnl_success, "dnnl_sgemm status {} for trans_a {} trans_b {} M {} N {} K {} lda {} ldb {} ldc {}",
+             static_cast<int>(status), trans_a, trans_b, M, N, K, lda, ldb, ldc);
+}
+
+template <>
+void gemm<double>(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
+                  int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+  // Double exists for gradient checks on small shapes; the reference is enough.
+  gemm_reference(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+template <typename T>
+void gemm_batched(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha,
+                  const T* A, int64_t lda, int64_t stride_a, const T* B, int64_t ldb, int64_t stride_b, T beta,
+                  T* C, int64_t ldc, int64_t stride_c) {
+  for (int64_t i = 0; i < batch; ++i)
+    gemm(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta, C + i * stride_c,
+         ldc);
+}
+
+template void gemm_reference<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                                    const float*, int64_t, float, float*, int64_t);
+template void gemm_reference<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
+                                     const double*, int64_t, double, double*, int64_t);
+template void gemm_batched<float>(int64_t, bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                                  int64_t, const float*, int64_t, int64_t, float, float*, int64_t, int64_t);
+template void gemm_batched<double>(int64_t, bool, bool, int64_t, int64_t, int64_t, double, const double*,
+                                   int64_t, int64_t, const double*, int64_t, int64_t, double, double*, int64_t,
+                                   int64_t);
+
+}  // namespace rfa

@@ -1,0 +1,30 @@
+#pragma once
+// Matrix products. gemm.cpp is the only file that includes oneDNN.
+//
+// Row-major: C (M, N) = alpha * op(A) (M, K) * op(B) (K, N) + beta * C.
+// op(A) = A (M, K) with leading dimension lda >= K, or, when trans_a, A is stored
+// (K, M) with lda >= M and op(A) = A^T. Likewise B: (K, N) ldb >= N, or stored
+// (N, K) ldb >= K when trans_b. beta = 0 overwrites C (C may hold NaN then).
+// float goes through oneDNN's sgemm; double runs the reference (it exists for
+// gradient checks, not speed). Never call gemm inside a parallel_for body.
+#include <cstdint>
+
+namespace rfa {
+
+template <typename T>
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+          const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
+
+// Plain triple loop with a double accumulator: the twin the tests compare against.
+template <typename T>
+void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
+                    int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
+
+// `batch` independent products; matrix i starts at A + i*stride_a, B + i*stride_b,
+// C + i*stride_c (strides in elements). Runs the products one after another.
+template <typename T>
+void gemm_batched(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha,
+                  const T* A, int64_t lda, int64_t stride_a, const T* B, int64_t ldb, int64_t stride_b, T beta,
+                  T* C, int64_t ldc, int64_t stride_c);
+
+}  // namespace rfa

@@ -1,0 +1,58 @@
+#include "layers/cross_entropy.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "kernels/fast_exp.h"
+#include "kernels/reduce.h"
+
+namespace rfa {
+
+template <typename T>
+void cross_entropy_forward(T* losses, T* probs, const T* logits, const int32_t* targets, int64_t N, int V) {
+  // Checked before the parallel loop: an exception must not escape an OpenMP region.
+  for (int64_t n = 0; n < N; ++n)
+    RFA_ASSERT(targets[n] < V, "cross_entropy: target {} at row {} is not below the vocab size {}", targets[n], n,
+               V);
+  parallel_for(N, [&](int64_t n) {
+    const T* z = logits + n * V;
+    T* p = probs + n * V;
+    // softmax(z) = exp(z - m) / sum exp(z - m), m = max z, so every exp <= 1.
+    T m = row_max(z, V);
+    T sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int v = 0; v < V; ++v) {
+      T e = exp_of(z[v] - m);
+      p[v] = e;
+      sum += e;
+    }
+    T inv = T(1) / sum;
+    for (int v = 0; v < V; ++v) p[v] *= inv;
+    int32_t t = targets[n];
+    // -log p_t = log(sum) - (z_t - m); avoids log of an underflowed p_t.
+    losses[n] = t < 0 ? T(0) : std::log(sum) - (z[t] - m);
+  });
+}
+
+template <typename T>
+void cross_entropy_backward(T* dlogits, const T* probs, const int32_t* targets, const T* dlosses, int64_t N,
+                            int V) {
+  // forward: loss = -log softmax(z)_t  =>  dloss/dz_v = p_v - [v == t]
+  parallel_for(N, [&](int64_t n) {
+    int32_t t = targets[n];
+    if (t < 0) return;  // ignored row: no gradient
+    const T* p = probs + n * V;
+    T* dz = dlogits + n * V;
+    T dl = dlosses[n];
+    for (int v = 0; v < V; ++v) dz[v] += dl * p[v];
+    dz[t] -= dl;
+  });
+}
+
+template void cross_entropy_forward<float>(float*, float*, const float*, const int32_t*, int64_t, int);
+template void cross_entropy_forward<double>(double*, double*, const double*, const int32_t*, int64_t, int);
+template void cross_entropy_backward<float>(float*, const float*, const int32_t*, const float*, int64_t, int);
+template void cross_entropy_backward<double>(double*, const double*, const int32_t*, const double*, int64_t, int);
+
+}  // namespace rfa

@@ -1,0 +1,101 @@
+#include "layers/rope.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/parallel.h"
+
+namespace rfa {
+
+RopeTable RopeTable::build(int64_t max_positions, int Dh, double theta) {
+  if (Dh <= 0 || Dh % 2 != 0) fail("rope: head size {} must be even and positive; pick d_model / n_heads even", Dh);
+  if (max_positions < 1) fail("rope: max_positions {} must be at least 1", max_positions);
+  if (!(theta > 1.0)) fail("rope: theta {} must be > 1 (10000 is the usual value)", theta);
+  RopeTable table;
+  table.max_positions = max_positions;
+  table.Dh = Dh;
+  table.theta = theta;
+  int half = Dh / 2;
+  size_t size = static_cast<size_t>(max_positions) * half;
+  table.cos_d.resize(size);
+  table.sin_d.resize(size);
+  table.cos_f.resize(size);
+  table.sin_f.resize(size);
+  for (int64_t p = 0; p < max_positions; ++p) {
+    for (int i = 0; i < half; ++i) {
+      double angle = static_cast<double>(p) * std::pow(theta, -2.0 * i / Dh);
+      size_t at = static_cast<size_t>(p) * half + i;
+      table.cos_d[at] = std::cos(angle);
+      table.sin_d[at] = std::sin(angle);
+      table.cos_f[at] = static_cast<float>(table.cos_d[at]);
+      table.sin_f[at] = static_cast<float>(table.sin_d[at]);
+    }
+  }
+  return table;
+}
+
+template <>
+const float* RopeTable::cos_row<float>(int64_t p) const { return cos_f.data() + p * (Dh / 2); }
+template <>
+const float* RopeTable::sin_row<float>(int64_t p) const { return sin_f.data() + p * (Dh / 2); }
+template <>
+const double* RopeTable::cos_row<double>(int64_t p) const { return cos_d.data() + p * (Dh / 2); }
+template <>
+const double* RopeTable::sin_row<double>(int64_t p) const { return sin_d.data() + p * (Dh / 2); }
+
+namespace {
+
+// Rotates every head of N = B*T rows. sign = +1 applies R(angle) (forward),
+// sign = -1 applies R(-angle) = R^T (backward) and accumulates (+=).
+template <typename Real, bool kBackward>
+void rope_apply(Real* out, const Real* inp, const RopeTable& table, int B, int T, int H, int Dh,
+                int64_t pos_offset) {
+  RFA_ASSERT(table.Dh == Dh, "rope table built for Dh {} but called with Dh {}", table.Dh, Dh);
+  RFA_ASSERT(pos_offset >= 0 && pos_offset + T <= table.max_positions,
+             "rope positions [{}, {}) exceed the table's {}; build the table for the longest sequence", pos_offset,
+             pos_offset + T, table.max_positions);
+  int half = Dh / 2;
+  int64_t C = static_cast<int64_t>(H) * Dh;
+  parallel_for(static_cast<int64_t>(B) * T, [&](int64_t n) {
+    int64_t p = pos_offset + n % T;
+    const Real* cs = table.cos_row<Real>(p);
+    const Real* sn = table.sin_row<Real>(p);
+    for (int h = 0; h < H; ++h) {
+      const Real* x = inp + n * C + h * Dh;
+      Real* y = out + n * C + h * Dh;
+      for (int i = 0; i < half; ++i) {
+        Real x0 = x[2 * i], x1 = x[2 * i + 1];
+        if constexpr (!kBackward) {
+          // y = R x (out may equal inp: both inputs are read before writing)
+          y[2 * i] = x0 * cs[i] - x1 * sn[i];
+          y[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
+        } else {
+          // forward: y0 = x0 c - x1 s, y1 = x0 s + x1 c  =>  dx = R^T dy
+          y[2 * i] += x0 * cs[i] + x1 * sn[i];
+          y[2 * i + 1] += -x0 * sn[i] + x1 * cs[i];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+template <typename Real>
+void rope_forward(Real* out, const Real* inp, const RopeTable& table, int B, int T, int H, int Dh,
+                  int64_t pos_offset) {
+  rope_apply<Real, false>(out, inp, table, B, T, H, Dh, pos_offset);
+}
+
+template <typename Real>
+void rope_backward(Real* dinp, const Real* dout, const RopeTable& table, int B, int T, int H, int Dh,
+                   int64_t pos_offset) {
+  rope_apply<Real, true>(dinp, dout, table, B, T, H, Dh, pos_offset);
+}
+
+template void rope_forward<float>(float*, const float*, const RopeTable&, int, int, int, int, int64_t);
+template void rope_forward<double>(double*, const double*, const RopeTable&, int, int, int, int, int64_t);
+template void rope_backward<float>(float*, const float*, const RopeTable&, int, int, int, int, int64_t);
+template void rope_backward<double>(double*, const double*, const RopeTable&, int, int, int, int, int64_t);
+
+}  // namespace rfa

@@ -1,0 +1,45 @@
+#pragma once
+// Rotary position embedding on q or k laid out (B, T, H, Dh), i.e. (N, C) with
+// heads inside C. Pair (2i, 2i+1) of each head at position p = pos_offset + t is
+// rotated by angle p * theta^(-2i/Dh):
+//   out[2i]   = x[2i] cos - x[2i+1] sin
+//   out[2i+1] = x[2i] sin + x[2i+1] cos
+#include <cstdint>
+#include <vector>
+
+namespace rfa {
+
+// cos/sin of p * theta^(-2i/Dh) for p in [0, max_positions), i in [0, Dh/2).
+// Built once outside the hot loop (allocates); computed in double, and stored in
+// both precisions so the float path reads float and the double path reads double.
+struct RopeTable {
+  int64_t max_positions = 0;
+  int Dh = 0;
+  double theta = 10000.0;
+  std::vector<float> cos_f, sin_f;    // (max_positions, Dh/2)
+  std::vector<double> cos_d, sin_d;   // (max_positions, Dh/2)
+
+  // Throws Error when Dh is odd or not positive, or max_positions < 1.
+  static RopeTable build(int64_t max_positions, int Dh, double theta = 10000.0);
+
+  template <typename Real>
+  const Real* cos_row(int64_t p) const;  // (Dh/2)
+  template <typename Real>
+  const Real* sin_row(int64_t p) const;  // (Dh/2)
+};
+
+// out may equal inp (in place). Requires pos_offset + T <= table.max_positions
+// and table.Dh == Dh (asserted).
+// (The scalar type is named Real here because T is the time dimension.)
+template <typename Real>
+void rope_forward(Real* out,         // (B, T, H, Dh)
+                  const Real* inp,   // (B, T, H, Dh)
+                  const RopeTable& table, int B, int T, int H, int Dh, int64_t pos_offset);
+
+// dinp += R^T dout (the rotation by the negative angle). dinp must not alias dout.
+template <typename Real>
+void rope_backward(Real* dinp,        // (B, T, H, Dh) +=
+                   const Real* dout,  // (B, T, H, Dh)
+                   const RopeTable& table, int B, int T, int H, int Dh, int64_t pos_offset);
+
+}  // namespace rfa
