@@ -10,13 +10,14 @@
 namespace rfa {
 
 size_t softmax_attention_saved_size(const AttentionDims& d);  // elements: B*H*T*T (the probs)
-// Backward scratch: one row of T per thread. threads = thread_count() at call time (or more).
+// Scratch of forward and backward: kᵀ, vᵀ (Dh, T) and a row (T) per thread.
+// threads = thread_count() at call time (or more).
 size_t softmax_attention_workspace_size(const AttentionDims& d, int threads);
 
 // out: (B, T, C) overwritten. probs: (B, H, T, T) saved for the backward (j > i entries are 0).
 // q, k, v: (B, T, C). RoPE, if any, is already applied to q and k.
 template <typename T>
-void softmax_attention_forward(T* out, T* probs, const T* q, const T* k, const T* v, const AttentionDims& d);
+void softmax_attention_forward(T* out, T* probs, Workspace<T> workspace, const T* q, const T* k, const T* v, const AttentionDims& d);
 
 // Adds (+=) into dq, dk, dv: (B, T, C). dout: (B, T, C). probs from the forward.
 template <typename T>

@@ -1,7 +1,9 @@
 #pragma once
-// The typed option tree. Defaults live here; config/config_load.* merges
+// The typed option tree. Defaults live here; config/config_load.h merges
 // defaults < YAML file < --set overrides, validates, and dumps. Nothing outside
 // src/config/ reads YAML: model, training and data code take these structs.
+// Adding a field: also add its row to config/config_keys.cpp (the table that
+// drives reading, validation, dump and the README table).
 #include <cstdint>
 #include <string>
 
@@ -22,6 +24,8 @@ struct ModelConfig {
   bool tie_embeddings = true;
   double norm_eps = 1e-5;    // RMSNorm epsilon
   double init_std = 0.02;    // normal(0, init_std); residual projections scaled by 1/sqrt(2L)
+
+  friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
 
 struct AttentionConfig {
@@ -36,6 +40,8 @@ struct AttentionConfig {
   bool orthogonal_features = false;  // orthogonal random features (QR)
   double gate_bias_init = 2.0;       // b_g at init; sigmoid(2) ~ 0.88 keeps a long memory
   double sigma_init = 1.0;
+
+  friend bool operator==(const AttentionConfig&, const AttentionConfig&) = default;
 };
 
 struct TokenizerConfig {
@@ -45,12 +51,16 @@ struct TokenizerConfig {
   std::string corpus = "";                     // "" = data.corpus
   int64_t max_sentences = 2000000;             // SentencePiece input_sentence_size
   double character_coverage = 1.0;
+
+  friend bool operator==(const TokenizerConfig&, const TokenizerConfig&) = default;
 };
 
 struct DataConfig {
   std::string corpus = "data/kjv.txt";
   std::string tokens = "";          // prepared token file; "" = corpus path with ".tokens" appended
   double val_fraction = 0.1;        // last fraction of the tokens is the validation split
+
+  friend bool operator==(const DataConfig&, const DataConfig&) = default;
 };
 
 struct TrainConfig {
@@ -62,6 +72,8 @@ struct TrainConfig {
   int log_every = 10;
   int eval_every = 250;       // 0 = only at the end
   int eval_batches = 20;
+
+  friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };
 
 struct OptimConfig {
@@ -73,12 +85,16 @@ struct OptimConfig {
   double eps = 1e-8;
   double weight_decay = 0.1;  // weight matrices only
   double grad_clip = 1.0;     // global norm; 0 = off
+
+  friend bool operator==(const OptimConfig&, const OptimConfig&) = default;
 };
 
 struct CheckpointConfig {
   int64_t every = 500;        // 0 = only at the end
   int keep_last = 3;
   bool keep_best = true;
+
+  friend bool operator==(const CheckpointConfig&, const CheckpointConfig&) = default;
 };
 
 struct Config {
@@ -89,6 +105,8 @@ struct Config {
   TrainConfig train;
   OptimConfig optim;
   CheckpointConfig checkpoint;
+
+  friend bool operator==(const Config&, const Config&) = default;
 };
 
 // Derived values every consumer needs; valid only after validation.
@@ -97,6 +115,14 @@ inline int config_ffn_hidden(const ModelConfig& m) {
   if (m.ffn_hidden > 0) return m.ffn_hidden;
   int h = (8 * m.d_model + 2) / 3;
   return (h + 31) / 32 * 32;
+}
+// The tokenizer trains on its own corpus when given, else on the data corpus.
+inline const std::string& config_tokenizer_corpus(const Config& c) {
+  return c.tokenizer.corpus.empty() ? c.data.corpus : c.tokenizer.corpus;
+}
+// The prepared token file; "" means next to the corpus.
+inline std::string config_tokens_path(const DataConfig& d) {
+  return d.tokens.empty() ? d.corpus + ".tokens" : d.tokens;
 }
 inline PositionKind config_positions(const AttentionConfig& a) {
   if (a.positions != PositionKind::automatic) return a.positions;

@@ -1,0 +1,46 @@
+#pragma once
+// A whole training checkpoint: the files inside one checkpoint directory.
+//   model.safetensors      weights (+ each RFA layer's fixed evaluation random matrices)
+//   optimizer.safetensors  AdamW moments
+//   state.json             TrainState
+//   config.yaml            the resolved config (as dumped by the config module)
+//   tokenizer.model        a copy of the tokenizer (optional)
+#include <string>
+#include <vector>
+
+#include "checkpoint/safetensors.h"
+#include "checkpoint/train_state.h"
+#include "config/config.h"
+
+namespace rfa {
+
+struct CheckpointContents {
+  std::vector<TensorRef> model;
+  std::vector<TensorRef> optimizer;
+  TrainState state;
+  std::string config_yaml;
+  std::string tokenizer_path;  // copied in if non-empty
+};
+
+// Writes root/step-NNNNNN atomically (checkpoint_dir.h), updates `latest`, then prunes per
+// `retention`. Returns the checkpoint directory. Throws rfa::Error with path and reason;
+// a failed save never replaces or removes a good checkpoint.
+std::string checkpoint_save(const std::string& root, const CheckpointContents& contents,
+                            const CheckpointConfig& retention);
+
+struct LoadedCheckpoint {
+  std::string dir;
+  SafetensorsFile model;
+  SafetensorsFile optimizer;
+  TrainState state;
+  std::string config_yaml;
+  std::string tokenizer_path;  // dir/tokenizer.model if present, else ""
+};
+
+// Loads and validates one checkpoint directory: state.json format version, both
+// safetensors files (checksums, structure) and their tensors against the expected lists
+// (an empty `optimizer_expected` skips loading optimizer.safetensors, e.g. for inference).
+LoadedCheckpoint checkpoint_load(const std::string& dir, const std::vector<TensorSpec>& model_expected,
+                                 const std::vector<TensorSpec>& optimizer_expected);
+
+}  // namespace rfa

@@ -1,0 +1,37 @@
+#pragma once
+// POSIX file helpers for durable checkpoint writes: every failure throws
+// rfa::Error with the path and strerror(errno).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rfa {
+
+// Writes a file piece by piece; fsync + close on finish(). The destructor of an
+// unfinished writer closes the descriptor (the caller removes the partial file).
+class FileWriter {
+ public:
+  explicit FileWriter(const std::string& path);  // creates/truncates, mode 0644
+  ~FileWriter();
+  FileWriter(const FileWriter&) = delete;
+  FileWriter& operator=(const FileWriter&) = delete;
+
+  void write(const void* data, size_t size);
+  void write(std::string_view s) { write(s.data(), s.size()); }
+  void finish();  // fsync and close; throws on failure
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+void file_write_durable(const std::string& path, std::string_view contents);  // write + fsync
+std::vector<uint8_t> file_read_bytes(const std::string& path);
+std::string file_read_text(const std::string& path);
+void file_copy_durable(const std::string& from, const std::string& to);
+void dir_fsync(const std::string& path);
+void path_rename(const std::string& from, const std::string& to);  // rename(2), atomic
+
+}  // namespace rfa

@@ -1,0 +1,76 @@
+#pragma once
+// The safetensors format (https://github.com/huggingface/safetensors):
+//   [8 bytes] N, little-endian u64: header length
+//   [N bytes] JSON: {"name": {"dtype": "F32", "shape": [..], "data_offsets": [b, e]}, ...,
+//                    "__metadata__": {string: string}}, padded with spaces to a multiple of 8
+//   [rest]    raw little-endian tensor data; offsets are relative to the start of this
+//             section, tensors tile it exactly (no gap, no overlap, nothing after).
+// We add XXH64 checksums to __metadata__ ("rfa.checksum.<tensor>" per tensor,
+// "rfa.checksum" over the tensor table) and verify them on read. See docs/checkpoints.md.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace rfa {
+
+enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL };
+
+const char* dtype_name(DType dtype);               // "F32"
+bool dtype_parse(const std::string& name, DType* out);
+size_t dtype_size(DType dtype);                    // bytes per element
+
+std::string shape_string(const std::vector<int64_t>& shape);  // "[128, 64]"
+int64_t shape_numel(const std::vector<int64_t>& shape);
+
+// A tensor to write: borrows its bytes (e.g. a slice of the flat parameter array).
+struct TensorRef {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;  // shape_numel(shape) * dtype_size(dtype) bytes
+};
+
+// A tensor read back: owns its bytes.
+struct Tensor {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
+
+struct SafetensorsFile {
+  std::vector<Tensor> tensors;  // in data order
+  std::map<std::string, std::string> metadata;  // without our rfa.checksum* entries
+
+  const Tensor* find(const std::string& name) const;  // nullptr if absent
+};
+
+// Writes (and fsyncs) the file. Names must be unique, non-empty, and not "__metadata__";
+// metadata keys must not start with "rfa.checksum". Throws rfa::Error with path and reason.
+void safetensors_write(const std::string& path, const std::vector<TensorRef>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+// Reads and fully validates the file: header length, JSON, dtypes, shapes vs byte
+// counts, offsets tiling the data, checksums. Any defect is an rfa::Error naming the file.
+SafetensorsFile safetensors_read(const std::string& path);
+// The same over bytes already in memory; `source` names them in messages.
+SafetensorsFile safetensors_parse(const std::vector<uint8_t>& file, const std::string& source);
+
+// What a loader expects to find.
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+};
+
+// Checks that `file` holds exactly the expected tensors (any order) with the expected
+// dtype and shape; the error names the tensor and both shapes/dtypes.
+void safetensors_validate(const SafetensorsFile& file, const std::vector<TensorSpec>& expected,
+                          const std::string& source);
+
+// Copies a validated F32 tensor into dst, which holds `count` floats.
+void tensor_copy_to(const Tensor& tensor, float* dst, int64_t count);
+
+}  // namespace rfa

@@ -1,0 +1,32 @@
+#pragma once
+// state.json: where a run stands, saved in every checkpoint so training can resume.
+// The random streams are counter-based (core/rng.h), so seed + step determine them:
+// there is no generator state to save.
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+namespace rfa {
+
+// Bumped whenever the checkpoint layout changes incompatibly.
+constexpr int kCheckpointFormatVersion = 1;
+
+struct TrainState {
+  int format_version = kCheckpointFormatVersion;
+  int64_t step = 0;                 // optimizer steps completed
+  uint64_t seed = 0;                // train.seed of the run
+  int64_t data_position = 0;        // data loader cursor (tokens or batches; loader defines)
+  int64_t tokens_seen = 0;
+  double wall_seconds = 0;          // training wall time so far
+  double val_loss = std::numeric_limits<double>::quiet_NaN();  // at this step; NaN = not evaluated
+  double best_val_loss = std::numeric_limits<double>::infinity();
+  std::string tokenizer_checksum;   // file_checksum() of the tokenizer model
+};
+
+std::string train_state_serialize(const TrainState& state);  // pretty JSON, trailing newline
+// Throws rfa::Error (naming `source`) on malformed JSON, missing/ill-typed fields, or
+// a format_version other than kCheckpointFormatVersion.
+TrainState train_state_parse(std::string_view json, const std::string& source);
+
+}  // namespace rfa

@@ -1,0 +1,22 @@
+#include "config/config_enums.h"
+
+namespace rfa {
+namespace {
+
+constexpr EnumName<AttentionKind> kAttentionKinds[] = {
+    {AttentionKind::softmax, "softmax"}, {AttentionKind::rfa, "rfa"}, {AttentionKind::rfa_gate, "rfa_gate"}};
+constexpr EnumName<FeatureMapKind> kFeatureMaps[] = {
+    {FeatureMapKind::gaussian, "gaussian"}, {FeatureMapKind::arccos, "arccos"}};
+constexpr EnumName<PositionKind> kPositions[] = {
+    {PositionKind::automatic, "auto"}, {PositionKind::rope, "rope"}, {PositionKind::none, "none"}};
+constexpr EnumName<TokenizerKind> kTokenizerKinds[] = {
+    {TokenizerKind::bpe, "bpe"}, {TokenizerKind::unigram, "unigram"}, {TokenizerKind::character, "char"}};
+
+}  // namespace
+
+std::span<const EnumName<AttentionKind>> enum_names(AttentionKind) { return kAttentionKinds; }
+std::span<const EnumName<FeatureMapKind>> enum_names(FeatureMapKind) { return kFeatureMaps; }
+std::span<const EnumName<PositionKind>> enum_names(PositionKind) { return kPositions; }
+std::span<const EnumName<TokenizerKind>> enum_names(TokenizerKind) { return kTokenizerKinds; }
+
+}  // namespace rfa

@@ -1,0 +1,248 @@
+#include "config/config_keys.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#include "config/config_enums.h"
+
+namespace rfa {
+namespace {
+
+// "model.n_layers", plus a function pointer to c.model.n_layers.
+#define RFA_FIELD(section, name) \
+  #section "." #name, ConfigField { +[](Config& c) -> auto& { return c.section.name; } }
+
+constexpr ConfigAllowed kAny{};
+constexpr ConfigAllowed kNonEmpty{.non_empty = true};
+constexpr ConfigAllowed at_least(double v) { return {.min = v}; }
+constexpr ConfigAllowed above(double v) { return {.min = v, .min_open = true}; }
+constexpr ConfigAllowed kOpenUnit{.min = 0, .max = 1, .min_open = true, .max_open = true};      // (0, 1)
+constexpr ConfigAllowed kHalfOpenUnit{.min = 0, .max = 1, .max_open = true};                    // [0, 1)
+constexpr ConfigAllowed kUpperUnit{.min = 0, .max = 1, .min_open = true};                       // (0, 1]
+
+const ConfigKey kKeys[] = {
+    {RFA_FIELD(model, vocab_size), at_least(0), "V; 0 = take it from the tokenizer"},
+    {RFA_FIELD(model, n_layers), at_least(1), "L, transformer blocks"},
+    {RFA_FIELD(model, d_model), at_least(1), "C, model width"},
+    {RFA_FIELD(model, n_heads), at_least(1), "H, attention heads; must divide d_model"},
+    {RFA_FIELD(model, ffn_hidden), at_least(0), "SwiGLU hidden size; 0 = 8/3 C rounded up to a multiple of 32"},
+    {RFA_FIELD(model, context_length), at_least(1), "T, training sequence length (softmax's window at evaluation)"},
+    {RFA_FIELD(model, tie_embeddings), kAny, "share the token embedding with the output projection"},
+    {RFA_FIELD(model, norm_eps), above(0), "RMSNorm epsilon"},
+    {RFA_FIELD(model, init_std), above(0), "weights ~ normal(0, init_std); residual projections / sqrt(2L)"},
+
+    {RFA_FIELD(attention, kind), kAny, "softmax baseline, ungated RFA, or RFA-Gate"},
+    {RFA_FIELD(attention, feature_map), kAny, "random feature map phi (gaussian gives 2D features)"},
+    {RFA_FIELD(attention, num_features), at_least(1), "D, random vectors per head"},
+    {RFA_FIELD(attention, positions), kAny, "auto = rope for softmax, none for the RFA kinds"},
+    {RFA_FIELD(attention, rope_theta), above(0), "RoPE base"},
+    {RFA_FIELD(attention, chunk_size), at_least(1), "chunk length of RFA's chunked training form"},
+    {RFA_FIELD(attention, denominator_floor), above(0), "eps_d: the RFA denominator is max(den, eps_d)"},
+    {RFA_FIELD(attention, qk_norm_eps), above(0), "eps_n of the l2 normalisation of q and k"},
+    {RFA_FIELD(attention, orthogonal_features), kAny, "draw orthogonal random features (QR)"},
+    {RFA_FIELD(attention, gate_bias_init), kAny, "gate bias at init; sigmoid(2) ~ 0.88 keeps a long memory"},
+    {RFA_FIELD(attention, sigma_init), above(0), "initial value of the learned per-head sigma"},
+
+    {RFA_FIELD(tokenizer, path), kNonEmpty, "SentencePiece model file; trained from the corpus when missing"},
+    {RFA_FIELD(tokenizer, kind), kAny, "SentencePiece model type"},
+    {RFA_FIELD(tokenizer, vocab_size), at_least(1), "vocabulary size to train"},
+    {RFA_FIELD(tokenizer, corpus), kAny, "training text; \"\" = data.corpus"},
+    {RFA_FIELD(tokenizer, max_sentences), at_least(1), "SentencePiece input_sentence_size"},
+    {RFA_FIELD(tokenizer, character_coverage), kUpperUnit, "SentencePiece character_coverage"},
+
+    {RFA_FIELD(data, corpus), kNonEmpty, "UTF-8 text corpus"},
+    {RFA_FIELD(data, tokens), kAny, "prepared token file; \"\" = the corpus path + .tokens"},
+    {RFA_FIELD(data, val_fraction), kOpenUnit, "the last fraction of the tokens is the validation split"},
+
+    {RFA_FIELD(train, run_dir), kNonEmpty, "directory for logs and checkpoints"},
+    {RFA_FIELD(train, batch_size), at_least(1), "B, sequences per micro-batch"},
+    {RFA_FIELD(train, grad_accum), at_least(1), "micro-batches per optimizer step"},
+    {RFA_FIELD(train, steps), at_least(1), "optimizer steps"},
+    {RFA_FIELD(train, seed), kAny, "seed of every random stream (init, features, batches)"},
+    {RFA_FIELD(train, log_every), at_least(1), "steps between log lines"},
+    {RFA_FIELD(train, eval_every), at_least(0), "steps between evaluations; 0 = only at the end"},
+    {RFA_FIELD(train, eval_batches), at_least(1), "validation batches per evaluation"},
+
+    {RFA_FIELD(optim, lr), above(0), "peak learning rate"},
+    {RFA_FIELD(optim, lr_min), at_least(0), "learning rate at the end of the cosine decay; <= lr"},
+    {RFA_FIELD(optim, warmup_steps), at_least(0), "linear warmup steps"},
+    {RFA_FIELD(optim, beta1), kHalfOpenUnit, "AdamW beta1"},
+    {RFA_FIELD(optim, beta2), kHalfOpenUnit, "AdamW beta2"},
+    {RFA_FIELD(optim, eps), above(0), "AdamW epsilon"},
+    {RFA_FIELD(optim, weight_decay), at_least(0), "decoupled weight decay, weight matrices only"},
+    {RFA_FIELD(optim, grad_clip), at_least(0), "clip the global gradient norm to this; 0 = off"},
+
+    {RFA_FIELD(checkpoint, every), at_least(0), "steps between checkpoints; 0 = only at the end"},
+    {RFA_FIELD(checkpoint, keep_last), at_least(1), "checkpoints kept besides the best"},
+    {RFA_FIELD(checkpoint, keep_best), kAny, "also keep the checkpoint with the best validation loss"},
+};
+
+#undef RFA_FIELD
+
+const char* const kSections[] = {"model", "attention", "tokenizer", "data", "train", "optim", "checkpoint"};
+
+std::string_view section_of(std::string_view path) {
+  size_t dot = path.find('.');
+  return dot == std::string_view::npos ? std::string_view{} : path.substr(0, dot);
+}
+std::string_view leaf_of(std::string_view path) {
+  size_t dot = path.find('.');
+  return dot == std::string_view::npos ? path : path.substr(dot + 1);
+}
+
+template <typename T>
+bool parse_integer(const std::string& text, T* value) {
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  if (begin != end && *begin == '+') ++begin;
+  if (begin == end) return false;
+  auto [ptr, ec] = std::from_chars(begin, end, *value);
+  return ec == std::errc{} && ptr == end;
+}
+
+bool parse_number(const std::string& text, double* value) {
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  if (begin != end && *begin == '+') ++begin;
+  if (begin == end) return false;
+  auto [ptr, ec] = std::from_chars(begin, end, *value);
+  return ec == std::errc{} && ptr == end && std::isfinite(*value);
+}
+
+bool parse_bool(const std::string& text, bool* value) {
+  static const char* const yes[] = {"true", "True", "TRUE", "yes", "Yes", "on", "On"};
+  static const char* const no[] = {"false", "False", "FALSE", "no", "No", "off", "Off"};
+  for (const char* s : yes)
+    if (text == s) return *value = true, true;
+  for (const char* s : no)
+    if (text == s) return *value = false, true;
+  return false;
+}
+
+}  // namespace
+
+std::span<const ConfigKey> config_keys() { return kKeys; }
+std::span<const char* const> config_sections() { return kSections; }
+
+const ConfigKey* config_key_find(std::string_view path) {
+  for (const ConfigKey& key : kKeys)
+    if (path == key.path) return &key;
+  return nullptr;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string config_key_hint(std::string_view unknown) {
+  // Score a candidate by the whole path, or by the leaf alone plus one for a
+  // wrong section, so `train.lr` and a top-level `lr` both find `optim.lr`.
+  std::string_view section = section_of(unknown), leaf = leaf_of(unknown);
+  auto score = [&](std::string_view candidate) {
+    size_t whole = edit_distance(unknown, candidate);
+    size_t by_leaf = edit_distance(leaf, leaf_of(candidate)) + (section_of(candidate) == section ? 0 : 1);
+    return std::min(whole, by_leaf);
+  };
+  std::string best;
+  size_t best_score = SIZE_MAX;
+  for (const ConfigKey& key : kKeys) {
+    size_t s = score(key.path);
+    if (s < best_score) best_score = s, best = key.path;
+  }
+  if (section.empty())  // a top-level key may be a misspelt section
+    for (const char* name : kSections) {
+      size_t s = edit_distance(unknown, name);
+      if (s < best_score) best_score = s, best = name;
+    }
+  if (best_score <= std::max<size_t>(2, leaf.size() / 2)) return fmt::format("; did you mean '{}'?", best);
+
+  bool known_section = std::find(std::begin(kSections), std::end(kSections), section) != std::end(kSections);
+  std::string list;
+  if (known_section) {
+    for (const ConfigKey& key : kKeys)
+      if (section_of(key.path) == section) list += fmt::format("{}{}", list.empty() ? "" : ", ", leaf_of(key.path));
+    return fmt::format("; valid keys in '{}' are: {}", section, list);
+  }
+  for (const char* name : kSections) list += fmt::format("{}{}", list.empty() ? "" : ", ", name);
+  return fmt::format("; the sections are: {}", list);
+}
+
+std::string config_key_expected(const ConfigKey& key) {
+  return std::visit(
+      [](auto ref) -> std::string {
+        using T = std::remove_reference_t<decltype(ref(std::declval<Config&>()))>;
+        if constexpr (std::is_same_v<T, bool>) return "true or false";
+        else if constexpr (std::is_same_v<T, double>) return "a number";
+        else if constexpr (std::is_same_v<T, uint64_t>) return "a non-negative integer";
+        else if constexpr (std::is_integral_v<T>) return "an integer";
+        else if constexpr (std::is_same_v<T, std::string>) return "a string";
+        else return "one of " + enum_choices(T{});
+      },
+      key.field);
+}
+
+std::string config_key_allowed_text(const ConfigKey& key) {
+  const ConfigAllowed& a = key.allowed;
+  if (a.non_empty) return "non-empty";
+  bool has_min = std::isfinite(a.min), has_max = std::isfinite(a.max);
+  if (has_min && has_max)
+    return fmt::format("in {}{}, {}{}", a.min_open ? '(' : '[', a.min, a.max, a.max_open ? ')' : ']');
+  if (has_min) return fmt::format("{} {}", a.min_open ? ">" : ">=", a.min);
+  if (has_max) return fmt::format("{} {}", a.max_open ? "<" : "<=", a.max);
+  return "";
+}
+
+std::string config_key_get(const ConfigKey& key, const Config& config) {
+  // The accessors take a mutable Config only to share one pointer type with
+  // config_key_set; reading through them does not modify anything.
+  Config& c = const_cast<Config&>(config);
+  return std::visit(
+      [&](auto ref) -> std::string {
+        const auto& v = ref(c);
+        using T = std::remove_cvref_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
+        else if constexpr (std::is_same_v<T, double>) {
+          std::string s = fmt::format("{}", v);  // shortest text that reads back to the same double
+          if (s.find_first_of(".en") == std::string::npos) s += ".0";  // keep it visibly a number
+          return s;
+        } else if constexpr (std::is_arithmetic_v<T>) return fmt::format("{}", v);
+        else if constexpr (std::is_same_v<T, std::string>) return v;
+        else return enum_name(v);
+      },
+      key.field);
+}
+
+bool config_key_set(const ConfigKey& key, const std::string& text, Config& config) {
+  return std::visit(
+      [&](auto ref) -> bool {
+        using T = std::remove_reference_t<decltype(ref(config))>;
+        T value{};
+        bool ok;
+        if constexpr (std::is_same_v<T, bool>) ok = parse_bool(text, &value);
+        else if constexpr (std::is_same_v<T, double>) ok = parse_number(text, &value);
+        else if constexpr (std::is_integral_v<T>) ok = parse_integer(text, &value);
+        else if constexpr (std::is_same_v<T, std::string>) ok = true, value = text;
+        else ok = enum_parse(text, &value);
+        if (ok) ref(config) = value;
+        return ok;
+      },
+      key.field);
+}
+
+}  // namespace rfa

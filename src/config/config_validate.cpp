@@ -1,0 +1,58 @@
+// Validation: first every value against its key's bounds (from the table),
+// then the rules that tie keys together.
+#include <cmath>
+#include <string>
+
+#include "config/config_enums.h"
+#include "config/config_keys.h"
+#include "config/config_load.h"
+#include "core/error.h"
+
+namespace rfa {
+namespace {
+
+void check_allowed(const ConfigKey& key, const Config& config) {
+  const ConfigAllowed& a = key.allowed;
+  std::string text = config_key_get(key, config);
+  bool ok = true;
+  if (a.non_empty) {
+    ok = !text.empty();
+  } else if (std::isfinite(a.min) || std::isfinite(a.max)) {
+    double v = std::stod(text);  // every bounded key is numeric; its text is the canonical form
+    ok = (a.min_open ? v > a.min : v >= a.min) && (a.max_open ? v < a.max : v <= a.max);
+  }
+  if (!ok) fail("'{}' is '{}'; it must be {} ({})", key.path, text, config_key_allowed_text(key), key.help);
+}
+
+std::string divisors_of(int n) {
+  std::string out;
+  for (int d = 1; d <= n && out.size() < 60; ++d)
+    if (n % d == 0) out += fmt::format("{}{}", out.empty() ? "" : ", ", d);
+  return out;
+}
+
+}  // namespace
+
+void config_validate(const Config& config) {
+  for (const ConfigKey& key : config_keys()) check_allowed(key, config);
+
+  const ModelConfig& m = config.model;
+  if (m.d_model % m.n_heads != 0)
+    fail("'model.n_heads' is {}, which does not divide 'model.d_model' = {}; heads that divide it: {}", m.n_heads,
+         m.d_model, divisors_of(m.d_model));
+  if (config_positions(config.attention) == PositionKind::rope && config_head_size(m) % 2 != 0)
+    fail("head size d_model / n_heads = {} / {} = {} is odd, but RoPE rotates pairs of dimensions "
+         "(attention.positions '{}' resolves to rope); make the head size even or set attention.positions=none",
+         m.d_model, m.n_heads, config_head_size(m), enum_name(config.attention.positions));
+  if (m.vocab_size != 0 && config.tokenizer.kind != TokenizerKind::character &&
+      m.vocab_size < config.tokenizer.vocab_size)
+    fail("'model.vocab_size' is {}, smaller than 'tokenizer.vocab_size' = {}; use 0 (take it from the tokenizer) "
+         "or at least {}", m.vocab_size, config.tokenizer.vocab_size, config.tokenizer.vocab_size);
+
+  const OptimConfig& o = config.optim;
+  if (o.lr_min > o.lr)
+    fail("'optim.lr_min' is {}, above 'optim.lr' = {}; the cosine decay goes down from lr to lr_min", o.lr_min,
+         o.lr);
+}
+
+}  // namespace rfa

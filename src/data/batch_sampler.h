@@ -1,0 +1,63 @@
+#pragma once
+// Training batches: B random windows of T+1 tokens from a split.
+// Window starts come from CounterRng(seed, step, micro_batch), so a batch is a
+// pure function of (seed, step, micro_batch): no hidden state, exact resume.
+#include <cstdint>
+#include <vector>
+
+#include "data/token_file.h"
+
+namespace rfa {
+
+// Inputs and targets of one micro-batch; targets are inputs shifted by one token.
+struct TokenBatch {
+  int batch_size = 0;              // B
+  int context_length = 0;          // T
+  std::vector<int32_t> inputs;     // (B, T)
+  std::vector<int32_t> targets;    // (B, T)
+  TokenBatch() = default;
+  TokenBatch(int B, int T) : batch_size(B), context_length(T), inputs(size_t(B) * T), targets(size_t(B) * T) {}
+};
+
+class BatchSampler {
+ public:
+  // Throws Error if the split has fewer than T+1 tokens.
+  BatchSampler(const TokenSplit& split, int batch_size, int context_length, uint64_t seed);
+
+  // Row b is the window starting at token s_b: inputs[b,t] = split[s_b + t],
+  // targets[b,t] = split[s_b + t + 1]; s_b uniform in [0, N - T).
+  void sample(int64_t step, int micro_batch, int32_t* inputs, int32_t* targets) const;  // (B, T), (B, T)
+  void sample(int64_t step, int micro_batch, TokenBatch& out) const;  // out sized (B, T) by the caller
+
+  int batch_size() const { return B_; }
+  int context_length() const { return T_; }
+
+ private:
+  TokenSplit split_;
+  int B_, T_;
+  uint64_t seed_;
+};
+
+// Evaluation windows in order: window w covers tokens [w*T, w*T + T] (inputs the
+// first T, targets the last T), so windows do not overlap in their targets and
+// each token after the first is predicted once. A tail shorter than T+1 is dropped.
+class SequentialBatches {
+ public:
+  // max_windows > 0 caps the number of windows (e.g. eval_batches * B); throws
+  // Error if the split has fewer than T+1 tokens.
+  SequentialBatches(const TokenSplit& split, int batch_size, int context_length, int64_t max_windows = 0);
+
+  int64_t windows() const { return windows_; }  // total windows this pass yields
+  // Fills the next rows (at most B); returns how many (0 once the pass is done).
+  int next(int32_t* inputs, int32_t* targets);  // (B, T), (B, T)
+  int next(TokenBatch& out);                    // out sized (B, T) by the caller
+  void reset() { next_window_ = 0; }
+
+ private:
+  TokenSplit split_;
+  int B_, T_;
+  int64_t windows_ = 0;
+  int64_t next_window_ = 0;
+};
+
+}  // namespace rfa

@@ -1,0 +1,103 @@
+#pragma once
+// Prepared token files: a corpus encoded once by a tokenizer, memory-mapped for training.
+//
+// Layout (little-endian, 64-byte header, then the tokens):
+//   0  char[8]  magic "RFATOKS\0"
+//   8  u32      format version (kTokenFileVersion)
+//   12 u32      token width in bytes: 2 when V <= 65536, else 4
+//   16 u32      vocab size V of the tokenizer
+//   20 u32      reserved, 0
+//   24 u64      token count N
+//   32 u64      split: tokens [0, split) are train, [split, N) validation
+//   40 u64      corpus bytes the train tokens decode to
+//   48 u64      corpus bytes the validation tokens decode to (for bits per byte)
+//   56 u64      tokenizer checksum (Tokenizer::checksum of the model that encoded it)
+//   64 token[N] unsigned 16- or 32-bit ids
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+
+namespace rfa {
+
+constexpr uint32_t kTokenFileVersion = 1;
+constexpr int kTokenFileHeaderBytes = 64;
+
+struct TokenFileHeader {
+  uint32_t version = kTokenFileVersion;
+  uint32_t token_width = 2;      // bytes per token
+  uint32_t vocab_size = 0;       // V
+  int64_t tokens = 0;            // N
+  int64_t split = 0;             // first validation token
+  int64_t train_bytes = 0;
+  int64_t val_bytes = 0;
+  uint64_t tokenizer_checksum = 0;
+};
+
+// A read-only view of one split inside a mapped token file (valid while the TokenFile lives).
+class TokenSplit {
+ public:
+  TokenSplit() = default;
+  TokenSplit(const unsigned char* data, int width, int64_t size, int64_t bytes)
+      : data_(data), width_(width), size_(size), bytes_(bytes) {}
+
+  int64_t size() const { return size_; }    // tokens in the split
+  int64_t bytes() const { return bytes_; }  // corpus bytes they decode to
+  int32_t operator[](int64_t i) const;      // 0 <= i < size(); not range checked
+  // out[j] = token begin + j for j < count; asserts the range lies in the split.
+  void copy(int64_t begin, int64_t count, int32_t* out) const;  // out: (count)
+  std::vector<int32_t> to_vector() const;                         // the whole split
+
+ private:
+  const unsigned char* data_ = nullptr;  // first token of the split
+  int width_ = 2;
+  int64_t size_ = 0;
+  int64_t bytes_ = 0;
+};
+
+class TokenFile {
+ public:
+  // Maps `path` and validates the header (magic, version, size vs token count,
+  // split, token ids < V) and that it was made by `expected` (vocab size and
+  // checksum); any mismatch throws Error telling to re-run `rfa data prepare`.
+  static TokenFile open(const std::string& path, const Tokenizer& expected);
+  // Same checks except the tokenizer match (for inspecting a file).
+  static TokenFile open_unchecked(const std::string& path);
+
+  TokenFile(TokenFile&&) noexcept;
+  TokenFile& operator=(TokenFile&&) noexcept;
+  TokenFile(const TokenFile&) = delete;
+  TokenFile& operator=(const TokenFile&) = delete;
+  ~TokenFile();
+
+  const TokenFileHeader& header() const { return header_; }
+  const std::string& path() const { return path_; }
+  TokenSplit train() const;
+  TokenSplit val() const;
+
+ private:
+  TokenFile() = default;
+  std::string path_;
+  TokenFileHeader header_;
+  void* map_ = nullptr;
+  size_t map_size_ = 0;
+};
+
+struct TokenFileStats {
+  int64_t corpus_bytes = 0;
+  int64_t tokens = 0;
+  int64_t train_tokens = 0, val_tokens = 0;
+  int64_t train_bytes = 0, val_bytes = 0;
+  double seconds = 0;
+};
+
+// Encodes `corpus_path` with `tokenizer` into `out_path` (temporary name, then
+// rename). Streams the corpus in blocks of lines, so memory stays ~ a few MB
+// regardless of corpus size. The last floor(N * val_fraction) tokens are the
+// validation split; 0 <= val_fraction < 1. Throws Error for a missing or empty
+// corpus or one that is not valid UTF-8 (naming the byte offset).
+TokenFileStats token_file_prepare(const std::string& corpus_path, const Tokenizer& tokenizer,
+                                  const std::string& out_path, double val_fraction = 0.1);
+
+}  // namespace rfa
