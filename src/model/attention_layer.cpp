@@ -52,15 +52,14 @@ template <typename T>
 void attention_layer_forward(const ModelSpec& s, const BlockWeights<T>& w, T* out,
                              const AttentionLayerArgs<T>& a) {
   const AttentionDims d = dims_of(s, a.B, a.T_len);
+  // Forward and backward share one workspace: they never run at once.
+  RFA_ASSERT(a.scratch != nullptr, "attention forward needs its workspace");
+  Workspace<T> ws{a.scratch, static_cast<size_t>(a.scratch_size)};
   if (!s.is_rfa()) {
-    softmax_attention_forward(out, a.saved, a.q, a.k, a.v, d);
+    softmax_attention_forward(out, a.saved, ws, a.q, a.k, a.v, d);
     return;
   }
-  // The forward shares the backward's scratch: both run between the same two
-  // points of a step, never at once. See Activations::grad.attn_scratch.
-  RFA_ASSERT(a.scratch != nullptr, "RFA forward needs its workspace");
-  rfa_forward(out, a.saved, Workspace<T>{a.scratch, static_cast<size_t>(a.scratch_size)}, rfa_inputs(a),
-              rfa_params(w, a.random), rfa_config_from(s.attention), d);
+  rfa_forward(out, a.saved, ws, rfa_inputs(a), rfa_params(w, a.random), rfa_config_from(s.attention), d);
 }
 
 template <typename T>

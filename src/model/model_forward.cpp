@@ -34,7 +34,7 @@ T* block_output(Activations<T>& a, int l) {
 
 template <typename T>
 double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const int32_t* targets,
-                     const T* random) {
+                     std::type_identity_t<const T*> random) {
   const ModelSpec& s = m.spec;
   const int64_t N = int64_t(a.B) * a.T_len;
   RFA_ASSERT(!s.is_rfa() || random != nullptr, "RFA model run without random matrices");
@@ -62,7 +62,7 @@ double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, cons
 
 template <typename T>
 void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const int32_t* targets,
-                    const T* random, double loss_scale) {
+                    std::type_identity_t<const T*> random, double loss_scale) {
   const ModelSpec& s = m.spec;
   const int64_t N = int64_t(a.B) * a.T_len;
   GradScratch<T>& g = a.grad;

@@ -1,6 +1,7 @@
 #pragma once
 // The whole language model's forward and backward over a (B, T) batch.
 #include <cstdint>
+#include <type_traits>
 
 #include "model/activations.h"
 #include "model/model.h"
@@ -15,13 +16,13 @@ namespace rfa {
 // Throws Error if a token id is outside [0, V).
 template <typename T>
 double model_forward(Model<T>& model, Activations<T>& acts, const int32_t* inputs, const int32_t* targets,
-                     const T* random);
+                     std::type_identity_t<const T*> random);
 
 // Backward of the last model_forward (same inputs, targets, random): adds
 // loss_scale * d(mean loss)/d(params) into model.grads(). loss_scale is
 // 1/grad_accum under gradient accumulation. Does not zero the gradients.
 template <typename T>
 void model_backward(Model<T>& model, Activations<T>& acts, const int32_t* inputs, const int32_t* targets,
-                    const T* random, double loss_scale = 1.0);
+                    std::type_identity_t<const T*> random, double loss_scale = 1.0);
 
 }  // namespace rfa

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "attention/random_features.h"
 #include "core/rng.h"
 #include "model/model.h"
 
@@ -24,13 +25,9 @@ void Model<T>::zero_grad() {
 
 template <typename T>
 void model_draw_random(const ModelSpec& s, uint64_t seed, uint64_t step, T* out) {
-  const int64_t per_head = int64_t(s.D) * s.Dh;
+  const int64_t per_layer = int64_t(s.H) * s.D * s.Dh;
   for (int l = 0; l < s.L; ++l)
-    for (int h = 0; h < s.H; ++h) {
-      CounterRng rng(seed, step, static_cast<uint64_t>(l), static_cast<uint64_t>(h));
-      T* dst = out + (int64_t(l) * s.H + h) * per_head;
-      for (int64_t i = 0; i < per_head; ++i) dst[i] = static_cast<T>(rng.normal());
-    }
+    random_features_draw(out + l * per_layer, seed, step, l, s.H, s.D, s.Dh, s.attention.orthogonal_features);
 }
 
 template <typename T>
