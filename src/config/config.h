@@ -45,9 +45,9 @@ struct AttentionConfig {
 };
 
 struct TokenizerConfig {
-  std::string path = "data/kjv-bpe1024.model";  // trained from `corpus` when missing
+  std::string path = "data/kjv-bpe2048.model";  // trained from `corpus` when missing
   TokenizerKind kind = TokenizerKind::bpe;
-  int vocab_size = 1024;
+  int vocab_size = 2048;                       // bpe/unigram: exact V; char: upper bound
   std::string corpus = "";                     // "" = data.corpus
   int64_t max_sentences = 2000000;             // SentencePiece input_sentence_size
   double character_coverage = 1.0;

@@ -21,7 +21,7 @@ struct TokenizerTrainOptions {
   std::string corpus;                // UTF-8 text file
   std::string model_path;            // written atomically (temporary name, then rename)
   TokenizerKind kind = TokenizerKind::bpe;
-  int vocab_size = 1024;             // V, including <unk>, <s>, </s> and the 256 byte tokens
+  int vocab_size = 1024;             // V incl. <unk>, <s>, </s>, 256 byte tokens; for character an upper bound
   int64_t max_sentences = 2000000;   // lines sampled for training (SentencePiece input_sentence_size)
   double character_coverage = 1.0;   // bpe/unigram; characters outside it fall back to bytes
   uint64_t seed = 0;                 // sentence sampling seed (training is deterministic for a seed)

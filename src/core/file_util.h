@@ -1,0 +1,22 @@
+#pragma once
+// Whole-file reads and atomic writes. A writer puts its bytes under a temporary
+// name next to the target and renames it over the target only when complete, so
+// a crash or a full disk never leaves a half-written file under the real name.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace rfa {
+
+// Throws Error naming the path if it cannot be read.
+std::string file_read_bytes(const std::string& path);
+// "<path>.tmp.<pid>": unique per process, in the target's directory (same filesystem).
+std::string file_temp_path(const std::string& path);
+// Renames temp over path; throws Error (and removes temp) on failure.
+void file_commit(const std::string& temp, const std::string& path);
+// Writes bytes to a temporary file, then renames it to path; creates parent directories.
+void file_write_atomic(const std::string& path, std::string_view bytes);
+// 64-bit FNV-1a; used as a content checksum (not cryptographic).
+uint64_t fnv1a64(std::string_view bytes);
+
+}  // namespace rfa

@@ -1,0 +1,70 @@
+#include <doctest/doctest.h>
+
+#include "config/config_keys.h"
+#include "config/config_load.h"
+#include "support/test_files.h"
+
+using namespace rfa;
+
+TEST_CASE("config dump: lists every key, once, in table order") {
+  std::string dump = config_dump(Config{});
+  size_t at = 0;
+  for (const ConfigKey& key : config_keys()) {
+    std::string path = key.path;
+    std::string section = path.substr(0, path.find('.')), leaf = path.substr(path.find('.') + 1);
+    size_t section_at = dump.find("\n" + section + ":\n");
+    REQUIRE_MESSAGE(section_at != std::string::npos, section);
+    size_t key_at = dump.find("\n  " + leaf + ": ", section_at);
+    REQUIRE_MESSAGE(key_at != std::string::npos, path);
+    CHECK_MESSAGE(key_at >= at, path << " is out of order");
+    at = key_at;
+  }
+}
+
+TEST_CASE("config dump: parsing a dump gives back the same config") {
+  SUBCASE("defaults") { CHECK(config_parse(config_dump(Config{}), "dump") == Config{}); }
+  SUBCASE("every key changed from its default") {
+    Config c = config_load("", {"model.vocab_size=4099", "model.n_layers=7", "model.d_model=96",
+                                "model.n_heads=3", "model.ffn_hidden=200", "model.context_length=33",
+                                "model.tie_embeddings=false", "model.norm_eps=1.5e-7", "model.init_std=0.0123456789",
+                                "attention.kind=softmax", "attention.feature_map=arccos",
+                                "attention.num_features=17", "attention.positions=rope",
+                                "attention.rope_theta=500000", "attention.chunk_size=16",
+                                "attention.denominator_floor=0.1", "attention.qk_norm_eps=1e-9",
+                                "attention.orthogonal_features=true", "attention.gate_bias_init=-0.3",
+                                "attention.sigma_init=0.7", "tokenizer.path=m \"q\" \\ x.model",
+                                "tokenizer.kind=unigram", "tokenizer.vocab_size=4096",
+                                "tokenizer.corpus=c.txt", "tokenizer.max_sentences=123",
+                                "tokenizer.character_coverage=0.9995", "data.corpus=d: #.txt",
+                                "data.tokens=t.bin", "data.val_fraction=0.2", "train.run_dir=r",
+                                "train.batch_size=5", "train.grad_accum=2", "train.steps=9",
+                                "train.seed=18446744073709551615", "train.log_every=3", "train.eval_every=4",
+                                "train.eval_batches=6", "optim.lr=0.1", "optim.lr_min=0.01",
+                                "optim.warmup_steps=8", "optim.beta1=0.8", "optim.beta2=0.99",
+                                "optim.eps=1e-10", "optim.weight_decay=0.0", "optim.grad_clip=0.5",
+                                "checkpoint.every=11", "checkpoint.keep_last=2", "checkpoint.keep_best=false"});
+    // Each key above differs from its default, so a key the dump dropped would show.
+    for (const ConfigKey& key : config_keys())
+      CHECK_MESSAGE(config_key_get(key, c) != config_key_get(key, Config{}), key.path << " not changed by the test");
+    std::string dump = config_dump(c);
+    Config back = config_parse(dump, "dump");
+    CHECK(back == c);
+    CHECK(config_dump(back) == dump);
+  }
+}
+
+TEST_CASE("config dump: doubles print exactly and stay visibly numbers") {
+  Config c;
+  c.attention.gate_bias_init = 2.0;
+  c.optim.lr = 0.1 + 0.2;  // 0.30000000000000004 must survive
+  std::string dump = config_dump(c);
+  CHECK(dump.find("gate_bias_init: 2.0 ") != std::string::npos);
+  CHECK(config_parse(dump, "dump").optim.lr == c.optim.lr);
+}
+
+TEST_CASE("config keys markdown: one row per key with its default") {
+  std::string table = config_keys_markdown();
+  for (const ConfigKey& key : config_keys()) CHECK(table.find(std::string("| `") + key.path + "` |") != std::string::npos);
+  CHECK(table.find("| `model.n_layers` | `4` | >= 1 |") != std::string::npos);
+  CHECK(table.find("softmax\\|rfa\\|rfa_gate") != std::string::npos);  // pipes escaped inside the table
+}

@@ -1,0 +1,38 @@
+#pragma once
+// Test helpers: text written to a temporary file, and the message
+// of the rfa::Error a call throws.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
+
+#include "core/error.h"
+
+namespace rfa::test {
+
+// Writes `text` to `name` in a directory private to this process (tests run in
+// parallel, also from other worktrees) and returns its path.
+inline std::string temp_file(const std::string& name, const std::string& text) {
+  auto dir = std::filesystem::temp_directory_path() / ("rfa_tests_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto path = (dir / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+// The rfa::Error message `f` throws; fails the test when it throws nothing.
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  FAIL("expected an rfa::Error, got none");
+  return "";
+}
+
+}  // namespace rfa::test
