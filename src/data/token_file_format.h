@@ -1,0 +1,21 @@
+#pragma once
+// Serialising the 64-byte token file header (layout in token_file.h).
+#include <array>
+#include <cstddef>
+#include <string>
+
+#include "data/token_file.h"
+
+namespace rfa {
+
+constexpr char kTokenFileMagic[8] = {'R', 'F', 'A', 'T', 'O', 'K', 'S', '\0'};
+
+// Token width in bytes for a vocab of V: 2 when every id fits in 16 bits.
+inline uint32_t token_file_width(int64_t V) { return V <= 65536 ? 2 : 4; }
+
+std::array<unsigned char, kTokenFileHeaderBytes> token_file_header_bytes(const TokenFileHeader& h);
+// Parses and checks a header against the file size (bytes = whole file); throws
+// Error naming the path, the bad field and `rfa data prepare` as the fix.
+TokenFileHeader token_file_header_parse(const unsigned char* bytes, size_t file_size, const std::string& path);
+
+}  // namespace rfa

@@ -1,0 +1,175 @@
+// token_file_prepare: stream a corpus through the tokenizer into a token file.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "core/error.h"
+#include "core/file_util.h"
+#include "core/log.h"
+#include "core/timer.h"
+#include "data/token_file.h"
+#include "data/token_file_format.h"
+#include "tokenizer/utf8.h"
+
+namespace rfa {
+namespace {
+
+// Corpus bytes read per block; a block ends at its last newline (or space, or
+// character boundary when a line is longer), so it never splits a piece the
+// tokenizer would have formed: pieces never contain '\n' (it is a byte token)
+// and never continue across a space.
+constexpr size_t kBlockBytes = 1 << 20;
+
+size_t block_cut(std::string_view buf) {
+  size_t nl = buf.find_last_of('\n');
+  if (nl != std::string_view::npos) return nl + 1;
+  size_t space = buf.find_last_of(' ');
+  if (space != std::string_view::npos && space > 0) return space;
+  size_t cut = buf.size() - 1;  // before the last character, which may be incomplete
+  while (cut > 0 && !utf8_is_lead(static_cast<unsigned char>(buf[cut]))) --cut;
+  return cut > 0 ? cut : buf.size();  // no lead byte at all: invalid, reported by the caller
+}
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using File = std::unique_ptr<std::FILE, FileCloser>;
+
+// Writes ids at the file's width; `scratch` is reused across blocks.
+void write_tokens(std::FILE* out, const std::vector<int32_t>& ids, uint32_t width, std::vector<unsigned char>& scratch,
+                  const std::string& path) {
+  scratch.resize(ids.size() * width);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (width == 2) {
+      uint16_t v = static_cast<uint16_t>(ids[i]);
+      std::memcpy(scratch.data() + i * 2, &v, 2);
+    } else {
+      uint32_t v = static_cast<uint32_t>(ids[i]);
+      std::memcpy(scratch.data() + i * 4, &v, 4);
+    }
+  }
+  if (std::fwrite(scratch.data(), 1, scratch.size(), out) != scratch.size())
+    fail("cannot write {} bytes to {}: {} (disk full?)", scratch.size(), path, std::strerror(errno));
+}
+
+// Corpus bytes the tokens [begin, end) of the file being written decode to.
+int64_t bytes_of_tokens(std::FILE* f, int64_t begin, int64_t end, uint32_t width, const Tokenizer& tok,
+                        const std::string& path) {
+  if (std::fseek(f, kTokenFileHeaderBytes + begin * width, SEEK_SET) != 0)
+    fail("cannot seek in {}: {}", path, std::strerror(errno));
+  std::vector<unsigned char> buf(1 << 16);
+  int64_t bytes = 0;
+  for (int64_t i = begin; i < end;) {
+    size_t n = static_cast<size_t>(std::min<int64_t>(end - i, static_cast<int64_t>(buf.size() / width)));
+    if (std::fread(buf.data(), width, n, f) != n) fail("cannot read back {}: {}", path, std::strerror(errno));
+    TokenSplit chunk(buf.data(), static_cast<int>(width), static_cast<int64_t>(n), 0);
+    for (size_t j = 0; j < n; ++j) bytes += tok.token_bytes(chunk[static_cast<int64_t>(j)]);
+    i += static_cast<int64_t>(n);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+TokenFileStats token_file_prepare(const std::string& corpus_path, const Tokenizer& tok, const std::string& out_path,
+                                  double val_fraction) {
+  if (!(val_fraction >= 0.0 && val_fraction < 1.0))
+    fail("data val_fraction {} must be in [0, 1) (0.1 keeps the last 10% of tokens for validation)", val_fraction);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(corpus_path, ec))
+    fail("corpus {} does not exist (or is not a file); run `scripts/get-data.sh kjv` or set data.corpus",
+         corpus_path);
+  int64_t corpus_size = static_cast<int64_t>(std::filesystem::file_size(corpus_path, ec));
+  if (corpus_size == 0) fail("corpus {} is empty; set data.corpus to a text file", corpus_path);
+  File in(std::fopen(corpus_path.c_str(), "rb"));
+  if (!in) fail("cannot open corpus {}: {}", corpus_path, std::strerror(errno));
+
+  std::filesystem::path parent = std::filesystem::path(out_path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  std::string temp = file_temp_path(out_path);
+  File out(std::fopen(temp.c_str(), "w+b"));
+  if (!out) fail("cannot create {}: {}", temp, std::strerror(errno));
+  struct RemoveTemp {  // on any error, leave nothing behind under the temporary name
+    const std::string& path;
+    bool armed = true;
+    ~RemoveTemp() {
+      std::error_code e;
+      if (armed) std::filesystem::remove(path, e);
+    }
+  } remove_temp{temp};
+
+  Timer timer;
+  TokenFileHeader h;
+  h.vocab_size = static_cast<uint32_t>(tok.vocab_size());
+  h.token_width = token_file_width(tok.vocab_size());
+  h.tokenizer_checksum = tok.checksum();
+  auto placeholder = token_file_header_bytes(h);  // rewritten with the counts at the end
+  if (std::fwrite(placeholder.data(), 1, placeholder.size(), out.get()) != placeholder.size())
+    fail("cannot write {}: {}", temp, std::strerror(errno));
+
+  std::string buf;  // carry-over + new block; capacity ~ 2 * kBlockBytes
+  buf.reserve(2 * kBlockBytes);
+  std::vector<int32_t> ids;
+  std::vector<unsigned char> scratch;
+  int64_t offset = 0;  // corpus byte offset of buf[0]
+  bool eof = false;
+  while (!eof || !buf.empty()) {
+    if (!eof) {
+      size_t old = buf.size();
+      buf.resize(old + kBlockBytes);
+      size_t got = std::fread(buf.data() + old, 1, kBlockBytes, in.get());
+      buf.resize(old + got);
+      if (got < kBlockBytes) {
+        if (std::ferror(in.get())) fail("cannot read corpus {}: {}", corpus_path, std::strerror(errno));
+        eof = true;
+      }
+    }
+    size_t cut = eof ? buf.size() : block_cut(buf);
+    std::string_view block(buf.data(), cut);
+    size_t valid = utf8_valid_prefix(block);
+    if (valid != block.size())
+      fail("corpus {} is not valid UTF-8 at byte offset {}; convert it (e.g. `iconv -f latin1 -t utf-8`)",
+           corpus_path, offset + static_cast<int64_t>(valid));
+    ids.clear();
+    tok.encode_append(block, ids);
+    int64_t decoded = 0;
+    for (int32_t id : ids) decoded += tok.token_bytes(id);
+    if (decoded != static_cast<int64_t>(block.size()))
+      fail("tokenizer {} does not round-trip corpus {} near byte offset {} ({} bytes became {}); re-train the "
+           "tokenizer with `rfa tokenizer train`", tok.origin(), corpus_path, offset, block.size(), decoded);
+    write_tokens(out.get(), ids, h.token_width, scratch, temp);
+    h.tokens += static_cast<int64_t>(ids.size());
+    offset += static_cast<int64_t>(cut);
+    buf.erase(0, cut);
+  }
+  RFA_ASSERT(offset == corpus_size, "read {} of {} corpus bytes", offset, corpus_size);
+
+  int64_t val_tokens = static_cast<int64_t>(static_cast<double>(h.tokens) * val_fraction);
+  h.split = h.tokens - val_tokens;
+  h.val_bytes = bytes_of_tokens(out.get(), h.split, h.tokens, h.token_width, tok, temp);
+  h.train_bytes = corpus_size - h.val_bytes;
+  auto header = token_file_header_bytes(h);
+  if (std::fseek(out.get(), 0, SEEK_SET) != 0 ||
+      std::fwrite(header.data(), 1, header.size(), out.get()) != header.size() || std::fflush(out.get()) != 0)
+    fail("cannot write the header of {}: {}", temp, std::strerror(errno));
+  if (std::fclose(out.release()) != 0) fail("cannot close {}: {} (disk full?)", temp, std::strerror(errno));
+  file_commit(temp, out_path);
+  remove_temp.armed = false;
+
+  TokenFileStats s;
+  s.corpus_bytes = corpus_size;
+  s.tokens = h.tokens;
+  s.train_tokens = h.split;
+  s.val_tokens = val_tokens;
+  s.train_bytes = h.train_bytes;
+  s.val_bytes = h.val_bytes;
+  s.seconds = timer.seconds();
+  log_info("data", "{}: {} bytes -> {} tokens ({:.2f} bytes/token), train {} / val {} tokens, in {:.2f}s -> {}",
+           corpus_path, corpus_size, s.tokens, s.tokens ? double(corpus_size) / double(s.tokens) : 0.0,
+           s.train_tokens, s.val_tokens, s.seconds, out_path);
+  return s;
+}
+
+}  // namespace rfa
