@@ -1,8 +1,8 @@
 #pragma once
 // A small JSON reader and string quoting, enough for safetensors headers and
-// state.json. Not a general library: no \u surrogate pairs beyond the BMP
-// decoding, nesting depth limited to 32, numbers kept as their source text
-// so 64-bit integers survive exactly. Errors are rfa::Error with a byte offset.
+// state.json. Not a general library: strict RFC 8259 grammar, nesting depth
+// limited to 32, numbers kept as their source text so 64-bit integers survive
+// exactly. Errors are rfa::Error with the byte offset.
 #include <cstdint>
 #include <string>
 #include <string_view>

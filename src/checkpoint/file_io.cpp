@@ -1,0 +1,107 @@
+#include "checkpoint/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace rfa {
+namespace {
+
+std::string reason() { return std::strerror(errno); }
+
+}  // namespace
+
+FileWriter::FileWriter(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail("cannot create '{}': {}", path, reason());
+}
+
+FileWriter::~FileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void FileWriter::write(const void* data, size_t size) {
+  RFA_ASSERT(fd_ >= 0, "write to finished file '{}'", path_);
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    // Linux writes at most ~2 GiB per call; loop over partial writes and EINTR.
+    ssize_t n = ::write(fd_, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("cannot write '{}': {}", path_, reason());
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+void FileWriter::finish() {
+  RFA_ASSERT(fd_ >= 0, "file '{}' finished twice", path_);
+  if (::fsync(fd_) != 0) fail("cannot flush '{}' to disk: {}", path_, reason());
+  int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail("cannot close '{}': {}", path_, reason());
+}
+
+void file_write_durable(const std::string& path, std::string_view contents) {
+  FileWriter writer(path);
+  writer.write(contents);
+  writer.finish();
+}
+
+std::vector<uint8_t> file_read_bytes(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open '{}': {}", path, reason());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    std::string why = S_ISREG(st.st_mode) ? reason() : "not a regular file";
+    ::close(fd);
+    fail("cannot read '{}': {}", path, why);
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::string why = n == 0 ? "file shrank while reading" : reason();
+      ::close(fd);
+      fail("cannot read '{}': {}", path, why);
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return bytes;
+}
+
+std::string file_read_text(const std::string& path) {
+  std::vector<uint8_t> bytes = file_read_bytes(path);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+void file_copy_durable(const std::string& from, const std::string& to) {
+  std::vector<uint8_t> bytes = file_read_bytes(from);
+  FileWriter writer(to);
+  writer.write(bytes.data(), bytes.size());
+  writer.finish();
+}
+
+void dir_fsync(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open directory '{}' to flush it: {}", path, reason());
+  int rc = ::fsync(fd);
+  std::string why = rc != 0 ? reason() : "";
+  ::close(fd);
+  if (rc != 0) fail("cannot flush directory '{}' to disk: {}", path, why);
+}
+
+void path_rename(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) fail("cannot rename '{}' to '{}': {}", from, to, reason());
+}
+
+}  // namespace rfa

@@ -1,0 +1,61 @@
+#include "checkpoint/train_state.h"
+
+#include <cmath>
+
+#include "checkpoint/json.h"
+#include "core/error.h"
+
+namespace rfa {
+
+std::string train_state_serialize(const TrainState& s) {
+  // NaN / inf are not JSON: they are written as null and read back as NaN (val_loss)
+  // or +inf (best_val_loss: no evaluation yet).
+  return fmt::format(
+      "{{\n"
+      "  \"format_version\": {},\n"
+      "  \"step\": {},\n"
+      "  \"seed\": {},\n"
+      "  \"data_position\": {},\n"
+      "  \"tokens_seen\": {},\n"
+      "  \"wall_seconds\": {},\n"
+      "  \"val_loss\": {},\n"
+      "  \"best_val_loss\": {},\n"
+      "  \"tokenizer_checksum\": {}\n"
+      "}}\n",
+      s.format_version, s.step, s.seed, s.data_position, s.tokens_seen, json_number(s.wall_seconds),
+      json_number(s.val_loss), json_number(s.best_val_loss), json_quote(s.tokenizer_checksum));
+}
+
+TrainState train_state_parse(std::string_view json, const std::string& source) {
+  JsonValue root = json_parse(json, source);
+  if (root.kind != JsonValue::Kind::object) fail("{}: expected a JSON object", source);
+  auto field = [&](const char* name) -> const JsonValue& {
+    const JsonValue* v = root.find(name);
+    if (v == nullptr) fail("{}: missing field \"{}\"", source, name);
+    return *v;
+  };
+  auto what = [&](const char* name) { return fmt::format("{}: \"{}\"", source, name); };
+  TrainState s;
+  int64_t version = field("format_version").as_int64(what("format_version"));
+  if (version != kCheckpointFormatVersion) {
+    fail("{}: checkpoint format_version {} is not supported; this rfa reads version {}", source, version,
+         kCheckpointFormatVersion);
+  }
+  s.format_version = static_cast<int>(version);
+  s.step = field("step").as_int64(what("step"));
+  s.seed = field("seed").as_uint64(what("seed"));
+  s.data_position = field("data_position").as_int64(what("data_position"));
+  s.tokens_seen = field("tokens_seen").as_int64(what("tokens_seen"));
+  s.wall_seconds = field("wall_seconds").as_double(what("wall_seconds"));
+  s.val_loss = field("val_loss").as_double(what("val_loss"));
+  s.best_val_loss = field("best_val_loss").as_double(what("best_val_loss"));
+  if (std::isnan(s.best_val_loss)) s.best_val_loss = std::numeric_limits<double>::infinity();
+  s.tokenizer_checksum = field("tokenizer_checksum").as_string(what("tokenizer_checksum"));
+  if (s.step < 0 || s.data_position < 0 || s.tokens_seen < 0) {
+    fail("{}: step {}, data_position {} and tokens_seen {} must be >= 0", source, s.step, s.data_position,
+         s.tokens_seen);
+  }
+  return s;
+}
+
+}  // namespace rfa
