@@ -25,6 +25,8 @@ class TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 
+  std::string path() const { return path_.string(); }
+  std::string operator/(const std::string& name) const { return file(name); }
   std::string file(const std::string& name) const { return (path_ / name).string(); }
   std::string write(const std::string& name, const std::string& bytes) const {
     std::ofstream(file(name), std::ios::binary) << bytes;
