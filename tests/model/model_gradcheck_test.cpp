@@ -54,7 +54,7 @@ void check_model_gradients(const ModelSpec& spec) {
   model_backward(model, acts, inputs.data(), targets.data(), random, 1.0);
   auto loss_fn = [&] { return model_forward(model, acts, inputs.data(), targets.data(), random); };
   test::GradCheckTolerance tol;
-  tol.eps = 1e-5;
+  tol.eps = 2e-6;
   tol.rtol = 1e-5;
   tol.atol = 1e-9;
   for (const ParamEntry& e : model.table.entries()) {
