@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
 
   CommandAction action;
   // Subcommands register here (see cli/commands.h).
+  register_generate_command(app, action);
+  register_eval_command(app, action);
+  register_bench_decode_command(app, action);
 
   try {
     app.parse(argc, argv);
