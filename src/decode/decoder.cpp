@@ -5,6 +5,8 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "decode/decode_kernels.h"
+#include "decode/decode_step_attention.h"
 #include "decode/softmax_cache_prefill.h"
 #include "kernels/gemm.h"
 #include "layers/embedding.h"
@@ -102,7 +104,7 @@ void Decoder<T>::attention(int l, int S, bool recurrent) {
     p.W = model_.random_fixed() + int64_t(l) * s.H * s.D * s.Dh;  // (H, D, Dh) fixed evaluation draw
     RfaInputs<T> in{q_, k_, v_, n_};
     if (recurrent) {
-      rfa_step(att_, rfa_[static_cast<size_t>(l)], in, p, rfa_config_);
+      rfa_decode_step(att_, rfa_[static_cast<size_t>(l)], in, p, rfa_config_);
     } else {
       AttentionDims d{B_, S, s.H, s.Dh};
       rfa_prefill(att_, rfa_[static_cast<size_t>(l)], Workspace<T>{workspace_, static_cast<size_t>(workspace_size_)},
@@ -111,7 +113,7 @@ void Decoder<T>::attention(int l, int S, bool recurrent) {
     return;
   }
   if (recurrent)
-    softmax_attention_step(att_, kv_[static_cast<size_t>(l)], q_, k_, v_);
+    softmax_decode_step(att_, kv_[static_cast<size_t>(l)], q_, k_, v_);
   else
     softmax_cache_prefill(att_, kv_[static_cast<size_t>(l)], q_, k_, v_, S);
 }
@@ -128,28 +130,32 @@ const T* Decoder<T>::run(const int32_t* tokens, int S, bool recurrent) {
   if (!kv_.empty() && position_ + S > kv_[0].max_len)
     fail("softmax decoder: position {} + {} tokens exceeds its KV cache of {} positions; raise max_positions",
          position_, S, kv_[0].max_len);
-  embedding_forward(x_, tokens, model_.w.tok_embedding, N, C);
-  for (int l = 0; l < s.L; ++l) {
-    const BlockWeights<T>& w = model_.w.layers[static_cast<size_t>(l)];
-    rmsnorm_forward(n_, rstd_, x_, w.attn_norm, N, C, s.model.norm_eps);
-    linear_forward(q_, n_, w.wq, N, C, C);
-    linear_forward(k_, n_, w.wk, N, C, C);
-    linear_forward(v_, n_, w.wv, N, C, C);
-    if (s.rope) {
-      rope_forward(q_, q_, rope_, B_, S, s.H, s.Dh, position_);
-      rope_forward(k_, k_, rope_, B_, S, s.H, s.Dh, position_);
+  if (recurrent) {
+    step_layers(tokens);
+  } else {
+    embedding_forward(x_, tokens, model_.w.tok_embedding, N, C);
+    for (int l = 0; l < s.L; ++l) {
+      const BlockWeights<T>& w = model_.w.layers[static_cast<size_t>(l)];
+      rmsnorm_forward(n_, rstd_, x_, w.attn_norm, N, C, s.model.norm_eps);
+      linear_forward(q_, n_, w.wq, N, C, C);
+      linear_forward(k_, n_, w.wk, N, C, C);
+      linear_forward(v_, n_, w.wv, N, C, C);
+      if (s.rope) {
+        rope_forward(q_, q_, rope_, B_, S, s.H, s.Dh, position_);
+        rope_forward(k_, k_, rope_, B_, S, s.H, s.Dh, position_);
+      }
+      attention(l, S, false);
+      // x += att · Woᵀ
+      gemm<T>(false, true, N, C, C, T(1), att_, C, w.wo, C, T(1), x_, C);
+      rmsnorm_forward(n_, rstd_, x_, w.ffn_norm, N, C, s.model.norm_eps);
+      linear_forward(gate_up_, n_, w.w13, N, C, 2 * Hf);
+      swiglu_forward(act_, gate_up_, N, Hf);
+      // x += act · W2ᵀ
+      gemm<T>(false, true, N, C, Hf, T(1), act_, Hf, w.w2, Hf, T(1), x_, C);
     }
-    attention(l, S, recurrent);
-    // x += att · Woᵀ
-    gemm<T>(false, true, N, C, C, T(1), att_, C, w.wo, C, T(1), x_, C);
-    rmsnorm_forward(n_, rstd_, x_, w.ffn_norm, N, C, s.model.norm_eps);
-    linear_forward(gate_up_, n_, w.w13, N, C, 2 * Hf);
-    swiglu_forward(act_, gate_up_, N, Hf);
-    // x += act · W2ᵀ
-    gemm<T>(false, true, N, C, Hf, T(1), act_, Hf, w.w2, Hf, T(1), x_, C);
+    rmsnorm_forward(n_, rstd_, x_, model_.w.final_norm, N, C, s.model.norm_eps);
+    linear_forward(logits_, n_, model_.w.lm_head, N, C, s.V);
   }
-  rmsnorm_forward(n_, rstd_, x_, model_.w.final_norm, N, C, s.model.norm_eps);
-  linear_forward(logits_, n_, model_.w.lm_head, N, C, s.V);
   position_ += S;
   if (S == 1) {
     last_logits_ = logits_;
@@ -159,6 +165,35 @@ const T* Decoder<T>::run(const int32_t* tokens, int S, bool recurrent) {
     last_logits_ = last_;
   }
   return logits_;
+}
+
+// The same block as the prefill, one token per row, with the decode row kernels
+// (serial at small sizes: no thread fork, no BLAS call per matrix-vector product).
+template <typename T>
+void Decoder<T>::step_layers(const int32_t* tokens) {
+  const ModelSpec& s = spec_;
+  const int B = B_, C = s.C, Hf = s.Hf;
+  for (int b = 0; b < B; ++b)
+    std::memcpy(x_ + int64_t(b) * C, model_.w.tok_embedding + int64_t(tokens[b]) * C, sizeof(T) * C);
+  for (int l = 0; l < s.L; ++l) {
+    const BlockWeights<T>& w = model_.w.layers[static_cast<size_t>(l)];
+    rmsnorm_rows(n_, x_, w.attn_norm, B, C, s.model.norm_eps);
+    matvec_forward(q_, n_, w.wq, B, C, C, false);
+    matvec_forward(k_, n_, w.wk, B, C, C, false);
+    matvec_forward(v_, n_, w.wv, B, C, C, false);
+    if (s.rope) {
+      rope_rows(q_, rope_, B, s.H, s.Dh, position_);
+      rope_rows(k_, rope_, B, s.H, s.Dh, position_);
+    }
+    attention(l, 1, true);
+    matvec_forward(x_, att_, w.wo, B, C, C, true);  // x += att · Woᵀ
+    rmsnorm_rows(n_, x_, w.ffn_norm, B, C, s.model.norm_eps);
+    matvec_forward(gate_up_, n_, w.w13, B, C, 2 * Hf, false);
+    swiglu_rows(act_, gate_up_, B, Hf);
+    matvec_forward(x_, act_, w.w2, B, Hf, C, true);  // x += act · W2ᵀ
+  }
+  rmsnorm_rows(n_, x_, model_.w.final_norm, B, C, s.model.norm_eps);
+  matvec_forward(logits_, n_, model_.w.lm_head, B, C, s.V, false);
 }
 
 template <typename T>

@@ -71,6 +71,7 @@ class Decoder {
  private:
   const T* run(const int32_t* tokens, int S, bool recurrent);
   void attention(int l, int S, bool recurrent);
+  void step_layers(const int32_t* tokens);  // (B)
 
   Model<T>& model_;
   ModelSpec spec_;
