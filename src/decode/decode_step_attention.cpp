@@ -14,13 +14,19 @@ namespace rfa {
 namespace {
 
 // phi (F) of one row x (Dh): x̄ = x / sqrt(|x|² + eps_n), u = W (sigma ⊙ x̄), then sin/cos or relu.
-// sx: (Dh) scratch, u: (D) scratch.
+// Wt: (Dh, D). sx: (Dh) scratch, u: (D) scratch.
 template <typename T>
-void feature_row(T* phi, T* sx, T* u, const T* x, const T* sigma, const T* W, const RfaConfig& c, int D, int Dh) {
+void feature_row(T* phi, T* sx, T* u, const T* x, const T* sigma, const T* Wt, const RfaConfig& c, int D, int Dh) {
   const T r = T(1) / std::sqrt(row_sum_squares(x, Dh) + T(c.eps_n));
 #pragma omp simd
   for (int j = 0; j < Dh; ++j) sx[j] = sigma[j] * (x[j] * r);
-  for (int i = 0; i < D; ++i) u[i] = row_dot(W + static_cast<size_t>(i) * Dh, sx, Dh);
+  std::fill(u, u + D, T(0));
+  for (int j = 0; j < Dh; ++j) {
+    const T* w = Wt + static_cast<size_t>(j) * D;
+    const T a = sx[j];
+#pragma omp simd
+    for (int i = 0; i < D; ++i) u[i] += a * w[i];
+  }
   const T scale = T(1) / std::sqrt(T(D));
   if (c.feature_map == FeatureMapKind::gaussian) {
     sincos_row(phi, phi + D, u, D);
@@ -35,7 +41,16 @@ void feature_row(T* phi, T* sx, T* u, const T* x, const T* sigma, const T* W, co
 }  // namespace
 
 template <typename T>
-void rfa_decode_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaParams<T>& p, const RfaConfig& c) {
+void rfa_random_transpose(T* Wt, const T* W, int H, int D, int Dh) {
+  for (int h = 0; h < H; ++h)
+    for (int i = 0; i < D; ++i)
+      for (int j = 0; j < Dh; ++j)
+        Wt[(static_cast<size_t>(h) * Dh + j) * D + i] = W[(static_cast<size_t>(h) * D + i) * Dh + j];
+}
+
+template <typename T>
+void rfa_decode_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaParams<T>& p, const T* Wt,
+                     const RfaConfig& c) {
   const int H = st.H, Dh = st.Dh, C = H * Dh, D = c.num_features, F = st.F, E = Dh + 1;
   RFA_ASSERT(F == rfa_feature_count(c), "state made for {} features, config has {}", F, rfa_feature_count(c));
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
@@ -56,7 +71,7 @@ void rfa_decode_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaP
     T* y = vp + E;
     const size_t row = static_cast<size_t>(b) * C + static_cast<size_t>(h) * Dh;
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
-    const T* W = p.W + static_cast<size_t>(h) * D * Dh;
+    const T* W = Wt + static_cast<size_t>(h) * Dh * D;  // (Dh, D)
     feature_row(phiq, sx, u, in.q + row, sigma, W, c, D, Dh);
     feature_row(phik, sx, u, in.k + row, sigma, W, c, D, Dh);
     GateValues<T> gv{T(0), T(1), T(1)};
@@ -118,7 +133,9 @@ void softmax_decode_step(T* out, KvCache<T>& cache, const T* q, const T* k, cons
 }
 
 #define RFA_INSTANTIATE(T)                                                                                   \
-  template void rfa_decode_step<T>(T*, RfaState<T>&, const RfaInputs<T>&, const RfaParams<T>&, const RfaConfig&); \
+  template void rfa_decode_step<T>(T*, RfaState<T>&, const RfaInputs<T>&, const RfaParams<T>&, const T*,        \
+                                   const RfaConfig&);                                                        \
+  template void rfa_random_transpose<T>(T*, const T*, int, int, int);                                        \
   template void softmax_decode_step<T>(T*, KvCache<T>&, const T*, const T*, const T*);
 RFA_INSTANTIATE(float)
 RFA_INSTANTIATE(double)

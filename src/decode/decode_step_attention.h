@@ -11,9 +11,15 @@ namespace rfa {
 
 // RFA / RFA-Gate, design section 2, one token per row:
 //   S = g S + beta phi(k) [v, 1]ᵀ,  [num, den] = phi(q)ᵀ S,  out = num / max(den, eps_d)
-// in one pass over S. out: (B, C); in.q, in.k, in.v, in.n: (B, C).
+// in one pass over S. out: (B, C); in.q, in.k, in.v, in.n: (B, C). Wt: p.W transposed per
+// head, (H, Dh, D), so u = W (sigma ⊙ x̄) is Dh vector updates instead of D dot products.
 template <typename T>
-void rfa_decode_step(T* out, RfaState<T>& state, const RfaInputs<T>& in, const RfaParams<T>& p, const RfaConfig& c);
+void rfa_decode_step(T* out, RfaState<T>& state, const RfaInputs<T>& in, const RfaParams<T>& p, const T* Wt,
+                     const RfaConfig& c);
+
+// Wt (H, Dh, D) from W (H, D, Dh).
+template <typename T>
+void rfa_random_transpose(T* Wt, const T* W, int H, int D, int Dh);
 
 // Softmax over the KV cache: appends k, v at cache.len and attends q over 0..len.
 // out, q, k, v: (B, C). Throws Error when the cache is full.

@@ -42,12 +42,16 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   const int64_t ox = plan.take(N * C), on = plan.take(N * C), oq = plan.take(N * C), ok = plan.take(N * C),
                 ov = plan.take(N * C), oa = plan.take(N * C), og = plan.take(N * 2 * Hf), oact = plan.take(N * Hf),
                 orstd = plan.take(N), ol = plan.take(N * V), olast = plan.take(int64_t(B_) * V),
-                ows = plan.take(workspace_size_);
+                ows = plan.take(workspace_size_), ort = plan.take(model.random_size);
   arena_ = Arena<T>(plan.size());
   T* base = arena_.data();
   x_ = base + ox, n_ = base + on, q_ = base + oq, k_ = base + ok, v_ = base + ov, att_ = base + oa;
   gate_up_ = base + og, act_ = base + oact, rstd_ = base + orstd, logits_ = base + ol, last_ = base + olast;
   workspace_ = base + ows;
+  random_t_ = base + ort;
+  const int64_t per_layer = int64_t(s.H) * s.D * s.Dh;
+  for (int l = 0; l < s.L && s.is_rfa(); ++l)
+    rfa_random_transpose(random_t_ + l * per_layer, model_.random_fixed() + l * per_layer, s.H, s.D, s.Dh);
   segment_tokens_.assign(static_cast<size_t>(N), 0);
 }
 
@@ -104,7 +108,8 @@ void Decoder<T>::attention(int l, int S, bool recurrent) {
     p.W = model_.random_fixed() + int64_t(l) * s.H * s.D * s.Dh;  // (H, D, Dh) fixed evaluation draw
     RfaInputs<T> in{q_, k_, v_, n_};
     if (recurrent) {
-      rfa_decode_step(att_, rfa_[static_cast<size_t>(l)], in, p, rfa_config_);
+      rfa_decode_step(att_, rfa_[static_cast<size_t>(l)], in, p, random_t_ + int64_t(l) * s.H * s.D * s.Dh,
+                      rfa_config_);
     } else {
       AttentionDims d{B_, S, s.H, s.Dh};
       rfa_prefill(att_, rfa_[static_cast<size_t>(l)], Workspace<T>{workspace_, static_cast<size_t>(workspace_size_)},

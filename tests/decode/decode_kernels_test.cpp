@@ -64,6 +64,8 @@ void check_rfa_step(const RfaConfig& c, int B, int H, int Dh, double tol) {
   auto gate_b = test::random_vector<T>(H, 3);
   auto W = test::random_vector<T>(size_t(H) * D * Dh, 4);
   RfaParams<T> p{sigma.data(), gate_w.data(), gate_b.data(), W.data()};
+  std::vector<T> Wt(W.size());
+  rfa_random_transpose(Wt.data(), W.data(), H, D, Dh);
   RfaState<T> ref = rfa_state_create<T>(c, B, H, Dh), got = rfa_state_create<T>(c, B, H, Dh);
   std::vector<T> out_ref(size_t(B) * C), out_got(out_ref.size());
   for (int t = 0; t < 6; ++t) {
@@ -71,7 +73,7 @@ void check_rfa_step(const RfaConfig& c, int B, int H, int Dh, double tol) {
     auto v = test::random_vector<T>(size_t(B) * C, 30 + t), n = test::random_vector<T>(size_t(B) * C, 40 + t);
     RfaInputs<T> in{q.data(), k.data(), v.data(), n.data()};
     rfa_step(out_ref.data(), ref, in, p, c);
-    rfa_decode_step(out_got.data(), got, in, p, c);
+    rfa_decode_step(out_got.data(), got, in, p, Wt.data(), c);
     test::check_close("rfa out", out_got.data(), out_ref.data(), out_ref.size(), tol, tol);
     test::check_close("rfa state", got.S.data(), ref.S.data(), ref.S.size(), tol, tol);
   }
