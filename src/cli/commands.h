@@ -11,5 +11,7 @@ namespace rfa {
 
 using CommandAction = std::function<void()>;
 
+void register_tokenizer_command(CLI::App& app, CommandAction& action);  // rfa tokenizer train
+void register_data_command(CLI::App& app, CommandAction& action);       // rfa data prepare
 
 }  // namespace rfa

@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
 
   CommandAction action;
   // Subcommands register here (see cli/commands.h).
+  register_tokenizer_command(app, action);
+  register_data_command(app, action);
 
   try {
     app.parse(argc, argv);
