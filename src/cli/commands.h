@@ -13,5 +13,7 @@ using CommandAction = std::function<void()>;
 
 void register_tokenizer_command(CLI::App& app, CommandAction& action);  // rfa tokenizer train
 void register_data_command(CLI::App& app, CommandAction& action);       // rfa data prepare
+void register_train_command(CLI::App& app, CommandAction& action);      // rfa train
+void register_bench_command(CLI::App& app, CommandAction& action);      // rfa bench train
 
 }  // namespace rfa

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   // Subcommands register here (see cli/commands.h).
   register_tokenizer_command(app, action);
   register_data_command(app, action);
+  register_train_command(app, action);
+  register_bench_command(app, action);
 
   try {
     app.parse(argc, argv);
