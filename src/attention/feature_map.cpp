@@ -26,15 +26,17 @@ void l2_normalize_backward(T* dx, const T* dxbar, const T* xbar, T r, int Dh) {
 }
 
 template <typename T>
-void feature_map_forward(T* phi, T* u, const T* xbar, const T* sigma, const T* W, FeatureMapKind kind, int D,
+void feature_map_transpose(T* Wt, const T* W, int D, int Dh) {
+  for (int i = 0; i < D; ++i)
+    for (int j = 0; j < Dh; ++j) Wt[static_cast<size_t>(j) * D + i] = W[static_cast<size_t>(i) * Dh + j];
+}
+
+template <typename T>
+void feature_map_forward(T* phi, T* u, const T* xbar, const T* sigma, const T* Wt, FeatureMapKind kind, int D,
                          int Dh) {
-  // u = W (sigma ⊙ x̄)
-  for (int i = 0; i < D; ++i) {
-    const T* w = W + static_cast<size_t>(i) * Dh;
-    T acc = 0;
-    for (int j = 0; j < Dh; ++j) acc += w[j] * (sigma[j] * xbar[j]);
-    u[i] = acc;
-  }
+  // u = W (sigma ⊙ x̄) = sum_j (sigma_j x̄_j) Wt[j, :]
+  for (int i = 0; i < D; ++i) u[i] = 0;
+  for (int j = 0; j < Dh; ++j) axpy(u, sigma[j] * xbar[j], Wt + static_cast<size_t>(j) * D, D);
   const T scale = T(1) / std::sqrt(T(D));
   if (kind == FeatureMapKind::gaussian) {
     sincos_row(phi, phi + D, u, D);
@@ -72,6 +74,7 @@ void feature_map_backward(T* dxbar, T* dsigma, T* du, const T* dphi, const T* ph
   template T l2_normalize_forward<T>(T*, const T*, int, T);                                                 \
   template void l2_normalize_backward<T>(T*, const T*, const T*, T, int);                                   \
   template void feature_map_forward<T>(T*, T*, const T*, const T*, const T*, FeatureMapKind, int, int);     \
+  template void feature_map_transpose<T>(T*, const T*, int, int);                                           \
   template void feature_map_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*,       \
                                         FeatureMapKind, int, int);
 RFA_INSTANTIATE(float)

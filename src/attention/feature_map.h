@@ -20,10 +20,15 @@ T l2_normalize_forward(T* xbar /*(Dh)*/, const T* x /*(Dh)*/, int Dh, T eps_n);
 template <typename T>
 void l2_normalize_backward(T* dx /*(Dh)*/, const T* dxbar /*(Dh)*/, const T* xbar /*(Dh)*/, T r, int Dh);
 
-// phi (F) from the normalised row x̄. u_scratch: (D).
+// phi (F) from the normalised row x̄. u_scratch: (D). Takes W transposed, Wt (Dh, D),
+// so u = sum_j (sigma_j x̄_j) Wt[j, :] runs contiguously over D (see feature_map_transpose).
 template <typename T>
 void feature_map_forward(T* phi /*(F)*/, T* u_scratch /*(D)*/, const T* xbar /*(Dh)*/, const T* sigma /*(Dh)*/,
-                         const T* W /*(D, Dh)*/, FeatureMapKind kind, int D, int Dh);
+                         const T* Wt /*(Dh, D)*/, FeatureMapKind kind, int D, int Dh);
+
+// Wt (Dh, D) = transpose of one head's W (D, Dh).
+template <typename T>
+void feature_map_transpose(T* Wt /*(Dh, D)*/, const T* W /*(D, Dh)*/, int D, int Dh);
 
 // From dphi and the forward's phi (sin/cos and relu derivatives are read off phi):
 //   du; w = Wᵀ du;  dxbar += sigma ⊙ w;  dsigma += x̄ ⊙ w.   du_scratch: (D).

@@ -153,7 +153,8 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
         T* dAi = dA + size_t(i) * Cc;
         const T* dYi = dY + size_t(i) * E;
         const T* qi = phiq + size_t(i) * F;
-        for (int j = 0; j <= i; ++j) Mi[j] = std::exp(G[i] - G[j]);
+        for (int j = 0; j <= i; ++j) Mi[j] = G[i] - G[j];
+        exp_row(Mi, i + 1);
         std::fill(Pi, Pi + i + 1, T(0));
         for (int f = 0; f < F; ++f) axpy(Pi, qi[f], KtT + size_t(f) * Cc, i + 1);
         std::fill(dAi, dAi + i + 1, T(0));

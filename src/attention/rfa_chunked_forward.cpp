@@ -44,11 +44,13 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
     T* P = take(size_t(Cc) * Cc);    // (c, c)  (Q̂ K̃ᵀ) ⊙ M, lower triangle
     T* G = take(Cc);                 // (c)     chunk-local cumulative log-gate
     T* eG = take(Cc);                // (c)     exp(G)
+    T* mrow = take(Cc);              // (c)     one row of M
     T* S = take(FE);                 // (F, E)  running state
+    T* Wt = take(size_t(Dh) * D);    // (Dh, D) this head's W transposed
     RFA_ASSERT(static_cast<size_t>(at - scratch) <= per_thread, "forward scratch overflow");
 
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
-    const T* W = p.W + static_cast<size_t>(h) * D * Dh;
+    feature_map_transpose(Wt, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
     const T* gate_w = c.gated ? p.gate_w + static_cast<size_t>(h) * C : nullptr;
     bool state_zero = state_in == nullptr;
     if (state_zero) std::fill(S, S + FE, T(0));
@@ -65,10 +67,10 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
       for (int i = 0; i < n; ++i) {
         const size_t row = (static_cast<size_t>(b) * Tn + t0 + i) * C + static_cast<size_t>(h) * Dh;
         T r = l2_normalize_forward(xbar, in.q + row, Dh, eps_n);
-        feature_map_forward(phiq + size_t(i) * F, u, xbar, sigma, W, c.feature_map, D, Dh);
+        feature_map_forward(phiq + size_t(i) * F, u, xbar, sigma, Wt, c.feature_map, D, Dh);
         if (saved) saved[L.r_q + bht0 + i] = r;
         r = l2_normalize_forward(xbar, in.k + row, Dh, eps_n);
-        feature_map_forward(phik + size_t(i) * F, u, xbar, sigma, W, c.feature_map, D, Dh);
+        feature_map_forward(phik + size_t(i) * F, u, xbar, sigma, Wt, c.feature_map, D, Dh);
         if (saved) saved[L.r_k + bht0 + i] = r;
         GateValues<T> gv{T(0), T(1), T(1)};
         if (c.gated) {
@@ -90,7 +92,11 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
         T* Pi = P + size_t(i) * Cc;
         std::fill(Pi, Pi + i + 1, T(0));
         for (int f = 0; f < F; ++f) axpy(Pi, phiq[size_t(i) * F + f], KtT + size_t(f) * Cc, i + 1);
-        for (int j = 0; j <= i; ++j) Pi[j] *= std::exp(G[i] - G[j]);
+        if (c.gated) {  // ungated: M = 1 on the lower triangle
+          for (int j = 0; j <= i; ++j) mrow[j] = G[i] - G[j];
+          exp_row(mrow, i + 1);
+          for (int j = 0; j <= i; ++j) Pi[j] *= mrow[j];
+        }
         T* Yi = Y + size_t(i) * E;
         std::fill(Yi, Yi + E, T(0));
         for (int j = 0; j <= i; ++j) axpy(Yi, Pi[j], Vp + size_t(j) * E, E);

@@ -40,7 +40,7 @@ inline RfaSavedLayout rfa_saved_layout(const RfaConfig& c, const AttentionDims& 
 // Per-thread scratch of the chunked forward and backward (Cc = chunk size).
 inline size_t rfa_forward_scratch_size(const RfaConfig& c, const AttentionDims& d) {
   const size_t F = rfa_feature_count(c), E = d.Dh + 1, Cc = c.chunk_size;
-  return d.Dh + c.num_features + 4 * Cc * F + 2 * Cc * E + Cc * Cc + 2 * Cc + F * E;
+  return d.Dh + c.num_features + 4 * Cc * F + 2 * Cc * E + Cc * Cc + 3 * Cc + F * E + size_t(d.Dh) * c.num_features;
 }
 inline size_t rfa_backward_scratch_size(const RfaConfig& c, const AttentionDims& d) {
   const size_t F = rfa_feature_count(c), E = d.Dh + 1, Cc = c.chunk_size;

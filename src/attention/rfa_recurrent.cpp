@@ -13,9 +13,10 @@
 namespace rfa {
 namespace {
 
-// Per-(b, h) step scratch: x̄ (Dh), u (D), phi_q, phi_k (F), v' (E), y (E).
+// Per-(b, h) step scratch: x̄ (Dh), u (D), phi_q, phi_k (F), v' (E), y (E), Wt (Dh, D).
 size_t step_scratch_size(const RfaConfig& c, int Dh) {
-  return static_cast<size_t>(Dh) + c.num_features + 2 * rfa_feature_count(c) + 2 * (Dh + 1);
+  return static_cast<size_t>(Dh) + c.num_features + 2 * rfa_feature_count(c) + 2 * (Dh + 1) +
+         static_cast<size_t>(Dh) * c.num_features;
 }
 
 }  // namespace
@@ -53,13 +54,14 @@ void rfa_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaParams<T
     T* phik = take(F);
     T* vp = take(E);
     T* y = take(E);
+    T* Wt = take(size_t(Dh) * D);
     const size_t row = static_cast<size_t>(b) * C + static_cast<size_t>(h) * Dh;
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
-    const T* W = p.W + static_cast<size_t>(h) * D * Dh;
+    feature_map_transpose(Wt, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
     l2_normalize_forward(xbar, in.q + row, Dh, eps_n);
-    feature_map_forward(phiq, u, xbar, sigma, W, c.feature_map, D, Dh);
+    feature_map_forward(phiq, u, xbar, sigma, Wt, c.feature_map, D, Dh);
     l2_normalize_forward(xbar, in.k + row, Dh, eps_n);
-    feature_map_forward(phik, u, xbar, sigma, W, c.feature_map, D, Dh);
+    feature_map_forward(phik, u, xbar, sigma, Wt, c.feature_map, D, Dh);
     GateValues<T> gv{T(0), T(1), T(1)};
     if (c.gated) gv = gate_values(dot(p.gate_w + static_cast<size_t>(h) * C, in.n + static_cast<size_t>(b) * C, C) + p.gate_b[h]);
     std::copy(in.v + row, in.v + row + Dh, vp);

@@ -9,7 +9,8 @@
 
 namespace rfa {
 
-// sum_j a[j] b[j] with 64 bytes of independent lane accumulators.
+// sum_j a[j] b[j] with 64 bytes of independent lane accumulators, summed as a
+// tree (each level is element-wise, so it vectorises too).
 template <typename T>
 inline T dot(const T* a, const T* b, int n) {
   constexpr int lanes = 64 / sizeof(T);
@@ -17,11 +18,16 @@ inline T dot(const T* a, const T* b, int n) {
   int j = 0;
   for (; j + lanes <= n; j += lanes)
     for (int l = 0; l < lanes; ++l) acc[l] += a[j + l] * b[j + l];
-  T s = 0;
+  for (int width = lanes / 2; width > 0; width /= 2)
+    for (int l = 0; l < width; ++l) acc[l] += acc[l + width];
+  T s = acc[0];
   for (; j < n; ++j) s += a[j] * b[j];
-  for (int l = 0; l < lanes; ++l) s += acc[l];
   return s;
 }
+
+// Nearest integer, as a float-to-int conversion the vectoriser accepts (std::floor
+// and std::nearbyint are not vectorised without -ffast-math).
+inline int round_to_int(float x) { return static_cast<int>(x + (x >= 0.0f ? 0.5f : -0.5f)); }
 
 // y += alpha x
 template <typename T>
@@ -36,7 +42,8 @@ inline void exp_row(float* x, int n) {
     float v = x[i];
     v = v < -87.0f ? -87.0f : v;
     v = v > 88.0f ? 88.0f : v;
-    float m = std::floor(v * 1.44269504088896341f + 0.5f);
+    const int mi = round_to_int(v * 1.44269504088896341f);
+    const float m = static_cast<float>(mi);
     float r = (v - m * 0.693359375f) - m * -2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -45,7 +52,7 @@ inline void exp_row(float* x, int n) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     float y = p * r * r + r + 1.0f;
-    int32_t bits = std::bit_cast<int32_t>(y) + (static_cast<int32_t>(m) << 23);
+    int32_t bits = std::bit_cast<int32_t>(y) + (mi << 23);
     x[i] = std::bit_cast<float>(bits);
   }
 }
@@ -63,8 +70,9 @@ inline void exp_row(double* x, int n) {
 inline void sincos_row(float* s, float* c, const float* u, int n) {
   for (int i = 0; i < n; ++i) {
     float x = u[i];
-    float j = std::floor(x * 0.636619772367581343f + 0.5f);  // nearest multiple of pi/2
-    int quadrant = static_cast<int>(j) & 3;
+    const int ji = round_to_int(x * 0.636619772367581343f);  // nearest multiple of pi/2
+    const float j = static_cast<float>(ji);
+    const int quadrant = ji & 3;
     float r = ((x - j * 1.5703125f) - j * 4.837512969970703125e-4f) - j * 7.54978995489188216e-8f;
     float r2 = r * r;
     float sin_r = r + r * r2 * (-1.6666654611e-1f + r2 * (8.3321608736e-3f + r2 * -1.9515295891e-4f));

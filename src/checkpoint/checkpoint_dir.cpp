@@ -64,9 +64,16 @@ void dir_install(const std::string& from, const std::string& to) {
     path_rename(from, to);
     return;
   }
-  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_EXCHANGE) != 0) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_EXCHANGE) == 0) return;
+  if (errno != EINVAL && errno != ENOSYS) {
     fail("cannot replace checkpoint '{}' with '{}': {}", to, from, std::strerror(errno));
   }
+  // The filesystem cannot exchange: move the old one aside first. A crash between the
+  // two renames leaves `to` missing for a moment; only re-saving an existing step hits this.
+  std::string aside = fmt::format("{}.old{}{}", to, kTempMarker, ::getpid());
+  path_rename(to, aside);
+  path_rename(from, to);
+  path_rename(aside, from);  // the caller removes `from`, now the old checkpoint
 }
 
 void latest_write(const std::string& root, const std::string& name) {
@@ -89,8 +96,13 @@ std::string checkpoint_dir_commit(const std::string& root, const std::string& na
                                   const std::function<void(const std::string& temp_dir)>& fill) {
   check_name(name);
   std::error_code ec;
-  fs::create_directories(root, ec);
+  bool created = fs::create_directories(root, ec);
   if (ec) fail("cannot create checkpoint directory '{}': {}", root, ec.message());
+  if (created) {  // make the new root's own directory entry durable
+    fs::path p = fs::absolute(root);
+    if (!p.has_filename()) p = p.parent_path();  // "ck/" -> "ck"
+    dir_fsync(p.parent_path().string());
+  }
   const std::string temp = fmt::format("{}/{}{}{}", root, name, kTempMarker, ::getpid());
   const std::string final_dir = root + "/" + name;
   remove_quietly(temp);  // a leftover of an earlier failure of this very process
@@ -109,6 +121,9 @@ std::string checkpoint_dir_commit(const std::string& root, const std::string& na
   } catch (const std::exception& e) {
     remove_quietly(temp);
     fail("cannot write checkpoint '{}': {}", final_dir, e.what());
+  } catch (...) {
+    remove_quietly(temp);
+    throw;
   }
   remove_quietly(temp);  // the replaced old checkpoint, if dir_install swapped one out
   return final_dir;
@@ -136,7 +151,8 @@ std::vector<CheckpointEntry> checkpoint_list(const std::string& root) {
   for (const fs::directory_entry& entry : fs::directory_iterator(root, ec)) {
     std::string name = entry.path().filename().string();
     int64_t step = step_of(name);
-    if (step < 0 || !entry.is_directory()) continue;
+    std::error_code type_ec;
+    if (step < 0 || !entry.is_directory(type_ec)) continue;
     double val_loss = std::nan("");
     try {
       val_loss = train_state_parse(file_read_text(entry.path().string() + "/state.json"), name).val_loss;

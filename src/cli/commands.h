@@ -12,6 +12,11 @@ namespace rfa {
 
 using CommandAction = std::function<void()>;
 
+void register_tokenizer_command(CLI::App& app, CommandAction& action);  // rfa tokenizer train
+void register_data_command(CLI::App& app, CommandAction& action);       // rfa data prepare
+void register_train_command(CLI::App& app, CommandAction& action);      // rfa train
+void register_bench_command(CLI::App& app, CommandAction& action);      // rfa bench train
+
 // A parent command such as "bench" or "eval" that several files add
 // subcommands to: the first caller creates it, later callers get it back.
 inline CLI::App* subcommand_group(CLI::App& app, const std::string& name, const std::string& description) {

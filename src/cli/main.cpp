@@ -24,6 +24,10 @@ int main(int argc, char** argv) {
 
   CommandAction action;
   // Subcommands register here (see cli/commands.h).
+  register_tokenizer_command(app, action);
+  register_data_command(app, action);
+  register_train_command(app, action);
+  register_bench_command(app, action);
   register_generate_command(app, action);
   register_eval_command(app, action);
   register_bench_decode_command(app, action);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config_enums.h"
+#include "tokenizer/tokenizer_train.h"  // kTokenizerMinVocab
 
 namespace rfa {
 namespace {
@@ -50,7 +51,8 @@ const ConfigKey kKeys[] = {
 
     {RFA_FIELD(tokenizer, path), kNonEmpty, "SentencePiece model file; trained from the corpus when missing"},
     {RFA_FIELD(tokenizer, kind), kAny, "SentencePiece model type"},
-    {RFA_FIELD(tokenizer, vocab_size), at_least(260), "V to train, with 3 control + 256 byte tokens; char: an upper bound"},
+    {RFA_FIELD(tokenizer, vocab_size), at_least(kTokenizerMinVocab),
+     "V to train, with 3 control + 256 byte tokens; char: an upper bound"},
     {RFA_FIELD(tokenizer, corpus), kAny, "training text; \"\" = data.corpus"},
     {RFA_FIELD(tokenizer, max_sentences), at_least(1), "SentencePiece input_sentence_size"},
     {RFA_FIELD(tokenizer, character_coverage), kUpperUnit, "SentencePiece character_coverage"},

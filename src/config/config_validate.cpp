@@ -4,6 +4,7 @@
 #include <string>
 
 #include "config/config_enums.h"
+#include "config/config_error.h"
 #include "config/config_keys.h"
 #include "config/config_load.h"
 #include "core/error.h"
@@ -21,7 +22,9 @@ void check_allowed(const ConfigKey& key, const Config& config) {
     double v = std::stod(text);  // every bounded key is numeric; its text is the canonical form
     ok = (a.min_open ? v > a.min : v >= a.min) && (a.max_open ? v < a.max : v <= a.max);
   }
-  if (!ok) fail("'{}' is '{}'; it must be {} ({})", key.path, text, config_key_allowed_text(key), key.help);
+  if (!ok)
+    fail_keys({key.path}, "'{}' is '{}'; it must be {} ({})", key.path, text, config_key_allowed_text(key),
+              key.help);
 }
 
 std::string divisors_of(int n) {
@@ -38,21 +41,26 @@ void config_validate(const Config& config) {
 
   const ModelConfig& m = config.model;
   if (m.d_model % m.n_heads != 0)
-    fail("'model.n_heads' is {}, which does not divide 'model.d_model' = {}; heads that divide it: {}", m.n_heads,
-         m.d_model, divisors_of(m.d_model));
+    fail_keys({"model.n_heads", "model.d_model"},
+              "'model.n_heads' is {}, which does not divide 'model.d_model' = {}; heads that divide it: {}",
+              m.n_heads, m.d_model, divisors_of(m.d_model));
   if (config_positions(config.attention) == PositionKind::rope && config_head_size(m) % 2 != 0)
-    fail("head size d_model / n_heads = {} / {} = {} is odd, but RoPE rotates pairs of dimensions "
-         "(attention.positions '{}' resolves to rope); make the head size even or set attention.positions=none",
-         m.d_model, m.n_heads, config_head_size(m), enum_name(config.attention.positions));
+    fail_keys({"model.n_heads", "model.d_model", "attention.positions", "attention.kind"},
+              "head size d_model / n_heads = {} / {} = {} is odd, but RoPE rotates pairs of dimensions "
+              "(attention.positions '{}' resolves to rope); make the head size even or set attention.positions=none",
+              m.d_model, m.n_heads, config_head_size(m), enum_name(config.attention.positions));
   if (m.vocab_size != 0 && config.tokenizer.kind != TokenizerKind::character &&
       m.vocab_size < config.tokenizer.vocab_size)
-    fail("'model.vocab_size' is {}, smaller than 'tokenizer.vocab_size' = {}; use 0 (take it from the tokenizer) "
-         "or at least {}", m.vocab_size, config.tokenizer.vocab_size, config.tokenizer.vocab_size);
+    fail_keys({"model.vocab_size", "tokenizer.vocab_size"},
+              "'model.vocab_size' is {}, smaller than 'tokenizer.vocab_size' = {}; use 0 (take it from the "
+              "tokenizer) or at least {}",
+              m.vocab_size, config.tokenizer.vocab_size, config.tokenizer.vocab_size);
 
   const OptimConfig& o = config.optim;
   if (o.lr_min > o.lr)
-    fail("'optim.lr_min' is {}, above 'optim.lr' = {}; the cosine decay goes down from lr to lr_min", o.lr_min,
-         o.lr);
+    fail_keys({"optim.lr_min", "optim.lr"},
+              "'optim.lr_min' is {}, above 'optim.lr' = {}; the cosine decay goes down from lr to lr_min", o.lr_min,
+              o.lr);
 }
 
 }  // namespace rfa

@@ -9,12 +9,17 @@
 #include <map>
 #include <sstream>
 
+#include "config/config_error.h"
 #include "config/config_keys.h"
 #include "config/config_load.h"
 #include "core/error.h"
 
 namespace rfa {
 namespace {
+
+// Where each key's value came from ("configs/x.yaml:7", "--set 'a=b'"), so a
+// validation error can point at it.
+using Origins = std::map<std::string, std::string>;
 
 int line_of(const YAML::Node& node) { return node.Mark().is_null() ? 0 : node.Mark().line + 1; }
 
@@ -41,7 +46,7 @@ void assign_node(const ConfigKey& key, const YAML::Node& value, const std::strin
     fail("{}'{}' expects {}, got '{}'", where, key.path, config_key_expected(key), text);
 }
 
-void apply_yaml(const YAML::Node& root, const std::string& origin, Config& config) {
+void apply_yaml(const YAML::Node& root, const std::string& origin, Config& config, Origins& origins) {
   if (root.IsNull()) return;  // an empty file: all defaults
   if (!root.IsMap())
     fail("{}:{}: a config file is a mapping of sections (model:, attention:, ...), got {}", origin,
@@ -55,6 +60,7 @@ void apply_yaml(const YAML::Node& root, const std::string& origin, Config& confi
     auto [it, fresh] = first_line.emplace(path, line);
     if (!fresh) fail("{}key '{}' is given twice (first on line {}); keep one", where, path, it->second);
     assign_node(*key, value, where, config);
+    origins[path] = fmt::format("{}:{}", origin, line);
   };
   for (const auto& entry : root) {
     std::string name = entry.first.Scalar();
@@ -109,18 +115,41 @@ void config_apply_set(const std::string& assignment, Config& config) {
   }
 }
 
+namespace {
+
+// config_validate, with the message prefixed by where the most-to-blame key
+// that the user actually gave was set.
+void validate_with_origins(const Config& config, const Origins& origins) {
+  try {
+    config_validate(config);
+  } catch (const ConfigKeyError& e) {
+    for (const std::string& key : e.keys()) {
+      auto it = origins.find(key);
+      if (it != origins.end()) throw ConfigKeyError(e.keys(), it->second + ": " + e.what());
+    }
+    throw;
+  }
+}
+
+}  // namespace
+
 Config config_parse(const std::string& yaml_text, const std::string& origin) {
   Config config;
-  apply_yaml(parse_yaml(yaml_text, origin), origin, config);
-  config_validate(config);
+  Origins origins;
+  apply_yaml(parse_yaml(yaml_text, origin), origin, config, origins);
+  validate_with_origins(config, origins);
   return config;
 }
 
 Config config_load(const std::string& yaml_path, const std::vector<std::string>& sets) {
   Config config;
-  if (!yaml_path.empty()) apply_yaml(parse_yaml(read_file(yaml_path), yaml_path), yaml_path, config);
-  for (const std::string& assignment : sets) config_apply_set(assignment, config);
-  config_validate(config);
+  Origins origins;
+  if (!yaml_path.empty()) apply_yaml(parse_yaml(read_file(yaml_path), yaml_path), yaml_path, config, origins);
+  for (const std::string& assignment : sets) {
+    config_apply_set(assignment, config);
+    origins[assignment.substr(0, assignment.find('='))] = fmt::format("--set '{}'", assignment);
+  }
+  validate_with_origins(config, origins);
   return config;
 }
 

@@ -18,4 +18,10 @@ std::array<unsigned char, kTokenFileHeaderBytes> token_file_header_bytes(const T
 // Error naming the path, the bad field and `rfa data prepare` as the fix.
 TokenFileHeader token_file_header_parse(const unsigned char* bytes, size_t file_size, const std::string& path);
 
+// token_file_prepare with a chosen block size (corpus bytes read at a time);
+// tests use small blocks to exercise every way a block can end.
+constexpr size_t kTokenFileBlockBytes = 1 << 20;
+TokenFileStats token_file_prepare_blocks(const std::string& corpus_path, const Tokenizer& tokenizer,
+                                         const std::string& out_path, double val_fraction, size_t block_bytes);
+
 }  // namespace rfa

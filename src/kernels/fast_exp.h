@@ -8,8 +8,8 @@
 // Relative error <= ~2 ulp on the clamped range. Inputs are clamped to
 // [-87.3, 88.3]: e^x below ~1.2e-38 returns ~1.2e-38 instead of a denormal or 0
 // (harmless next to the terms it is summed with), above it returns ~2.1e38.
-// NaN input gives an unspecified finite value (std::fmin/fmax drop NaN), so
-// callers that must propagate NaN check finiteness elsewhere (all_finite).
+// NaN propagates. The clamps are ternaries, not std::fmin/fmax: GCC does not
+// vectorise fmin/fmax without -ffast-math, and that alone kept SiLU scalar.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -17,7 +17,8 @@
 namespace rfa {
 
 inline float exp_approx(float x) {
-  x = std::fmin(std::fmax(x, -87.3f), 88.3f);
+  x = x < -87.3f ? -87.3f : x;  // false for NaN: NaN flows through to the result
+  x = x > 88.3f ? 88.3f : x;
   // Round x*log2(e) to nearest: adding 1.5*2^23 pushes the fraction out.
   const float shifter = 12582912.0f;
   float n = (x * 1.44269504088896341f + shifter) - shifter;

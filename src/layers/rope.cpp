@@ -45,8 +45,28 @@ const double* RopeTable::sin_row<double>(int64_t p) const { return sin_d.data() 
 
 namespace {
 
-// Rotates every head of N = B*T rows. sign = +1 applies R(angle) (forward),
-// sign = -1 applies R(-angle) = R^T (backward) and accumulates (+=).
+// One row (all H heads at one position). Plain pointers: see rmsnorm.cpp.
+template <typename Real, bool kBackward>
+void rope_row(Real* y, const Real* x, const Real* cs, const Real* sn, int H, int Dh) {
+  int half = Dh / 2;
+  for (int h = 0; h < H; ++h, x += Dh, y += Dh) {
+    for (int i = 0; i < half; ++i) {
+      Real x0 = x[2 * i], x1 = x[2 * i + 1];
+      if constexpr (!kBackward) {
+        // y = R x (y may equal x: both inputs are read before writing)
+        y[2 * i] = x0 * cs[i] - x1 * sn[i];
+        y[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
+      } else {
+        // forward: y0 = x0 c - x1 s, y1 = x0 s + x1 c  =>  dx = R^T dy
+        y[2 * i] += x0 * cs[i] + x1 * sn[i];
+        y[2 * i + 1] += -x0 * sn[i] + x1 * cs[i];
+      }
+    }
+  }
+}
+
+// Rotates every head of N = B*T rows: the forward applies R(angle), the
+// backward applies R(-angle) = R^T and accumulates (+=).
 template <typename Real, bool kBackward>
 void rope_apply(Real* out, const Real* inp, const RopeTable& table, int B, int T, int H, int Dh,
                 int64_t pos_offset) {
@@ -54,28 +74,10 @@ void rope_apply(Real* out, const Real* inp, const RopeTable& table, int B, int T
   RFA_ASSERT(pos_offset >= 0 && pos_offset + T <= table.max_positions,
              "rope positions [{}, {}) exceed the table's {}; build the table for the longest sequence", pos_offset,
              pos_offset + T, table.max_positions);
-  int half = Dh / 2;
   int64_t C = static_cast<int64_t>(H) * Dh;
   parallel_for(static_cast<int64_t>(B) * T, [&](int64_t n) {
     int64_t p = pos_offset + n % T;
-    const Real* cs = table.cos_row<Real>(p);
-    const Real* sn = table.sin_row<Real>(p);
-    for (int h = 0; h < H; ++h) {
-      const Real* x = inp + n * C + h * Dh;
-      Real* y = out + n * C + h * Dh;
-      for (int i = 0; i < half; ++i) {
-        Real x0 = x[2 * i], x1 = x[2 * i + 1];
-        if constexpr (!kBackward) {
-          // y = R x (out may equal inp: both inputs are read before writing)
-          y[2 * i] = x0 * cs[i] - x1 * sn[i];
-          y[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
-        } else {
-          // forward: y0 = x0 c - x1 s, y1 = x0 s + x1 c  =>  dx = R^T dy
-          y[2 * i] += x0 * cs[i] + x1 * sn[i];
-          y[2 * i + 1] += -x0 * sn[i] + x1 * cs[i];
-        }
-      }
-    }
+    rope_row<Real, kBackward>(out + n * C, inp + n * C, table.cos_row<Real>(p), table.sin_row<Real>(p), H, Dh);
   });
 }
 

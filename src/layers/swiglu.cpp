@@ -5,36 +5,47 @@
 
 namespace rfa {
 
+namespace {
+
+// Row kernels take plain pointers (see rmsnorm.cpp: captures read inside the
+// OpenMP body can defeat vectorisation).
+template <typename T>
+void forward_row(T* y, const T* gate, const T* up, int Hf) {
+  for (int i = 0; i < Hf; ++i) {
+    T g = gate[i];
+    T s = T(1) / (T(1) + exp_of(-g));  // sigmoid(g)
+    y[i] = g * s * up[i];
+  }
+}
+
+template <typename T>
+void backward_row(T* dgate, T* dup, const T* dy, const T* gate, const T* up, int Hf) {
+  // forward: y = g s(g) u, s = sigmoid
+  // dy/du = g s;  dy/dg = u (s + g s (1 - s))
+  for (int i = 0; i < Hf; ++i) {
+    T g = gate[i];
+    T s = T(1) / (T(1) + exp_of(-g));
+    dgate[i] += dy[i] * up[i] * s * (T(1) + g * (T(1) - s));
+    dup[i] += dy[i] * g * s;
+  }
+}
+
+}  // namespace
+
 template <typename T>
 void swiglu_forward(T* out, const T* gate_up, int64_t N, int Hf) {
   parallel_for(N, [&](int64_t n) {
     const T* gate = gate_up + n * 2 * Hf;
-    const T* up = gate + Hf;
-    T* y = out + n * Hf;
-    for (int i = 0; i < Hf; ++i) {
-      T g = gate[i];
-      T s = T(1) / (T(1) + exp_of(-g));  // sigmoid(g)
-      y[i] = g * s * up[i];
-    }
+    forward_row(out + n * Hf, gate, gate + Hf, Hf);
   });
 }
 
 template <typename T>
 void swiglu_backward(T* dgate_up, const T* dout, const T* gate_up, int64_t N, int Hf) {
-  // forward: y = g s(g) u, s = sigmoid
-  // dy/du = g s;  dy/dg = u (s + g s (1 - s))
   parallel_for(N, [&](int64_t n) {
     const T* gate = gate_up + n * 2 * Hf;
-    const T* up = gate + Hf;
-    const T* dy = dout + n * Hf;
     T* dgate = dgate_up + n * 2 * Hf;
-    T* dup = dgate + Hf;
-    for (int i = 0; i < Hf; ++i) {
-      T g = gate[i];
-      T s = T(1) / (T(1) + exp_of(-g));
-      dgate[i] += dy[i] * up[i] * s * (T(1) + g * (T(1) - s));
-      dup[i] += dy[i] * g * s;
-    }
+    backward_row(dgate, dgate + Hf, dout + n * Hf, gate, gate + Hf, Hf);
   });
 }
 

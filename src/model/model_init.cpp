@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "attention/random_features.h"
+#include "core/parallel.h"
 #include "core/rng.h"
 #include "model/model.h"
 
@@ -26,8 +27,11 @@ void Model<T>::zero_grad() {
 template <typename T>
 void model_draw_random(const ModelSpec& s, uint64_t seed, uint64_t step, T* out) {
   const int64_t per_layer = int64_t(s.H) * s.D * s.Dh;
-  for (int l = 0; l < s.L; ++l)
-    random_features_draw(out + l * per_layer, seed, step, l, s.H, s.D, s.Dh, s.attention.orthogonal_features);
+  // Layers are independent streams: draw them in parallel (no gemm inside).
+  parallel_for(s.L, [&](int64_t l) {
+    random_features_draw(out + l * per_layer, seed, step, static_cast<int>(l), s.H, s.D, s.Dh,
+                         s.attention.orthogonal_features);
+  });
 }
 
 template <typename T>

@@ -30,7 +30,8 @@ std::vector<TensorRef> model_tensor_refs(Model<float>& m) {
 
 std::vector<TensorSpec> model_tensor_specs(const ModelSpec& spec) {
   std::vector<TensorSpec> specs;
-  for (const ParamEntry& e : model_param_table(spec).entries()) specs.push_back({e.name, DType::F32, e.shape});
+  const ParamTable t = model_param_table(spec);  // named: a loop over a temporary's entries() would dangle
+  for (const ParamEntry& e : t.entries()) specs.push_back({e.name, DType::F32, e.shape});
   if (spec.is_rfa())
     for (int l = 0; l < spec.L; ++l) specs.push_back({random_name(l), DType::F32, random_shape(spec)});
   return specs;

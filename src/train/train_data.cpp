@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "config/config_enums.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
@@ -25,7 +26,7 @@ TrainData train_data_ensure(const Config& c) {
     const std::string& corpus = config_tokenizer_corpus(c);
     require_corpus(corpus, "training the tokenizer");
     log_info("data", "tokenizer {} missing: training a {} model (vocab {}) on {}", c.tokenizer.path,
-             static_cast<int>(c.tokenizer.kind), c.tokenizer.vocab_size, corpus);
+             enum_name(c.tokenizer.kind), c.tokenizer.vocab_size, corpus);
     Timer timer;
     TokenizerTrainOptions o;
     o.corpus = corpus;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/timer.h"
 #include "model/model_forward.h"
 #include "optim/lr_schedule.h"
 
@@ -60,18 +61,25 @@ void TrainSession::fail_non_finite(int64_t step, const char* what) {
 StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
   const TrainConfig& tc = config_.train;
   const ModelSpec& s = model_.spec;
+  StepStats st;
+  Timer timer;
   model_.zero_grad();
   if (s.is_rfa()) model_draw_random(s, tc.seed, static_cast<uint64_t>(step), model_.random_step());
+  st.setup_ms = timer.ms();
   double loss_sum = 0;
   const double scale = 1.0 / tc.grad_accum;
   for (int micro = 0; micro < tc.grad_accum; ++micro) {
     sampler.sample(step, micro, batch_.inputs.data(), batch_.targets.data());
+    timer.reset();
     double loss = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_step());
+    st.forward_ms += timer.ms();
     if (!std::isfinite(loss)) fail_non_finite(step, "the training loss");
+    timer.reset();
     model_backward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_step(), scale);
+    st.backward_ms += timer.ms();
     loss_sum += loss;
   }
-  StepStats st;
+  timer.reset();
   st.step = step;
   st.loss = loss_sum * scale;
   st.grad_norm = grad_clip(model_.grads(), model_.param_size(), config_.optim.grad_clip);
@@ -81,6 +89,7 @@ StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
   adamw_update(adamw_step_make(config_.optim, st.lr, steps_taken_ + 1), mask_, model_.params(), model_.grads(),
                adam_m(), adam_v(), model_.param_size());
   ++steps_taken_;
+  st.optimizer_ms = timer.ms();
   st.tokens = int64_t(tc.batch_size) * s.model.context_length * tc.grad_accum;
   return st;
 }

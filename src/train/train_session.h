@@ -23,6 +23,8 @@ struct StepStats {
   double grad_norm = 0;    // global norm before clipping
   double lr = 0;
   int64_t tokens = 0;      // tokens processed (B * T * grad_accum)
+  // Wall time by phase: random draw + zero-grad, forwards, backwards, clip + AdamW.
+  double setup_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
 };
 
 class TrainSession {

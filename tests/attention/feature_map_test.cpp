@@ -17,10 +17,11 @@ namespace {
 void phi_rows(std::vector<double>& phi, const std::vector<double>& x, const std::vector<double>& sigma,
               const std::vector<double>& W, FeatureMapKind kind, int N, int D, int Dh, double eps_n) {
   const int F = feature_count(kind, D);
-  std::vector<double> xbar(Dh), u(D);
+  std::vector<double> xbar(Dh), u(D), Wt(W.size());
+  feature_map_transpose(Wt.data(), W.data(), D, Dh);
   for (int i = 0; i < N; ++i) {
     l2_normalize_forward(xbar.data(), x.data() + size_t(i) * Dh, Dh, eps_n);
-    feature_map_forward(phi.data() + size_t(i) * F, u.data(), xbar.data(), sigma.data(), W.data(), kind, D, Dh);
+    feature_map_forward(phi.data() + size_t(i) * F, u.data(), xbar.data(), sigma.data(), Wt.data(), kind, D, Dh);
   }
 }
 
@@ -61,11 +62,13 @@ TEST_CASE("feature map: gaussian features have unit norm and estimate the Gaussi
   const int D = 4096, Dh = 8, F = 2 * D;
   std::vector<float> W(size_t(D) * Dh), sigma(Dh, 1.0f), u(D), phi_x(F), phi_y(F), xbar(Dh), ybar(Dh);
   random_features_draw(W.data(), 3, 0, 0, 1, D, Dh, false);
+  std::vector<float> Wt(W.size());
+  feature_map_transpose(Wt.data(), W.data(), D, Dh);
   auto x = random_vector<float>(Dh, 41), y = random_vector<float>(Dh, 42);
   l2_normalize_forward(xbar.data(), x.data(), Dh, 1e-6f);
   l2_normalize_forward(ybar.data(), y.data(), Dh, 1e-6f);
-  feature_map_forward(phi_x.data(), u.data(), xbar.data(), sigma.data(), W.data(), FeatureMapKind::gaussian, D, Dh);
-  feature_map_forward(phi_y.data(), u.data(), ybar.data(), sigma.data(), W.data(), FeatureMapKind::gaussian, D, Dh);
+  feature_map_forward(phi_x.data(), u.data(), xbar.data(), sigma.data(), Wt.data(), FeatureMapKind::gaussian, D, Dh);
+  feature_map_forward(phi_y.data(), u.data(), ybar.data(), sigma.data(), Wt.data(), FeatureMapKind::gaussian, D, Dh);
   double norm = 0, kernel = 0, dist = 0;
   for (int f = 0; f < F; ++f) norm += double(phi_x[f]) * phi_x[f], kernel += double(phi_x[f]) * phi_y[f];
   for (int j = 0; j < Dh; ++j) dist += double(xbar[j] - ybar[j]) * (xbar[j] - ybar[j]);

@@ -7,7 +7,7 @@
 
 #include "checkpoint/file_io.h"
 #include "checkpoint/safetensors.h"
-#include "checkpoint/temp_dir.h"
+#include "support/temp_dir.h"
 #include "core/error.h"
 #include "support/gradcheck.h"
 

@@ -127,3 +127,16 @@ TEST_CASE("config errors: a missing file and a YAML syntax error") {
   e = error_of([] { config_parse("model:\n\tn_layers: 4\n", "checkpoint dump"); });
   CHECK(has(e, "checkpoint dump:2:"));
 }
+
+TEST_CASE("config errors: an impossible value points at the line or --set that gave it") {
+  std::string path = temp_file("origin.yaml", "model:\n  d_model: 100\n  n_heads: 3\ndata:\n  val_fraction: 2\n");
+  std::string e = error_of([&] { config_load(path, {"data.val_fraction=0.5"}); });
+  CHECK(has(e, path + ":3: 'model.n_heads' is 3, which does not divide 'model.d_model' = 100"));
+  e = error_of([&] { config_load(path, {"model.n_heads=4"}); });
+  CHECK(has(e, path + ":5: 'data.val_fraction' is '2.0'; it must be in (0, 1)"));
+  e = error_of([&] { config_load(path, {"model.n_heads=4", "data.val_fraction=0.5", "optim.lr=1e-5"}); });
+  CHECK(has(e, "--set 'optim.lr=1e-5': 'optim.lr_min' is 0.0001, above 'optim.lr' = 1e-05"));
+  // A default that becomes impossible through another key still names both keys.
+  e = error_of([] { config_load("", {"model.d_model=130"}); });
+  CHECK(has(e, "--set 'model.d_model=130': 'model.n_heads' is 4, which does not divide 'model.d_model' = 130"));
+}

@@ -40,3 +40,7 @@ TEST_CASE("reduce: row sums, dots and max match plain loops") {
     CHECK(rfa::row_max(af.data(), n) == static_cast<float>(max));
   }
 }
+
+TEST_CASE("fast exp: NaN in gives NaN out") {
+  CHECK(std::isnan(rfa::exp_approx(std::nanf(""))));
+}

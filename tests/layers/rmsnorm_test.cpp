@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/parallel.h"
 #include "support/gradcheck.h"
 
 using namespace rfa::test;
@@ -25,7 +26,7 @@ TEST_CASE("rmsnorm: forward normalises each row to unit rms times the weight") {
 
 TEST_CASE("rmsnorm: double backward matches central differences, and adds into the gradients") {
   const int64_t N = 5;
-  const int C = 19;  // odd, and not a multiple of the 16-wide column block
+  const int C = 83;  // odd: one full 64-wide column block and a 19-wide tail
   const double eps = 1e-5;
   auto inp = random_vector<double>(N * C, 2);
   auto weight = random_vector<double>(C, 3);
@@ -64,4 +65,23 @@ TEST_CASE("rmsnorm: float forward and backward match the double path") {
                         rstd_f.data(), N, C);
   check_close("dinp", dinp_f.data(), dinp.data(), dinp.size(), 1e-4, 1e-5);
   check_close("dweight", dweight_f.data(), dweight.data(), dweight.size(), 1e-4, 1e-4);
+}
+
+TEST_CASE("rmsnorm: backward gives bit-identical gradients for 1 and 2 threads") {
+  const int64_t N = 300;
+  const int C = 96;  // a full 64-wide block and a 32-wide tail
+  auto inp = random_vector<float>(N * C, 10), weight = random_vector<float>(C, 11);
+  auto dout = random_vector<float>(N * C, 12);
+  std::vector<float> out(N * C), rstd(N);
+  rfa::rmsnorm_forward(out.data(), rstd.data(), inp.data(), weight.data(), N, C, 1e-5);
+  auto run = [&](int threads) {
+    std::vector<float> grads(N * C + C, 0.0f);  // [dinp | dweight]
+    int saved = rfa::thread_count();
+    rfa::thread_count_set(threads);
+    rfa::rmsnorm_backward(grads.data(), grads.data() + N * C, dout.data(), inp.data(), weight.data(), rstd.data(),
+                          N, C);
+    rfa::thread_count_set(saved);
+    return grads;
+  };
+  CHECK(run(1) == run(2));
 }

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The command line's basics: help, version, --dump-config with --config and
+# --set, and that configuration mistakes exit non-zero with the message on stderr.
+# Usage: cli_basics.sh <path-to-rfa> <source-dir>
+set -euo pipefail
+rfa=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_in() {  # expect_in <file> <text>: the file contains the text
+  grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; cat "$1" >&2; fail "expected '$2' in $1"; }
+}
+
+# Help and version.
+"$rfa" --help >"$tmp/help" 2>&1 || fail "rfa --help exited non-zero"
+expect_in "$tmp/help" "Usage:"
+expect_in "$tmp/help" "tokenizer"
+"$rfa" --version >"$tmp/version" 2>&1 || fail "rfa --version exited non-zero"
+grep -qE '^rfa [0-9]+\.[0-9]+\.[0-9]+$' "$tmp/version" || fail "unexpected version line: $(cat "$tmp/version")"
+"$rfa" tokenizer train --help >"$tmp/sub_help" 2>&1 || fail "rfa tokenizer train --help exited non-zero"
+expect_in "$tmp/sub_help" "--dump-config"
+expect_in "$tmp/sub_help" "--set"
+
+# --dump-config prints the merge of file and --set, in that order of precedence, on stdout only.
+"$rfa" tokenizer train --config "$src/configs/kjv-quick.yaml" --set model.n_layers=3 --set optim.lr=5e-4 \
+  --set optim.lr=4e-4 --dump-config >"$tmp/dump.yaml" 2>"$tmp/dump.err" || fail "--dump-config exited non-zero"
+expect_in "$tmp/dump.yaml" "  n_layers: 3  #"          # --set over the file's 4
+expect_in "$tmp/dump.yaml" "  lr: 0.0004  #"           # the last --set wins
+expect_in "$tmp/dump.yaml" "  vocab_size: 2048  #"     # from the file
+expect_in "$tmp/dump.yaml" "  keep_best: true  #"      # a default
+[ -s "$tmp/dump.err" ] && fail "--dump-config wrote to stderr: $(cat "$tmp/dump.err")"
+
+# The dump loads back to the same configuration.
+"$rfa" tokenizer train --config "$tmp/dump.yaml" --dump-config >"$tmp/dump2.yaml" || fail "the dump does not load"
+cmp -s "$tmp/dump.yaml" "$tmp/dump2.yaml" || fail "dump of a dump differs: $(diff "$tmp/dump.yaml" "$tmp/dump2.yaml")"
+
+# An unknown --set key: non-zero exit, message with suggestion on stderr, nothing on stdout.
+if "$rfa" tokenizer train --set model.n_layer=3 --dump-config >"$tmp/bad.out" 2>"$tmp/bad.err"; then
+  fail "an unknown --set key exited 0"
+fi
+expect_in "$tmp/bad.err" "unknown key 'model.n_layer'; did you mean 'model.n_layers'?"
+[ -s "$tmp/bad.out" ] && fail "an unknown key still printed to stdout"
+
+# An unknown key in a file names the file and line.
+printf 'model:\n  d_model: 128\n  n_layer: 4\n' >"$tmp/bad.yaml"
+if "$rfa" tokenizer train --config "$tmp/bad.yaml" --dump-config >/dev/null 2>"$tmp/bad_file.err"; then
+  fail "an unknown key in a file exited 0"
+fi
+expect_in "$tmp/bad_file.err" "$tmp/bad.yaml:3: unknown key 'model.n_layer'; did you mean 'model.n_layers'?"
+
+# A malformed --set and an impossible value.
+if "$rfa" tokenizer train --set model.n_layers --dump-config >/dev/null 2>"$tmp/form.err"; then
+  fail "a --set without '=' exited 0"
+fi
+expect_in "$tmp/form.err" "expected the form key.path=value"
+if "$rfa" tokenizer train --set model.n_heads=5 --dump-config >/dev/null 2>"$tmp/heads.err"; then
+  fail "n_heads not dividing d_model exited 0"
+fi
+expect_in "$tmp/heads.err" "'model.n_heads' is 5, which does not divide 'model.d_model' = 128"
+
+echo "cli_basics: all checks passed"
