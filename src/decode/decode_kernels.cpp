@@ -3,46 +3,17 @@
 #include <cmath>
 
 #include "kernels/fast_exp.h"
+#include "kernels/gemm.h"
 #include "kernels/reduce.h"
 
 namespace rfa {
-namespace {
-
-constexpr int kRowBlock = 4;  // output rows per task: x is reused from registers across them
-
-}  // namespace
-
 template <typename T>
 void matvec_forward(T* out, const T* x, const T* W, int B, int IC, int OC, bool accumulate) {
-  const int64_t blocks = (OC + kRowBlock - 1) / kRowBlock;
-  decode_for(int64_t(B) * blocks, int64_t(B) * OC * IC, [&](int64_t task) {
-    const int b = static_cast<int>(task / blocks);
-    const int o0 = static_cast<int>(task % blocks) * kRowBlock;
-    const T* xb = x + int64_t(b) * IC;
-    T* ob = out + int64_t(b) * OC;
-    if (o0 + kRowBlock <= OC) {
-      const T* w0 = W + int64_t(o0) * IC;
-      const T *w1 = w0 + IC, *w2 = w1 + IC, *w3 = w2 + IC;
-      T s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-#pragma omp simd reduction(+ : s0, s1, s2, s3)
-      for (int i = 0; i < IC; ++i) {
-        s0 += w0[i] * xb[i];
-        s1 += w1[i] * xb[i];
-        s2 += w2[i] * xb[i];
-        s3 += w3[i] * xb[i];
-      }
-      if (accumulate) {
-        ob[o0] += s0, ob[o0 + 1] += s1, ob[o0 + 2] += s2, ob[o0 + 3] += s3;
-      } else {
-        ob[o0] = s0, ob[o0 + 1] = s1, ob[o0 + 2] = s2, ob[o0 + 3] = s3;
-      }
-      return;
-    }
-    for (int o = o0; o < OC; ++o) {
-      const T s = row_dot(W + int64_t(o) * IC, xb, IC);
-      ob[o] = accumulate ? ob[o] + s : s;
-    }
-  });
+  const bool serial = int64_t(B) * IC * OC < kDecodeParallelWork;
+  const int threads = thread_count();
+  if (serial) thread_count_set(1);  // oneDNN reads the OpenMP thread count at each call
+  gemm<T>(false, true, B, OC, IC, T(1), x, IC, W, IC, accumulate ? T(1) : T(0), out, OC);
+  if (serial) thread_count_set(threads);
 }
 
 template <typename T>

@@ -1,10 +1,10 @@
 #pragma once
 // Row kernels of the one-token decoding step. A step over B = 1 row is tiny
-// (~1 MFLOP for the reference model): an OpenMP fork/join or a BLAS call costs
-// as much as the work, so these run serially below kDecodeParallelWork
-// multiply-adds and split rows across threads above it. Plain loops written so
-// -O3 vectorises them (omp simd reductions, no -ffast-math). The layer kernels
-// (layers/, kernels/gemm.h) are their reference twins in the tests.
+// (~1 MFLOP for the reference model): an OpenMP fork/join costs as much as the
+// work, so these run serially below kDecodeParallelWork multiply-adds and split
+// across threads above it. Plain loops written so -O3 vectorises them (omp simd
+// reductions, no -ffast-math). The layer kernels (layers/) are their reference
+// twins in the tests.
 #include <cstdint>
 
 #include "core/parallel.h"
@@ -24,10 +24,12 @@ inline void decode_for(int64_t n, int64_t work, Body&& body) {
   }
 }
 
-// out = x · Wᵀ (accumulate: out += x · Wᵀ).
+// out = x · Wᵀ (accumulate: out += x · Wᵀ) through gemm (oneDNN's matrix-vector
+// kernel streams the weights faster than a plain loop), on one thread when the
+// product is small: a thread fork per product costs more than the product, and
+// far more on a busy machine where the second thread may not be running.
 template <typename T>
-void matvec_forward(T* out /*(B, OC)*/, const T* x /*(B, IC)*/, const T* W /*(OC, IC)*/, int B, int IC, int OC,
-                    bool accumulate);
+void matvec_forward(T* out, const T* x, const T* W, int B, int IC, int OC, bool accumulate);
 
 // out = x * rstd * weight, rstd = 1/sqrt(mean(x²) + eps), per row.
 template <typename T>

@@ -19,14 +19,16 @@
 using namespace rfa;
 
 TEST_CASE("decode kernels: matvec, rmsnorm, swiglu, rope equal the layer kernels") {
+  const int threads_before = thread_count();
   for (auto [B, IC, OC] : {std::tuple{1, 16, 7}, std::tuple{3, 40, 9}, std::tuple{2, 512, 1030}}) {
-    INFO("B ", B, " IC ", IC, " OC ", OC);  // the last is above kDecodeParallelWork: threaded
+    INFO("B ", B, " IC ", IC, " OC ", OC);  // the last is above kDecodeParallelWork: threaded gemm
     auto x = test::random_vector<double>(size_t(B) * IC, 1);
     auto W = test::random_vector<double>(size_t(OC) * IC, 2);
     std::vector<double> ref(size_t(B) * OC), got(ref.size());
     linear_forward(ref.data(), x.data(), W.data(), B, IC, OC);
     matvec_forward(got.data(), x.data(), W.data(), B, IC, OC, false);
     test::check_close("matvec", got.data(), ref.data(), ref.size(), 1e-12, 1e-12);
+    CHECK(thread_count() == threads_before);  // the serial scope restores the thread count
     auto base = test::random_vector<double>(ref.size(), 3);
     got = base;
     matvec_forward(got.data(), x.data(), W.data(), B, IC, OC, true);
