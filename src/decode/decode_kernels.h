@@ -25,11 +25,16 @@ inline void decode_for(int64_t n, int64_t work, Body&& body) {
 }
 
 // out = x · Wᵀ (accumulate: out += x · Wᵀ) through gemm (oneDNN's matrix-vector
-// kernel streams the weights faster than a plain loop), on one thread when the
-// product is small: a thread fork per product costs more than the product, and
-// far more on a busy machine where the second thread may not be running.
+// kernel streams the weights faster than a plain loop), on one thread: a thread
+// fork per product costs more than the product, and far more on a busy machine
+// where the second thread may not be running.
 template <typename T>
 void matvec_forward(T* out, const T* x, const T* W, int B, int IC, int OC, bool accumulate);
+
+// gemm (kernels/gemm.h, same arguments) on one thread: the decode step's products have M = B rows.
+template <typename T>
+void gemm_decode(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+                 const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
 
 // out = x * rstd * weight, rstd = 1/sqrt(mean(x²) + eps), per row.
 template <typename T>

@@ -103,33 +103,27 @@ void softmax_decode_step(T* out, KvCache<T>& cache, const T* q, const T* k, cons
   if (cache.len >= cache.max_len)
     fail("kv cache full at {} positions; create the decoder with a larger max_positions (prompt + generated)",
          cache.max_len);
-  const int H = cache.H, Dh = cache.Dh, C = H * Dh, L = cache.max_len, t = cache.len;
+  const int H = cache.H, Dh = cache.Dh, C = H * Dh, L = cache.max_len, t = cache.len, n = t + 1;
   const T scale = T(1) / std::sqrt(T(Dh));
-  const int64_t work = int64_t(cache.B) * H * (t + 1) * 2 * Dh;
-  decode_for(int64_t(cache.B) * H, work, [&](int64_t task) {
+  // Per (b, h), two matrix-vector products over the cache (oneDNN streams them;
+  // threaded only when long): s = scale K q, out = softmax(s)ᵀ V.
+  for (int64_t task = 0; task < int64_t(cache.B) * H; ++task) {
     const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
     const size_t row = static_cast<size_t>(b) * C + static_cast<size_t>(h) * Dh;
     T* kc = cache.k.data() + static_cast<size_t>(task) * L * Dh;  // (max_len, Dh)
     T* vc = cache.v.data() + static_cast<size_t>(task) * L * Dh;
     std::copy(k + row, k + row + Dh, kc + static_cast<size_t>(t) * Dh);
     std::copy(v + row, v + row + Dh, vc + static_cast<size_t>(t) * Dh);
-    T* s = cache.scores.data() + static_cast<size_t>(task) * L;
-    for (int j = 0; j <= t; ++j) s[j] = scale * row_dot(q + row, kc + static_cast<size_t>(j) * Dh, Dh);
-    const T max = row_max(s, t + 1);
+    T* s = cache.scores.data() + static_cast<size_t>(task) * L;  // (n)
+    gemm_decode<T>(false, true, 1, n, Dh, scale, q + row, Dh, kc, Dh, T(0), s, n);
+    const T max = row_max(s, n);
 #pragma omp simd
-    for (int j = 0; j <= t; ++j) s[j] -= max;
-    exp_row(s, t + 1);
-    const T inv = T(1) / row_sum(s, t + 1);
-    T* o = out + row;
-    std::fill(o, o + Dh, T(0));
-    for (int j = 0; j <= t; ++j) {
-      const T w = s[j] * inv;
-      const T* vj = vc + static_cast<size_t>(j) * Dh;
-#pragma omp simd
-      for (int e = 0; e < Dh; ++e) o[e] += w * vj[e];
-    }
-  });
-  cache.len = t + 1;
+    for (int j = 0; j < n; ++j) s[j] -= max;
+    exp_row(s, n);
+    const T inv = T(1) / row_sum(s, n);
+    gemm_decode<T>(false, false, 1, Dh, n, inv, s, n, vc, Dh, T(0), out + row, C);
+  }
+  cache.len = n;
 }
 
 #define RFA_INSTANTIATE(T)                                                                                   \

@@ -21,7 +21,7 @@ using namespace rfa;
 TEST_CASE("decode kernels: matvec, rmsnorm, swiglu, rope equal the layer kernels") {
   const int threads_before = thread_count();
   for (auto [B, IC, OC] : {std::tuple{1, 16, 7}, std::tuple{3, 40, 9}, std::tuple{2, 512, 1030}}) {
-    INFO("B ", B, " IC ", IC, " OC ", OC);  // the last is above kDecodeParallelWork: threaded gemm
+    INFO("B ", B, " IC ", IC, " OC ", OC);  // the last is a larger product
     auto x = test::random_vector<double>(size_t(B) * IC, 1);
     auto W = test::random_vector<double>(size_t(OC) * IC, 2);
     std::vector<double> ref(size_t(B) * OC), got(ref.size());
