@@ -20,24 +20,25 @@ namespace fs = std::filesystem;
 bool is_checkpoint(const fs::path& p) { return fs::exists(p / "model.safetensors"); }
 
 // The tokenizer the model was trained with: never guessed. The checkpoint's own
-// copy (already checked against state.json by checkpoint_load), else the
-// config's path if it is byte-identical to the one recorded in state.json.
-std::unique_ptr<Tokenizer> tokenizer_of(const LoadedCheckpoint& ck, const Config& config) {
-  if (!ck.tokenizer_path.empty()) return std::make_unique<Tokenizer>(Tokenizer::load(ck.tokenizer_path));
+// copy (checkpoint_load checks it against state.json), else the config's path
+// if it is byte-identical to the one recorded in state.json.
+std::unique_ptr<Tokenizer> tokenizer_of(const std::string& dir, const TrainState& state, const Config& config) {
+  const std::string copy = dir + "/tokenizer.model";
+  if (fs::exists(copy)) return std::make_unique<Tokenizer>(Tokenizer::load(copy));
   const std::string& path = config.tokenizer.path;
-  if (ck.state.tokenizer_checksum.empty())
+  if (state.tokenizer_checksum.empty())
     fail("checkpoint {} has no tokenizer.model and its state.json records no tokenizer checksum, so the "
          "tokenizer cannot be identified; re-save the checkpoint with its tokenizer",
-         ck.dir);
+         dir);
   if (!fs::exists(path))
     fail("checkpoint {} has no tokenizer.model and the config's tokenizer.path '{}' does not exist; copy the "
          "tokenizer used in training to {}/tokenizer.model",
-         ck.dir, path, ck.dir);
+         dir, path, dir);
   std::string actual = file_checksum(path);
-  if (actual != ck.state.tokenizer_checksum)
+  if (actual != state.tokenizer_checksum)
     fail("checkpoint {} has no tokenizer.model and '{}' has checksum {}, not the {} recorded in training; "
          "it is a different tokenizer. Copy the training tokenizer to {}/tokenizer.model",
-         ck.dir, path, actual, ck.state.tokenizer_checksum, ck.dir);
+         dir, path, actual, state.tokenizer_checksum, dir);
   log_info("load", "checkpoint has no tokenizer copy; using {} (checksum matches)", path);
   return std::make_unique<Tokenizer>(Tokenizer::load(path));
 }
@@ -61,36 +62,24 @@ std::string checkpoint_resolve(const std::string& path) {
 LoadedModel model_load(const std::string& run_or_checkpoint) {
   LoadedModel out;
   out.checkpoint_dir = checkpoint_resolve(run_or_checkpoint);
-  const std::string config_path = out.checkpoint_dir + "/config.yaml";
+  const std::string& dir = out.checkpoint_dir;
+  const std::string config_path = dir + "/config.yaml", state_path = dir + "/state.json";
   out.config = config_parse(file_read_text(config_path), config_path);
-  // The tensor list depends on V; read the tokenizer first when the config left V to it.
-  LoadedCheckpoint ck;
-  {
-    // state.json and the tokenizer are validated by checkpoint_load; read the
-    // weights once the expected shapes are known.
-    const std::string tok_copy = out.checkpoint_dir + "/tokenizer.model";
-    int V = out.config.model.vocab_size;
-    if (V == 0) {
-      if (!fs::exists(tok_copy))
-        fail("{} leaves model.vocab_size to the tokenizer but the checkpoint has no tokenizer.model",
-             config_path);
-      V = Tokenizer::load(tok_copy).vocab_size();
-    }
-    ModelConfig mc = out.config.model;
-    mc.vocab_size = V;
-    ck = checkpoint_load(out.checkpoint_dir, model_tensor_specs(model_spec_make(mc, out.config.attention)), {});
-    out.config.model.vocab_size = V;
-  }
-  out.tokenizer = tokenizer_of(ck, out.config);
-  if (out.tokenizer->vocab_size() != out.config.model.vocab_size)
+  // The tokenizer first: the config may leave the vocabulary size, hence the tensor shapes, to it.
+  out.tokenizer = tokenizer_of(dir, train_state_parse(file_read_text(state_path), state_path), out.config);
+  const int V = out.tokenizer->vocab_size();
+  if (out.config.model.vocab_size != 0 && out.config.model.vocab_size != V)
     fail("checkpoint {}: the model has vocabulary {} but its tokenizer {} has {}; they do not belong together",
-         out.checkpoint_dir, out.config.model.vocab_size, out.tokenizer->origin(), out.tokenizer->vocab_size());
+         dir, out.config.model.vocab_size, out.tokenizer->origin(), V);
+  out.config.model.vocab_size = V;
+  const ModelSpec spec = model_spec_make(out.config.model, out.config.attention);
+  // Validates state.json, the tokenizer copy's checksum and every tensor's name, dtype and shape.
+  LoadedCheckpoint ck = checkpoint_load(dir, model_tensor_specs(spec), {});
   out.step = ck.state.step;
-  out.model = std::make_unique<Model<float>>(model_spec_make(out.config.model, out.config.attention));
+  out.model = std::make_unique<Model<float>>(spec);
   model_tensors_load(*out.model, ck.model);
-  log_info("load", "{}: {} model, {} layers, width {}, vocab {}, step {}", out.checkpoint_dir,
-           attention_kind_name(out.config.attention.kind), out.config.model.n_layers, out.config.model.d_model,
-           out.config.model.vocab_size, out.step);
+  log_info("load", "{}: {} model, {} layers, width {}, vocab {}, step {}", dir, attention_kind_name(spec.attention.kind),
+           spec.L, spec.C, spec.V, out.step);
   return out;
 }
 
