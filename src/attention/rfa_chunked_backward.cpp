@@ -25,9 +25,9 @@ namespace {
 
 template <typename T>
 bool all_zero(const T* x, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    if (x[i] != T(0)) return false;
-  return true;
+  bool nonzero = false;  // no early exit: the loop vectorises
+  for (size_t i = 0; i < n; ++i) nonzero |= x[i] != T(0);
+  return !nonzero;
 }
 
 // Parameter gradients of the gate from da (B,H,T): reductions over (b, t) done
@@ -70,6 +70,8 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
              rfa_workspace_size(c, d, threads));
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && pgrads.dgate_w && pgrads.dgate_b), "gated RFA needs n and gate grads");
   const T eps_d = T(c.eps_d);
+  const RfaScratchDims sd = rfa_scratch_dims(c, d);
+  const size_t FP = sd.FP, EP = sd.EP, CP = sd.CP;
   const size_t per_thread = std::max(rfa_forward_scratch_size(c, d), rfa_backward_scratch_size(c, d));
   const size_t FE = static_cast<size_t>(F) * E;
   T* dsigma_parts = workspace.data;                               // (B, H, Dh)
@@ -82,34 +84,39 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
     auto take = [&](size_t n) { T* r = at; at += n; return r; };
     T* xbar = take(Dh);
     T* dxbar = take(Dh);
-    T* du = take(D);
-    T* Kt = take(size_t(Cc) * F);   // (c, F) k̃
-    T* KtT = take(size_t(F) * Cc);  // (F, c)
-    T* dQ = take(size_t(Cc) * F);   // (c, F) dq̂
-    T* dK = take(size_t(Cc) * F);   // (c, F) dk̃
-    T* Vp = take(size_t(Cc) * E);   // (c, E) [v, 1]
-    T* VpT = take(size_t(E) * Cc);  // (E, c)
-    T* dY = take(size_t(Cc) * E);   // (c, E) [dnum, dden]
-    T* dV = take(size_t(Cc) * E);   // (c, E) dv'
-    T* M = take(size_t(Cc) * Cc);   // (c, c) exp(G_i - G_j), lower
-    T* P = take(size_t(Cc) * Cc);   // (c, c) (Q̂ K̃ᵀ) ⊙ M
-    T* dA = take(size_t(Cc) * Cc);  // (c, c) dP ⊙ M
-    T* G = take(Cc);
+    T* Wq = take(size_t(2 * Cc) * Dh);  // (2c, Dh)  Wᵀ du for q rows, then k rows
+    T* DU = take(size_t(2 * Cc) * D);   // (2c, D)   du
+    T* Kt = take(size_t(Cc) * FP);   // (c, FP)  k̃
+    T* Qp = take(size_t(Cc) * FP);   // (c, FP)  q̂ (copy of the saved rows, padded)
+    T* KtT = take(size_t(F) * CP);   // (F, CP)  K̃ᵀ
+    T* VpT = take(size_t(E) * CP);   // (E, CP)  V'ᵀ
+    T* Vp = take(size_t(Cc) * E);    // (c, E)   [v, 1]
+    T* dY = take(size_t(Cc) * EP);   // (c, EP)  [dnum, dden]
+    T* dQ = take(size_t(Cc) * F);    // (c, F)   dq̂
+    T* dK = take(size_t(Cc) * F);    // (c, F)   dk̃
+    T* dV = take(size_t(Cc) * E);    // (c, E)   dv'
+    T* P = take(size_t(Cc) * Cc);    // (c, c)   (Q̂ K̃ᵀ) ⊙ M, lower
+    T* dA = take(size_t(Cc) * Cc);   // (c, c)   (dY V'ᵀ) ⊙ M, lower
+    T* PT = take(size_t(Cc) * Cc);   // (c, c)   Pᵀ, upper
+    T* dAT = take(size_t(Cc) * Cc);  // (c, c)   dAᵀ, upper
+    T* M = take(size_t(Cc) * Cc);    // (c, c)   exp(G_i - G_j), lower
     T* eG = take(Cc);
     T* beta = take(Cc);
     T* g = take(Cc);
-    T* dS = take(FE);   // (F, E) gradient of the state leaving the current chunk
-    T* dST = take(FE);  // (E, F)
-    T* SpT = take(FE);  // (E, F) S_prev transposed
+    T* w = take(Cc);                 // (c)      exp(G_C - G_j)
+    T* dS = take(size_t(F) * EP);    // (F, EP)  gradient of the state leaving the current chunk
+    T* dST = take(size_t(E) * FP);   // (E, FP)
+    T* SpT = take(size_t(E) * FP);   // (E, FP)  S_prev transposed
+    T* QeT = take(size_t(F) * Cc);   // (F, c)   (Q̂ ⊙ exp G)ᵀ
+    T* Wp = take(sd.W);              // (D, pad16(Dh)) this head's W, packed
     RFA_ASSERT(static_cast<size_t>(at - scratch) <= per_thread, "backward scratch overflow");
 
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
-    const T* W = p.W + static_cast<size_t>(h) * D * Dh;
+    feature_map_pack_backward(Wp, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
     T* dsigma = dsigma_parts + static_cast<size_t>(bh) * Dh;
     std::fill(dsigma, dsigma + Dh, T(0));
-    std::fill(dS, dS + FE, T(0));
-    bool dS_zero = true;
-    T dlambda = 0;  // running sum_{t >= r} dG_t
+    bool dS_zero = true;  // dS is all zeros (the state after the last token gets no gradient)
+    T dlambda = 0;        // running sum_{t >= r} dG_t
 
     for (int ci = L.n_chunks - 1; ci >= 0; --ci) {
       const int t0 = ci * Cc, n = std::min(Cc, Tn - t0);
@@ -119,107 +126,120 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
       const T* S_prev = saved + L.states + (static_cast<size_t>(bh) * L.n_chunks + ci) * FE;
       auto row_of = [&](int i) { return (static_cast<size_t>(b) * Tn + t0 + i) * C + static_cast<size_t>(h) * Dh; };
 
-      // Recompute the chunk: gates, k̃, v', M, P; and dY from dout through the floor.
+      // Recompute the chunk: gates, k̃, v'; and dY from dout through the floor.
+      gate_rows(g, beta, eG, c.gated ? saved + L.gate_a + bht0 : nullptr, n);
       for (int i = 0; i < n; ++i) {
-        GateValues<T> gv{T(0), T(1), T(1)};
-        if (c.gated) gv = gate_values(saved[L.gate_a + bht0 + i]);
-        G[i] = (i ? G[i - 1] : T(0)) + gv.lambda;
-        eG[i] = std::exp(G[i]);
-        beta[i] = gv.beta;
-        g[i] = gv.g;
-        for (int f = 0; f < F; ++f) Kt[size_t(i) * F + f] = gv.beta * phik[size_t(i) * F + f];
-        std::copy(in.v + row_of(i), in.v + row_of(i) + Dh, Vp + size_t(i) * E);
+        std::copy_n(phiq + size_t(i) * F, F, Qp + i * FP);
+        std::copy_n(in.v + row_of(i), Dh, Vp + size_t(i) * E);
         Vp[size_t(i) * E + Dh] = T(1);
         // out = num / max(den, eps_d): above the floor dnum = dh/den, dden = -(dh·out)/den;
         // on the floor dnum = dh/eps_d and dden = 0 (the floor is a constant there).
         const T den = saved[L.den + bht0 + i];
         const T* dh = dout + row_of(i);
-        T* dYi = dY + size_t(i) * E;
+        T* dYi = dY + i * EP;
         const bool above = den > eps_d;
         const T inv = T(1) / (above ? den : eps_d);
         for (int e = 0; e < Dh; ++e) dYi[e] = dh[e] * inv;
         dYi[Dh] = above ? -dot(dh, out + row_of(i), Dh) * inv : T(0);
       }
       for (int j = 0; j < n; ++j) {
-        for (int f = 0; f < F; ++f) KtT[size_t(f) * Cc + j] = Kt[size_t(j) * F + f];
-        for (int e = 0; e < E; ++e) VpT[size_t(e) * Cc + j] = Vp[size_t(j) * E + e];
+        for (int f = 0; f < F; ++f) Kt[j * FP + f] = beta[j] * phik[size_t(j) * F + f];
+        for (int f = 0; f < F; ++f) KtT[f * CP + j] = Kt[j * FP + f];
+        for (int e = 0; e < E; ++e) VpT[e * CP + j] = Vp[size_t(j) * E + e];
       }
-      std::fill(dQ, dQ + size_t(n) * F, T(0));
-      std::fill(dK, dK + size_t(n) * F, T(0));
-      std::fill(dV, dV + size_t(n) * E, T(0));
-      for (int i = 0; i < n; ++i) {
-        T* Mi = M + size_t(i) * Cc;
-        T* Pi = P + size_t(i) * Cc;
-        T* dAi = dA + size_t(i) * Cc;
-        const T* dYi = dY + size_t(i) * E;
-        const T* qi = phiq + size_t(i) * F;
-        for (int j = 0; j <= i; ++j) Mi[j] = G[i] - G[j];
-        exp_row(Mi, i + 1);
-        std::fill(Pi, Pi + i + 1, T(0));
-        for (int f = 0; f < F; ++f) axpy(Pi, qi[f], KtT + size_t(f) * Cc, i + 1);
-        std::fill(dAi, dAi + i + 1, T(0));
-        for (int e = 0; e < E; ++e) axpy(dAi, dYi[e], VpT + size_t(e) * Cc, i + 1);  // dP = dY V'ᵀ
-        for (int j = 0; j <= i; ++j) {
-          Pi[j] *= Mi[j];
-          dAi[j] *= Mi[j];
+      // P = (Q̂ K̃ᵀ) ⊙ M and dA = dP ⊙ M with dP = dY V'ᵀ (Y_i = sum_j P_ij v'_j), in blocks
+      // of 4 rows; both are 0 right of the diagonal, and so are their transposes below it.
+      for (int i0 = 0; i0 < n; i0 += 4) {
+        const int m = std::min(4, n - i0), cols = i0 + m;
+        matmul(P + size_t(i0) * Cc, Cc, Qp + i0 * FP, FP, KtT, CP, m, F, cols, T(1), false);
+        matmul(dA + size_t(i0) * Cc, Cc, dY + i0 * EP, EP, VpT, CP, m, E, cols, T(1), false);
+        for (int i = i0; i < cols; ++i) {
+          T* Pi = P + size_t(i) * Cc;
+          T* dAi = dA + size_t(i) * Cc;
+          if (c.gated) {
+            // M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i: no exp, no overflow.
+            T* Mi = M + size_t(i) * Cc;
+            for (int j = 0; j < i; ++j) Mi[j] = M[size_t(i - 1) * Cc + j] * g[i];
+            Mi[i] = T(1);
+            for (int j = 0; j <= i; ++j) Pi[j] *= Mi[j], dAi[j] *= Mi[j];
+          }
+          for (int j = i + 1; j < cols; ++j) Pi[j] = T(0), dAi[j] = T(0);
         }
-        // Y_i = sum_j P_ij v'_j, P_ij = (q̂_i·k̃_j) M_ij
-        for (int j = 0; j <= i; ++j) {
-          axpy(dV + size_t(j) * E, Pi[j], dYi, E);
-          axpy(dQ + size_t(i) * F, dAi[j], Kt + size_t(j) * F, F);
-          axpy(dK + size_t(j) * F, dAi[j], qi, F);
-        }
+      }
+      for (int j = 0; j < n; ++j) {
+        T* PTj = PT + size_t(j) * Cc;
+        T* dATj = dAT + size_t(j) * Cc;
+        for (int i = j / 4 * 4; i < j; ++i) PTj[i] = T(0), dATj[i] = T(0);  // read by the 4-row blocks below
+        for (int i = j; i < n; ++i) PTj[i] = P[size_t(i) * Cc + j], dATj[i] = dA[size_t(i) * Cc + j];
+      }
+      // Intra-chunk: dq̂_i = sum_{j<=i} dA_ij k̃_j,  dv'_j = sum_{i>=j} P_ij dy_i,  dk̃_j = sum_{i>=j} dA_ij q̂_i.
+      for (int i0 = 0; i0 < n; i0 += 4) {
+        const int m = std::min(4, n - i0);
+        matmul(dQ + size_t(i0) * F, F, dA + size_t(i0) * Cc, Cc, Kt, FP, m, i0 + m, F, T(1), false);
+        // (only dv's first Dh columns are needed: the last entry of v' is the constant 1)
+        matmul(dV + size_t(i0) * E, E, PT + size_t(i0) * Cc + i0, Cc, dY + i0 * EP, EP, m, n - i0, Dh, T(1), false);
+        matmul(dK + size_t(i0) * F, F, dAT + size_t(i0) * Cc + i0, Cc, Qp + i0 * FP, FP, m, n - i0, F, T(1), false);
       }
       // Y_i += eG_i q̂_iᵀ S_prev:  dq̂_i += eG_i S_prev dy_i
-      if (!all_zero(S_prev, FE)) {
+      if ((ci > 0 || saved[L.state_flags + bh] != T(0)) && !all_zero(S_prev, FE)) {
         for (int f = 0; f < F; ++f)
-          for (int e = 0; e < E; ++e) SpT[size_t(e) * F + f] = S_prev[size_t(f) * E + e];
-        for (int i = 0; i < n; ++i)
-          for (int e = 0; e < E; ++e) axpy(dQ + size_t(i) * F, eG[i] * dY[size_t(i) * E + e], SpT + size_t(e) * F, F);
+          for (int e = 0; e < E; ++e) SpT[e * FP + f] = S_prev[size_t(f) * E + e];
+        for (int i = 0; i < n; ++i) vecmat(dQ + size_t(i) * F, dY + i * EP, SpT, E, F, FP, eG[i], true);
       }
-      // S_next += e^{G_C - G_j} k̃_j v'_jᵀ:  dk̃_j += w_j dS v'_j,  dv'_j += w_j dSᵀ k̃_j
-      const T gC = G[n - 1], decay = eG[n - 1];
+      // S_next += w_j k̃_j v'_jᵀ, w_j = e^{G_C - G_j}:  dk̃_j += w_j dS v'_j,  dv'_j += w_j dSᵀ k̃_j
+      const T decay = eG[n - 1];
       if (!dS_zero) {
         for (int f = 0; f < F; ++f)
-          for (int e = 0; e < E; ++e) dST[size_t(e) * F + f] = dS[size_t(f) * E + e];
+          for (int e = 0; e < E; ++e) dST[e * FP + f] = dS[f * EP + e];
+        gate_suffix(w, g, n);
         for (int j = 0; j < n; ++j) {
-          const T w = std::exp(gC - G[j]);
-          for (int e = 0; e < E; ++e) axpy(dK + size_t(j) * F, w * Vp[size_t(j) * E + e], dST + size_t(e) * F, F);
-          for (int f = 0; f < F; ++f) axpy(dV + size_t(j) * E, w * Kt[size_t(j) * F + f], dS + size_t(f) * E, E);
+          vecmat(dK + size_t(j) * F, Vp + size_t(j) * E, dST, E, F, FP, w[j], true);
+          vecmat(dV + size_t(j) * E, Kt + j * FP, dS, F, Dh, EP, w[j], true);
         }
       }
-      // dS_prev = e^{G_C} dS + (Q̂ ⊙ eG)ᵀ dY
-      for (size_t x = 0; x < FE; ++x) dS[x] *= decay;
-      for (int i = 0; i < n; ++i)
-        for (int f = 0; f < F; ++f) axpy(dS + size_t(f) * E, eG[i] * phiq[size_t(i) * F + f], dY + size_t(i) * E, E);
-      dS_zero = false;
+      // dS_prev = e^{G_C} dS + (Q̂ ⊙ eG)ᵀ dY; not needed before the first chunk (the entering state is a constant).
+      if (ci > 0) {
+        for (int i = 0; i < n; ++i)
+          for (int f = 0; f < F; ++f) QeT[size_t(f) * Cc + i] = Qp[i * FP + f] * eG[i];
+        for (int f = 0; f < F; ++f) {
+          T* dSf = dS + f * EP;
+          if (!dS_zero)
+            for (int e = 0; e < E; ++e) dSf[e] *= decay;
+          vecmat(dSf, QeT + size_t(f) * Cc, dY, n, E, EP, T(1), !dS_zero);
+        }
+        dS_zero = false;
+      }
 
-      // Per token, last to first: log-gate, gate, feature maps, normalisation.
-      for (int i = n - 1; i >= 0; --i) {
-        const size_t row = row_of(i);
-        T* dKi = dK + size_t(i) * F;
-        const T* Kti = Kt + size_t(i) * F;
-        if (c.gated) {
-          const T k_dk = dot(Kti, dKi, F);
-          dlambda += dot(phiq + size_t(i) * F, dQ + size_t(i) * F, F) - k_dk;  // dG_t
+      // Per token, last to first: log-gate and gate.
+      if (c.gated) {
+        for (int i = n - 1; i >= 0; --i) {
+          T* dKi = dK + size_t(i) * F;
+          const T k_dk = dot(Kt + i * FP, dKi, F);
+          dlambda += dot(Qp + i * FP, dQ + size_t(i) * F, F) - k_dk;  // dG_t
           // lambda = logsigmoid(a), k̃ = beta phi(k), beta = 1 - sigmoid(a):
           //   da = beta dlambda - g (dk̃·k̃)
           da[bht0 + i] = beta[i] * dlambda - g[i] * k_dk;
           for (int f = 0; f < F; ++f) dKi[f] *= beta[i];  // dphi(k) = beta dk̃
         }
+      }
+      // Feature maps (as products), then per token: sigma, normalisation, values.
+      feature_map_backward_rows(Wq, DU, dQ, phiq, Wp, c.feature_map, n, D, Dh);
+      feature_map_backward_rows(Wq + size_t(Cc) * Dh, DU, dK, phik, Wp, c.feature_map, n, D, Dh);
+      for (int i = 0; i < n; ++i) {
+        const size_t row = row_of(i);
         for (int e = 0; e < Dh; ++e) grads.dv[row + e] += dV[size_t(i) * E + e];
-        // q̂ = phi(x̄_q), x̄_q = r_q q
-        const T rq = saved[L.r_q + bht0 + i];
-        for (int e = 0; e < Dh; ++e) xbar[e] = in.q[row + e] * rq;
-        std::fill(dxbar, dxbar + Dh, T(0));
-        feature_map_backward(dxbar, dsigma, du, dQ + size_t(i) * F, phiq + size_t(i) * F, xbar, sigma, W,
-                             c.feature_map, D, Dh);
-        l2_normalize_backward(grads.dq + row, dxbar, xbar, rq, Dh);
-        const T rk = saved[L.r_k + bht0 + i];
-        for (int e = 0; e < Dh; ++e) xbar[e] = in.k[row + e] * rk;
-        std::fill(dxbar, dxbar + Dh, T(0));
-        feature_map_backward(dxbar, dsigma, du, dKi, phik + size_t(i) * F, xbar, sigma, W, c.feature_map, D, Dh);
-        l2_normalize_backward(grads.dk + row, dxbar, xbar, rk, Dh);
+        for (int side = 0; side < 2; ++side) {
+          // u = W (sigma ⊙ x̄), x̄ = r x:  dx̄ = sigma ⊙ w, dsigma += x̄ ⊙ w, then the normalisation.
+          const T r = saved[(side ? L.r_k : L.r_q) + bht0 + i];
+          const T* x = (side ? in.k : in.q) + row;
+          const T* w = Wq + (size_t(side) * Cc + i) * Dh;
+          for (int e = 0; e < Dh; ++e) {
+            xbar[e] = x[e] * r;
+            dxbar[e] = sigma[e] * w[e];
+            dsigma[e] += xbar[e] * w[e];
+          }
+          l2_normalize_backward((side ? grads.dk : grads.dq) + row, dxbar, xbar, r, Dh);
+        }
       }
     }
   });

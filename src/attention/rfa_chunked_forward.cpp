@@ -1,8 +1,9 @@
 // RFA chunked forward, design section 3. Per (b, h), chunks in order; inside a
 // chunk of c rows with chunk-local cumulative log-gates G (fp32 or better):
-//   M_ij   = exp(G_i - G_j) for j <= i, else 0        (masked before exp: exponents <= 0)
+//   M_ij   = exp(G_i - G_j) for j <= i, else 0        (built as products of gates: no exp, no overflow)
 //   Y      = ((Q̂ K̃ᵀ) ⊙ M) V'  +  diag(exp(G)) Q̂ S_prev
 //   S_next = exp(G_C) S_prev + (K̃ ⊙ exp(G_C - G))ᵀ V'
+// Products are vecmat calls (a row times a padded matrix, accumulated in registers).
 #include <algorithm>
 #include <cmath>
 
@@ -19,7 +20,9 @@ template <typename T>
 void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& in, const RfaParams<T>& p,
                  const RfaConfig& c, const AttentionDims& d, const T* state_in, T* state_out) {
   const RfaSavedLayout L = rfa_saved_layout(c, d);
+  const RfaScratchDims sd = rfa_scratch_dims(c, d);
   const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C(), D = c.num_features, F = L.F, E = L.E, Cc = c.chunk_size;
+  const size_t CP = sd.CP, EP = sd.EP;
   const int threads = thread_count();
   RFA_ASSERT(workspace.size >= rfa_workspace_size(c, d, threads), "rfa workspace {} < {}", workspace.size,
              rfa_workspace_size(c, d, threads));
@@ -34,74 +37,98 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
     T* at = scratch;
     auto take = [&](size_t n) { T* r = at; at += n; return r; };
     T* xbar = take(Dh);
-    T* u = take(D);
+    T* SX = take(size_t(2 * Cc) * Dh);  // (2c, Dh)  sigma ⊙ x̄ for q rows, then k rows
+    T* U = take(size_t(2 * Cc) * D);    // (2c, D)   W (sigma ⊙ x̄)
+    T* beta = take(Cc);
+    T* g = take(Cc);
     T* phiq_scratch = take(size_t(Cc) * F);  // used when nothing is saved
     T* phik_scratch = take(size_t(Cc) * F);
-    T* Kt = take(size_t(Cc) * F);    // (c, F)  k̃ = beta phi(k)
-    T* KtT = take(size_t(F) * Cc);   // (F, c)  transposed for the Q̂ K̃ᵀ product in axpy form
-    T* Vp = take(size_t(Cc) * E);    // (c, E)  [v, 1]
-    T* Y = take(size_t(Cc) * E);     // (c, E)  [num, den]
-    T* P = take(size_t(Cc) * Cc);    // (c, c)  (Q̂ K̃ᵀ) ⊙ M, lower triangle
-    T* G = take(Cc);                 // (c)     chunk-local cumulative log-gate
-    T* eG = take(Cc);                // (c)     exp(G)
-    T* mrow = take(Cc);              // (c)     one row of M
-    T* S = take(FE);                 // (F, E)  running state
-    T* Wt = take(size_t(Dh) * D);    // (Dh, D) this head's W transposed
+    T* Kt = take(size_t(Cc) * F);    // (c, F)      k̃ = beta phi(k)
+    T* KtT = take(size_t(F) * CP);   // (F, CP)     K̃ᵀ
+    T* KwT = take(size_t(F) * CP);   // (F, CP)     (K̃ ⊙ exp(G_C - G))ᵀ
+    T* Vp = take(size_t(Cc) * EP);   // (c, EP)     [v, 1]
+    T* Y = take(size_t(Cc) * E);     // (c, E)      [num, den]
+    T* P = take(size_t(Cc) * Cc);    // (c, c)      (Q̂ K̃ᵀ) ⊙ M, lower triangle
+    T* arow = take(Cc);              // (c)         gate pre-activations a
+    T* eG = take(Cc);                // (c)         exp(G)
+    T* mrow = take(Cc);              // (c)         one row of M, or exp(G_C - G)
+    T* S = take(size_t(F) * EP);     // (F, EP)     running state
+    T* Wt = take(sd.W);              // (Dh, pad16(D)) this head's W, packed
     RFA_ASSERT(static_cast<size_t>(at - scratch) <= per_thread, "forward scratch overflow");
 
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
-    feature_map_transpose(Wt, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
+    feature_map_pack_forward(Wt, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
     const T* gate_w = c.gated ? p.gate_w + static_cast<size_t>(h) * C : nullptr;
     bool state_zero = state_in == nullptr;
-    if (state_zero) std::fill(S, S + FE, T(0));
-    else std::copy(state_in + bh * FE, state_in + (bh + 1) * FE, S);
+    if (saved) saved[L.state_flags + bh] = state_zero ? T(0) : T(1);
+    if (!state_zero)
+      for (int f = 0; f < F; ++f) std::copy_n(state_in + bh * FE + size_t(f) * E, E, S + f * EP);
 
     for (int ci = 0; ci < L.n_chunks; ++ci) {
       const int t0 = ci * Cc, n = std::min(Cc, Tn - t0);
       const size_t bht0 = static_cast<size_t>(bh) * Tn + t0;
       T* phiq = saved ? saved + L.phi_q + bht0 * F : phiq_scratch;  // (c, F)
       T* phik = saved ? saved + L.phi_k + bht0 * F : phik_scratch;  // (c, F)
-      if (saved) std::copy(S, S + FE, saved + L.states + (static_cast<size_t>(bh) * L.n_chunks + ci) * FE);
+      if (saved) {
+        T* entry = saved + L.states + (static_cast<size_t>(bh) * L.n_chunks + ci) * FE;
+        for (int f = 0; f < F; ++f) {
+          if (state_zero) std::fill_n(entry + size_t(f) * E, E, T(0));
+          else std::copy_n(S + f * EP, E, entry + size_t(f) * E);
+        }
+      }
 
-      // Rows of the chunk: feature maps, gate, augmented values.
+      // Rows of the chunk: normalisation, gate, augmented values; then the feature maps as products.
       for (int i = 0; i < n; ++i) {
         const size_t row = (static_cast<size_t>(b) * Tn + t0 + i) * C + static_cast<size_t>(h) * Dh;
         T r = l2_normalize_forward(xbar, in.q + row, Dh, eps_n);
-        feature_map_forward(phiq + size_t(i) * F, u, xbar, sigma, Wt, c.feature_map, D, Dh);
+        for (int e = 0; e < Dh; ++e) SX[size_t(i) * Dh + e] = sigma[e] * xbar[e];
         if (saved) saved[L.r_q + bht0 + i] = r;
         r = l2_normalize_forward(xbar, in.k + row, Dh, eps_n);
-        feature_map_forward(phik + size_t(i) * F, u, xbar, sigma, Wt, c.feature_map, D, Dh);
+        for (int e = 0; e < Dh; ++e) SX[size_t(Cc + i) * Dh + e] = sigma[e] * xbar[e];
         if (saved) saved[L.r_k + bht0 + i] = r;
-        GateValues<T> gv{T(0), T(1), T(1)};
         if (c.gated) {
-          const T a = dot(gate_w, in.n + (static_cast<size_t>(b) * Tn + t0 + i) * C, C) + p.gate_b[h];
-          gv = gate_values(a);
-          if (saved) saved[L.gate_a + bht0 + i] = a;
+          arow[i] = dot(gate_w, in.n + (static_cast<size_t>(b) * Tn + t0 + i) * C, C) + p.gate_b[h];
+          if (saved) saved[L.gate_a + bht0 + i] = arow[i];
         }
-        G[i] = (i ? G[i - 1] : T(0)) + gv.lambda;
-        eG[i] = std::exp(G[i]);
-        for (int f = 0; f < F; ++f) Kt[size_t(i) * F + f] = gv.beta * phik[size_t(i) * F + f];
-        std::copy(in.v + row, in.v + row + Dh, Vp + size_t(i) * E);
-        Vp[size_t(i) * E + Dh] = T(1);
+        std::copy(in.v + row, in.v + row + Dh, Vp + i * EP);
+        Vp[i * EP + Dh] = T(1);
       }
+      gate_rows(g, beta, eG, c.gated ? arow : nullptr, n);
+      feature_map_forward_rows(phiq, U, SX, Wt, c.feature_map, n, D, Dh);
+      feature_map_forward_rows(phik, U, SX + size_t(Cc) * Dh, Wt, c.feature_map, n, D, Dh);
       for (int j = 0; j < n; ++j)
-        for (int f = 0; f < F; ++f) KtT[size_t(f) * Cc + j] = Kt[size_t(j) * F + f];
-
-      // P = (Q̂ K̃ᵀ) ⊙ M on the lower triangle; Y = P V' + diag(exp G) Q̂ S_prev.
-      for (int i = 0; i < n; ++i) {
-        T* Pi = P + size_t(i) * Cc;
-        std::fill(Pi, Pi + i + 1, T(0));
-        for (int f = 0; f < F; ++f) axpy(Pi, phiq[size_t(i) * F + f], KtT + size_t(f) * Cc, i + 1);
-        if (c.gated) {  // ungated: M = 1 on the lower triangle
-          for (int j = 0; j <= i; ++j) mrow[j] = G[i] - G[j];
-          exp_row(mrow, i + 1);
-          for (int j = 0; j <= i; ++j) Pi[j] *= mrow[j];
+        for (int f = 0; f < F; ++f) {
+          Kt[size_t(j) * F + f] = beta[j] * phik[size_t(j) * F + f];
+          KtT[f * CP + j] = Kt[size_t(j) * F + f];
         }
+
+      // P = (Q̂ K̃ᵀ) ⊙ M, in blocks of 4 rows; entries right of the diagonal (up to the
+      // block's last column) are set to 0 so that Y's products can run to the block's end.
+      for (int i0 = 0; i0 < n; i0 += 4) {
+        const int m = std::min(4, n - i0), cols = i0 + m;
+        matmul(P + size_t(i0) * Cc, Cc, phiq + size_t(i0) * F, F, KtT, CP, m, F, cols, T(1), false);
+        for (int i = i0; i < cols; ++i) {
+          T* Pi = P + size_t(i) * Cc;
+          if (c.gated) {  // ungated: M = 1 on the lower triangle
+            // Row i of M from row i-1: M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i.
+            for (int j = 0; j < i; ++j) mrow[j] *= g[i];
+            mrow[i] = T(1);
+            for (int j = 0; j <= i; ++j) Pi[j] *= mrow[j];
+          }
+          for (int j = i + 1; j < cols; ++j) Pi[j] = T(0);
+        }
+        // Y = P V' + diag(exp G) Q̂ S_prev: the numerator columns as a product, and the
+        // denominator column (V' ends in a column of ones) as row sums of P.
+        matmul(Y + size_t(i0) * E, E, P + size_t(i0) * Cc, Cc, Vp, EP, m, cols, Dh, T(1), false);
+        for (int i = i0; i < cols; ++i) {
+          T den = 0;
+          for (int j = 0; j <= i; ++j) den += P[size_t(i) * Cc + j];
+          Y[size_t(i) * E + Dh] = den;
+        }
+      }
+      for (int i = 0; i < n; ++i) {
         T* Yi = Y + size_t(i) * E;
-        std::fill(Yi, Yi + E, T(0));
-        for (int j = 0; j <= i; ++j) axpy(Yi, Pi[j], Vp + size_t(j) * E, E);
-        if (!state_zero)
-          for (int f = 0; f < F; ++f) axpy(Yi, eG[i] * phiq[size_t(i) * F + f], S + size_t(f) * E, E);
+        if (!state_zero) vecmat(Yi, phiq + size_t(i) * F, S, F, E, EP, eG[i], true);
         // out = num / max(den, eps_d)
         const T den = Yi[Dh];
         if (saved) saved[L.den + bht0 + i] = den;
@@ -112,17 +139,25 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
 
       // S_next = exp(G_C) S_prev + (K̃ ⊙ exp(G_C - G))ᵀ V'; skipped after the last chunk unless asked for.
       if (ci + 1 < L.n_chunks || state_out) {
-        const T gC = G[n - 1], decay = eG[n - 1];
-        if (state_zero) std::fill(S, S + FE, T(0));
-        else for (size_t x = 0; x < FE; ++x) S[x] *= decay;
-        for (int j = 0; j < n; ++j) {
-          const T w = std::exp(gC - G[j]);
-          for (int f = 0; f < F; ++f) axpy(S + size_t(f) * E, w * Kt[size_t(j) * F + f], Vp + size_t(j) * E, E);
+        const T decay = eG[n - 1];
+        gate_suffix(mrow, g, n);  // after the P loop, so mrow's use as a row of M is over
+        for (int f = 0; f < F; ++f)
+          for (int j = 0; j < n; ++j) KwT[f * CP + j] = KtT[f * CP + j] * mrow[j];
+        for (int f = 0; f < F; ++f) {
+          T* Sf = S + f * EP;
+          if (!state_zero)
+            for (int e = 0; e < E; ++e) Sf[e] *= decay;
+          vecmat(Sf, KwT + f * CP, Vp, n, E, EP, T(1), !state_zero);
         }
         state_zero = false;
       }
     }
-    if (state_out) std::copy(S, S + FE, state_out + bh * FE);
+    if (state_out) {
+      for (int f = 0; f < F; ++f) {
+        if (state_zero) std::fill_n(state_out + bh * FE + size_t(f) * E, E, T(0));
+        else std::copy_n(S + f * EP, E, state_out + bh * FE + size_t(f) * E);
+      }
+    }
   });
 }
 

@@ -7,15 +7,18 @@
 #include <cstddef>
 
 #include "attention/attention_dims.h"
+#include "attention/feature_map.h"
 #include "attention/rfa_attention.h"
+#include "attention/vector_math.h"
 
 namespace rfa {
 
 // Saved activations, per task bh = b*H + h:
-//   phi_q, phi_k (B,H,T,F); r_q, r_k, gate_a, den (B,H,T); states (B,H,n_chunks,F,Dh+1).
+//   phi_q, phi_k (B,H,T,F); r_q, r_k, gate_a, den (B,H,T); states (B,H,n_chunks,F,Dh+1);
+//   state_flags (B,H): 1 when the forward started from a given state (else chunk 0's state is 0).
 struct RfaSavedLayout {
   int F = 0, E = 0, n_chunks = 0;  // E = Dh + 1, the augmented value width
-  size_t phi_q = 0, phi_k = 0, r_q = 0, r_k = 0, gate_a = 0, den = 0, states = 0, total = 0;
+  size_t phi_q = 0, phi_k = 0, r_q = 0, r_k = 0, gate_a = 0, den = 0, states = 0, state_flags = 0, total = 0;
 };
 
 inline RfaSavedLayout rfa_saved_layout(const RfaConfig& c, const AttentionDims& d) {
@@ -33,18 +36,32 @@ inline RfaSavedLayout rfa_saved_layout(const RfaConfig& c, const AttentionDims& 
   l.gate_a = take(bht);
   l.den = take(bht);
   l.states = take(bh * l.n_chunks * l.F * l.E);
+  l.state_flags = take(bh);
   l.total = at;
   return l;
 }
 
-// Per-thread scratch of the chunked forward and backward (Cc = chunk size).
+// Per-thread scratch of the chunked forward and backward (Cc = chunk size). The
+// matrices vecmat reads as B have leading dimensions padded by pad16.
+struct RfaScratchDims {
+  size_t F, E, Cc, D, Dh, FP, EP, CP, W;  // W: feature_map_packed_size
+};
+inline RfaScratchDims rfa_scratch_dims(const RfaConfig& c, const AttentionDims& d) {
+  RfaScratchDims s;
+  s.F = rfa_feature_count(c), s.E = d.Dh + 1, s.Cc = c.chunk_size, s.D = c.num_features, s.Dh = d.Dh;
+  s.FP = pad16(int(s.F)), s.EP = pad16(int(s.E)), s.CP = pad16(int(s.Cc));
+  s.W = feature_map_packed_size(c.num_features, d.Dh);
+  return s;
+}
 inline size_t rfa_forward_scratch_size(const RfaConfig& c, const AttentionDims& d) {
-  const size_t F = rfa_feature_count(c), E = d.Dh + 1, Cc = c.chunk_size;
-  return d.Dh + c.num_features + 4 * Cc * F + 2 * Cc * E + Cc * Cc + 3 * Cc + F * E + size_t(d.Dh) * c.num_features;
+  const RfaScratchDims s = rfa_scratch_dims(c, d);
+  return s.Dh + 2 * s.Cc * (s.Dh + s.D) + 2 * s.Cc + 3 * s.Cc * s.F + 2 * s.F * s.CP + s.Cc * s.EP + s.Cc * s.E + s.Cc * s.Cc + 3 * s.Cc +
+         s.F * s.EP + s.W;
 }
 inline size_t rfa_backward_scratch_size(const RfaConfig& c, const AttentionDims& d) {
-  const size_t F = rfa_feature_count(c), E = d.Dh + 1, Cc = c.chunk_size;
-  return 2 * d.Dh + c.num_features + 4 * Cc * F + 4 * Cc * E + 3 * Cc * Cc + 4 * Cc + 3 * F * E;
+  const RfaScratchDims s = rfa_scratch_dims(c, d);
+  return 2 * s.Dh + 2 * s.Cc * (s.Dh + s.D) + 2 * s.Cc * s.FP + s.F * s.CP + s.E * s.CP + s.Cc * s.E + s.Cc * s.EP + 2 * s.Cc * s.F +
+         s.Cc * s.E + 5 * s.Cc * s.Cc + 5 * s.Cc + s.F * s.EP + 2 * s.E * s.FP + s.F * s.Cc + s.W;
 }
 // Backward's shared part, before the per-thread slices: dsigma partials (B,H,Dh) and da (B,H,T).
 inline size_t rfa_backward_shared_size(const AttentionDims& d) {
@@ -63,6 +80,34 @@ inline GateValues<T> gate_values(T a) {
   const T lambda = std::min(a, T(0)) - soft;
   const T log_beta = std::min(-a, T(0)) - soft;
   return {lambda, std::exp(lambda), std::exp(log_beta)};
+}
+
+// Gates of a chunk's rows from a (n), vectorised: g = sigmoid(a), beta = sigmoid(-a)
+// (= 1 - g without cancellation) and eG = exp(G) = prefix products of g, G the
+// chunk-local cumulative log-gate (products underflow gracefully to 0, where
+// exp of a sum could not overflow either, but needs a log per token).
+// a == nullptr: ungated, all ones.
+template <typename T>
+inline void gate_rows(T* g, T* beta, T* eG, const T* a, int n) {
+  if (!a) {
+    std::fill(g, g + n, T(1));
+    std::fill(beta, beta + n, T(1));
+    std::fill(eG, eG + n, T(1));
+    return;
+  }
+  for (int i = 0; i < n; ++i) g[i] = -a[i], beta[i] = a[i];
+  exp_row(g, n);
+  exp_row(beta, n);
+  for (int i = 0; i < n; ++i) g[i] = T(1) / (T(1) + g[i]), beta[i] = T(1) / (T(1) + beta[i]);
+  eG[0] = g[0];
+  for (int i = 1; i < n; ++i) eG[i] = eG[i - 1] * g[i];
+}
+
+// w_j = exp(G_C - G_j) = prod_{r=j+1..n-1} g_r: suffix products of the gates.
+template <typename T>
+inline void gate_suffix(T* w, const T* g, int n) {
+  w[n - 1] = T(1);
+  for (int j = n - 2; j >= 0; --j) w[j] = w[j + 1] * g[j + 1];
 }
 
 }  // namespace rfa

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "attention/attention_tasks.h"
 #include "attention/feature_map.h"
 #include "attention/rfa_layout.h"
 #include "attention/vector_math.h"
@@ -13,10 +14,9 @@
 namespace rfa {
 namespace {
 
-// Per-(b, h) step scratch: x̄ (Dh), u (D), phi_q, phi_k (F), v' (E), y (E), Wt (Dh, D).
+// Per-(b, h) step scratch: x̄ (Dh), u and sigma ⊙ x̄ (D + Dh), phi_q, phi_k (F), v' (E), y (E).
 size_t step_scratch_size(const RfaConfig& c, int Dh) {
-  return static_cast<size_t>(Dh) + c.num_features + 2 * rfa_feature_count(c) + 2 * (Dh + 1) +
-         static_cast<size_t>(Dh) * c.num_features;
+  return static_cast<size_t>(2 * Dh) + c.num_features + 2 * rfa_feature_count(c) + 2 * (Dh + 1);
 }
 
 }  // namespace
@@ -44,24 +44,31 @@ void rfa_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaParams<T
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
   const T eps_n = T(c.eps_n), eps_d = T(c.eps_d);
   const size_t per_task = step_scratch_size(c, Dh), FE = static_cast<size_t>(F) * E;
-  parallel_for(int64_t(st.B) * H, [&](int64_t bh) {
+  // Work per (b, h): two feature maps (2 D Dh) and the state update and read (2 F E).
+  const int64_t work = 2 * int64_t(D) * Dh + 2 * int64_t(FE);
+  attention_for(int64_t(st.B) * H, work, [&](int64_t bh) {
     const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
     T* at = st.scratch.data() + bh * per_task;
     auto take = [&](size_t n) { T* r = at; at += n; return r; };
     T* xbar = take(Dh);
-    T* u = take(D);
+    T* u = take(D + Dh);
     T* phiq = take(F);
     T* phik = take(F);
     T* vp = take(E);
     T* y = take(E);
-    T* Wt = take(size_t(Dh) * D);
     const size_t row = static_cast<size_t>(b) * C + static_cast<size_t>(h) * Dh;
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
-    feature_map_transpose(Wt, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
-    l2_normalize_forward(xbar, in.q + row, Dh, eps_n);
-    feature_map_forward(phiq, u, xbar, sigma, Wt, c.feature_map, D, Dh);
-    l2_normalize_forward(xbar, in.k + row, Dh, eps_n);
-    feature_map_forward(phik, u, xbar, sigma, Wt, c.feature_map, D, Dh);
+    const T* W = p.W + static_cast<size_t>(h) * D * Dh;  // (D, Dh)
+    // u = W (sigma ⊙ x̄) as D dot products: one token does not pay for packing W.
+    auto phi_of = [&](T* phi, const T* x) {
+      l2_normalize_forward(xbar, x, Dh, eps_n);
+      T* sx = u + D;
+      for (int e = 0; e < Dh; ++e) sx[e] = sigma[e] * xbar[e];
+      for (int i = 0; i < D; ++i) u[i] = dot(W + static_cast<size_t>(i) * Dh, sx, Dh);
+      feature_map_from_u(phi, u, c.feature_map, D);
+    };
+    phi_of(phiq, in.q + row);
+    phi_of(phik, in.k + row);
     GateValues<T> gv{T(0), T(1), T(1)};
     if (c.gated) gv = gate_values(dot(p.gate_w + static_cast<size_t>(h) * C, in.n + static_cast<size_t>(b) * C, C) + p.gate_b[h]);
     std::copy(in.v + row, in.v + row + Dh, vp);

@@ -1,5 +1,6 @@
 #include "attention/softmax_attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "attention/attention_tasks.h"
@@ -9,19 +10,29 @@
 namespace rfa {
 namespace {
 
-size_t per_thread_size(const AttentionDims& d) { return static_cast<size_t>(2 * d.Dh + 1) * d.T; }
+// Per-thread scratch: one transposed head (Dh, pad16(T)), three padded heads
+// (T, pad16(Dh)) and three (T, T) matrices (backward; the forward uses less).
+size_t per_thread_size(const AttentionDims& d) {
+  const size_t T = d.T, TP = pad16(d.T), DP = pad16(d.Dh);
+  return d.Dh * TP + 3 * T * DP + 3 * T * T;
+}
 
 void check_workspace(size_t size, const AttentionDims& d, int threads) {
   RFA_ASSERT(size >= softmax_attention_workspace_size(d, threads), "softmax workspace {} < {} for {} threads",
              size, softmax_attention_workspace_size(d, threads), threads);
 }
 
-// xt (Dh, T) = head h of x (T, C) for batch row b, transposed so that products
-// over the key index run contiguously (axpy form, vectorised).
+// xt (Dh, ld) = head h of x (T, C) for one batch row, transposed.
 template <typename T>
-void transpose_head(T* xt, const T* x, int T_, int C, int Dh) {
+void head_transposed(T* xt, size_t ld, const T* x, int T_, int C, int Dh) {
   for (int t = 0; t < T_; ++t)
-    for (int e = 0; e < Dh; ++e) xt[static_cast<size_t>(e) * T_ + t] = x[static_cast<size_t>(t) * C + e];
+    for (int e = 0; e < Dh; ++e) xt[e * ld + t] = x[static_cast<size_t>(t) * C + e];
+}
+
+// xp (T, ld) = head h of x (T, C) for one batch row, rows padded.
+template <typename T>
+void head_padded(T* xp, size_t ld, const T* x, int T_, int C, int Dh) {
+  for (int t = 0; t < T_; ++t) std::copy_n(x + static_cast<size_t>(t) * C, Dh, xp + t * ld);
 }
 
 }  // namespace
@@ -38,20 +49,22 @@ template <typename T>
 void softmax_attention_forward(T* out, T* probs, Workspace<T> workspace, const T* q, const T* k, const T* v,
                                const AttentionDims& d) {
   const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C();
+  const size_t TP = pad16(Tn), DP = pad16(Dh);
   const int threads = thread_count();
   check_workspace(workspace.size, d, threads);
   const T scale = T(1) / std::sqrt(T(Dh));
   attention_tasks_run(int64_t(d.B) * H, workspace.data, per_thread_size(d), threads, [&](int64_t task, T* scratch) {
     const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
     const size_t head = static_cast<size_t>(b) * Tn * C + static_cast<size_t>(h) * Dh;
-    T* kt = scratch;  // (Dh, T)
-    transpose_head(kt, k + head, Tn, C, Dh);
+    T* kt = scratch;             // (Dh, TP) keys transposed
+    T* vp = kt + Dh * TP;        // (T, DP)  values
+    head_transposed(kt, TP, k + head, Tn, C, Dh);
+    head_padded(vp, DP, v + head, Tn, C, Dh);
     T* p_bh = probs + static_cast<size_t>(task) * Tn * Tn;  // (T, T)
     for (int i = 0; i < Tn; ++i) {
-      const T* qi = q + head + static_cast<size_t>(i) * C;
       T* p = p_bh + static_cast<size_t>(i) * Tn;  // row i; only j <= i is attended
-      for (int j = 0; j <= i; ++j) p[j] = 0;
-      for (int e = 0; e < Dh; ++e) axpy(p, qi[e] * scale, kt + static_cast<size_t>(e) * Tn, i + 1);
+      // s_ij = q_i·k_j / sqrt(Dh);  p_i = softmax(s_i)
+      vecmat(p, q + head + static_cast<size_t>(i) * C, kt, Dh, i + 1, TP, scale, false);
       T max = p[0];
       for (int j = 1; j <= i; ++j) max = p[j] > max ? p[j] : max;
       for (int j = 0; j <= i; ++j) p[j] -= max;
@@ -60,11 +73,9 @@ void softmax_attention_forward(T* out, T* probs, Workspace<T> workspace, const T
       for (int j = 0; j <= i; ++j) sum += p[j];
       const T inv = T(1) / sum;
       for (int j = 0; j <= i; ++j) p[j] *= inv;
-      for (int j = i + 1; j < Tn; ++j) p[j] = 0;
+      std::fill(p + i + 1, p + Tn, T(0));
       // out_i = sum_j p_ij v_j
-      T* oi = out + head + static_cast<size_t>(i) * C;
-      for (int e = 0; e < Dh; ++e) oi[e] = 0;
-      for (int j = 0; j <= i; ++j) axpy(oi, p[j], v + head + static_cast<size_t>(j) * C, Dh);
+      vecmat(out + head + static_cast<size_t>(i) * C, p, vp, i + 1, Dh, DP, T(1), false);
     }
   });
 }
@@ -73,34 +84,43 @@ template <typename T>
 void softmax_attention_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T* dout, const T* probs,
                                 const T* q, const T* k, const T* v, const AttentionDims& d) {
   const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C();
+  const size_t TP = pad16(Tn), DP = pad16(Dh), TT = static_cast<size_t>(Tn) * Tn;
   const int threads = thread_count();
   check_workspace(workspace.size, d, threads);
   const T scale = T(1) / std::sqrt(T(Dh));
   attention_tasks_run(int64_t(d.B) * H, workspace.data, per_thread_size(d), threads, [&](int64_t task, T* scratch) {
     const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
     const size_t head = static_cast<size_t>(b) * Tn * C + static_cast<size_t>(h) * Dh;
-    T* vt = scratch;                                 // (Dh, T)
-    T* ds = scratch + static_cast<size_t>(Dh) * Tn;  // (T): dp, then ds for row i
-    transpose_head(vt, v + head, Tn, C, Dh);
-    const T* p_bh = probs + static_cast<size_t>(task) * Tn * Tn;
+    T* vt = scratch;              // (Dh, TP) values transposed
+    T* kp = vt + Dh * TP;         // (T, DP)  keys
+    T* qp = kp + Tn * DP;         // (T, DP)  queries
+    T* dop = qp + Tn * DP;        // (T, DP)  dout
+    T* ds = dop + Tn * DP;        // (T, T)   d scores, lower
+    T* dsT = ds + TT;             // (T, T)   transposed, upper
+    T* pT = dsT + TT;             // (T, T)   probs transposed, upper
+    head_transposed(vt, TP, v + head, Tn, C, Dh);
+    head_padded(kp, DP, k + head, Tn, C, Dh);
+    head_padded(qp, DP, q + head, Tn, C, Dh);
+    head_padded(dop, DP, dout + head, Tn, C, Dh);
+    const T* p_bh = probs + static_cast<size_t>(task) * TT;
     for (int i = 0; i < Tn; ++i) {
       const T* p = p_bh + static_cast<size_t>(i) * Tn;
-      const T* doi = dout + head + static_cast<size_t>(i) * C;
-      // out_i = sum_j p_ij v_j:  dv_j += p_ij dout_i,  dp_ij = dout_i · v_j
-      for (int j = 0; j <= i; ++j) axpy(dv + head + static_cast<size_t>(j) * C, p[j], doi, Dh);
-      for (int j = 0; j <= i; ++j) ds[j] = 0;
-      for (int e = 0; e < Dh; ++e) axpy(ds, doi[e], vt + static_cast<size_t>(e) * Tn, i + 1);
+      T* dsi = ds + static_cast<size_t>(i) * Tn;
+      // out_i = sum_j p_ij v_j:  dp_ij = dout_i · v_j
+      vecmat(dsi, dop + i * DP, vt, Dh, i + 1, TP, T(1), false);
       // p = softmax(s):  ds_j = p_j (dp_j - sum_l p_l dp_l)
       T pdp = 0;
-      for (int j = 0; j <= i; ++j) pdp += p[j] * ds[j];
-      for (int j = 0; j <= i; ++j) ds[j] = p[j] * (ds[j] - pdp) * scale;
-      // s_ij = scale q_i · k_j:  dq_i += scale sum_j ds_ij k_j,  dk_j += scale ds_ij q_i
-      T* dqi = dq + head + static_cast<size_t>(i) * C;
-      const T* qi = q + head + static_cast<size_t>(i) * C;
-      for (int j = 0; j <= i; ++j) {
-        axpy(dqi, ds[j], k + head + static_cast<size_t>(j) * C, Dh);
-        axpy(dk + head + static_cast<size_t>(j) * C, ds[j], qi, Dh);
-      }
+      for (int j = 0; j <= i; ++j) pdp += p[j] * dsi[j];
+      for (int j = 0; j <= i; ++j) dsi[j] = p[j] * (dsi[j] - pdp);
+      for (int j = 0; j <= i; ++j) dsT[static_cast<size_t>(j) * Tn + i] = dsi[j], pT[static_cast<size_t>(j) * Tn + i] = p[j];
+      // s_ij = scale q_i·k_j:  dq_i += scale sum_j ds_ij k_j
+      vecmat(dq + head + static_cast<size_t>(i) * C, dsi, kp, i + 1, Dh, DP, scale, true);
+    }
+    for (int j = 0; j < Tn; ++j) {
+      const size_t at = static_cast<size_t>(j) * Tn + j;
+      // dk_j += scale sum_{i>=j} ds_ij q_i;  dv_j += sum_{i>=j} p_ij dout_i
+      vecmat(dk + head + static_cast<size_t>(j) * C, dsT + at, qp + j * DP, Tn - j, Dh, DP, scale, true);
+      vecmat(dv + head + static_cast<size_t>(j) * C, pT + at, dop + j * DP, Tn - j, Dh, DP, T(1), true);
     }
   });
 }

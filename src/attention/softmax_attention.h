@@ -10,7 +10,8 @@
 namespace rfa {
 
 size_t softmax_attention_saved_size(const AttentionDims& d);  // elements: B*H*T*T (the probs)
-// Scratch of forward and backward: kᵀ, vᵀ (Dh, T) and a row (T) per thread.
+// Scratch of forward and backward per thread: a transposed head, three padded
+// heads and three (T, T) matrices (see softmax_attention.cpp).
 // threads = thread_count() at call time (or more).
 size_t softmax_attention_workspace_size(const AttentionDims& d, int threads);
 

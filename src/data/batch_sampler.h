@@ -41,6 +41,8 @@ class BatchSampler {
 // Evaluation windows in order: window w covers tokens [w*T, w*T + T] (inputs the
 // first T, targets the last T), so windows do not overlap in their targets and
 // each token after the first is predicted once. A tail shorter than T+1 is dropped.
+// Bits per byte over a pass: sum of target losses / (ln 2 * sum of
+// Tokenizer::token_bytes(target)); TokenSplit::bytes() covers the whole split.
 class SequentialBatches {
  public:
   // max_windows > 0 caps the number of windows (e.g. eval_batches * B); throws

@@ -56,6 +56,10 @@ void write_tokens(std::FILE* out, const std::vector<int32_t>& ids, uint32_t widt
     fail("cannot write {} bytes to {}: {} (disk full?)", scratch.size(), path, std::strerror(errno));
 }
 
+// Blocks smaller than this are encoded on the calling thread (the tail of a
+// corpus, tests with tiny blocks): a parallel region costs ~ms on a busy machine.
+constexpr size_t kParallelMinBytes = 128 << 10;
+
 // Cuts `block` into pieces of at most piece_bytes (where block_cut would) and
 // encodes them on all threads into ids[k]; no gemm here, so parallel_for is safe.
 void encode_pieces(const Tokenizer& tok, std::string_view block, size_t piece_bytes,
@@ -68,6 +72,13 @@ void encode_pieces(const Tokenizer& tok, std::string_view block, size_t piece_by
     start += len;
   }
   if (ids.size() < pieces.size()) ids.resize(pieces.size());
+  if (block.size() < kParallelMinBytes) {  // a thread team costs more than it saves here
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      ids[k].clear();
+      tok.encode_append(pieces[k], ids[k]);
+    }
+    return;
+  }
   std::vector<std::string> errors(pieces.size());  // exceptions must not leave an OpenMP region
   parallel_for(static_cast<int64_t>(pieces.size()), [&](int64_t k) {
     ids[k].clear();

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernels/elementwise.h"
+#include "kernels/gemm.h"
 #include "layers/linear.h"
 #include "layers/rmsnorm.h"
 #include "layers/swiglu.h"
@@ -14,6 +15,19 @@ namespace {
 template <typename T>
 void zero(T* x, int64_t n) {
   std::memset(x, 0, sizeof(T) * static_cast<size_t>(n));
+}
+
+// linear_backward with dinp overwritten instead of accumulated: saves zeroing
+// a fresh gradient buffer before its first use. forward: out = inp · weightᵀ.
+template <typename T>
+void linear_backward_overwrite(T* dinp,          // (N, IC) =
+                               T* dweight,       // (OC, IC) +=
+                               const T* dout,    // (N, OC)
+                               const T* inp,     // (N, IC)
+                               const T* weight,  // (OC, IC)
+                               int64_t N, int IC, int OC) {
+  gemm<T>(false, false, N, IC, OC, T(1), dout, OC, weight, IC, T(0), dinp, IC);  // dinp = dout · weight
+  linear_backward<T>(nullptr, dweight, dout, inp, weight, N, IC, OC);            // dweight += doutᵀ · inp
 }
 
 template <typename T>
@@ -66,20 +80,17 @@ void block_backward(const BlockContext<T>& ctx, const BlockWeights<T>& w, const 
   const int64_t N = int64_t(ctx.B) * ctx.T_len;
   const int C = s.C, Hf = s.Hf;
   // x_out = x_mid + W2 · act: d x_mid starts as d x_out (kept in g.dresid).
-  zero(g.dact, N * Hf);
-  linear_backward(g.dact, dw.w2, g.dresid, a.ffn_act, w.w2, N, Hf, C);
+  linear_backward_overwrite(g.dact, dw.w2, g.dresid, a.ffn_act, w.w2, N, Hf, C);
   zero(g.dgate_up, N * 2 * Hf);
   swiglu_backward(g.dgate_up, g.dact, a.ffn_gate_up, N, Hf);
-  zero(g.dnorm, N * C);
-  linear_backward(g.dnorm, dw.w13, g.dgate_up, a.ffn_norm, w.w13, N, C, 2 * Hf);
+  linear_backward_overwrite(g.dnorm, dw.w13, g.dgate_up, a.ffn_norm, w.w13, N, C, 2 * Hf);
   rmsnorm_backward(g.dresid, dw.ffn_norm, g.dnorm, a.resid_mid, w.ffn_norm, a.ffn_rstd, N, C);
   // x_mid = x + Wo · attn_out: g.dresid now holds d x_mid, which is also d x's residual part.
-  zero(g.dattn_out, N * C);
-  linear_backward(g.dattn_out, dw.wo, g.dresid, a.attn_out, w.wo, N, C, C);
+  linear_backward_overwrite(g.dattn_out, dw.wo, g.dresid, a.attn_out, w.wo, N, C, C);
   zero(g.dq, N * C);
   zero(g.dk, N * C);
   zero(g.dv, N * C);
-  zero(g.dnorm, N * C);
+  if (s.is_gated()) zero(g.dnorm, N * C);  // the gate adds its part of dn first
   attention_layer_backward(s, w, dw, g.dq, g.dk, g.dv, g.dnorm, g.dattn_out, a.attn_out, attention_args(ctx, a));
   T* dq = g.dq;
   T* dk = g.dk;
@@ -91,7 +102,10 @@ void block_backward(const BlockContext<T>& ctx, const BlockWeights<T>& w, const 
     dq = g.dq_pre;
     dk = g.dk_pre;
   }
-  linear_backward(g.dnorm, dw.wq, dq, a.attn_norm, w.wq, N, C, C);
+  if (s.is_gated())
+    linear_backward(g.dnorm, dw.wq, dq, a.attn_norm, w.wq, N, C, C);
+  else
+    linear_backward_overwrite(g.dnorm, dw.wq, dq, a.attn_norm, w.wq, N, C, C);
   linear_backward(g.dnorm, dw.wk, dk, a.attn_norm, w.wk, N, C, C);
   linear_backward(g.dnorm, dw.wv, g.dv, a.attn_norm, w.wv, N, C, C);
   rmsnorm_backward(g.dresid, dw.attn_norm, g.dnorm, a.resid_in, w.attn_norm, a.attn_rstd, N, C);

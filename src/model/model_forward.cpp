@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "kernels/gemm.h"
 #include "layers/cross_entropy.h"
 #include "layers/embedding.h"
 #include "layers/linear.h"
@@ -74,8 +75,8 @@ void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const
   std::memset(g.dlogits, 0, sizeof(T) * static_cast<size_t>(N * s.V));
   cross_entropy_backward(g.dlogits, a.probs, targets, g.dlosses, N, s.V);
   // logits = final_norm · lm_headᵀ
-  std::memset(g.dnorm, 0, sizeof(T) * static_cast<size_t>(N * s.C));
-  linear_backward(g.dnorm, m.g.lm_head, g.dlogits, a.final_norm, m.w.lm_head, N, s.C, s.V);
+  gemm<T>(false, false, N, s.C, s.V, T(1), g.dlogits, s.V, m.w.lm_head, s.C, T(0), g.dnorm, s.C);  // dnorm = dlogits · W
+  linear_backward<T>(nullptr, m.g.lm_head, g.dlogits, a.final_norm, m.w.lm_head, N, s.C, s.V);        // dW += dlogitsᵀ · n
   std::memset(g.dresid, 0, sizeof(T) * static_cast<size_t>(N * s.C));
   rmsnorm_backward(g.dresid, m.g.final_norm, g.dnorm, a.resid_final, m.w.final_norm, a.final_rstd, N, s.C);
   for (int l = s.L - 1; l >= 0; --l)

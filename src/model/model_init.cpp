@@ -26,6 +26,7 @@ void Model<T>::zero_grad() {
 
 template <typename T>
 void model_draw_random(const ModelSpec& s, uint64_t seed, uint64_t step, T* out) {
+  if (!s.is_rfa()) return;  // softmax has no random matrices
   const int64_t per_layer = int64_t(s.H) * s.D * s.Dh;
   // Layers are independent streams: draw them in parallel (no gemm inside).
   parallel_for(s.L, [&](int64_t l) {

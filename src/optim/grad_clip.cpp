@@ -20,8 +20,16 @@ double grad_norm(const float* grads, int64_t n) {
   const int64_t per_block = (n + kNormBlocks - 1) / kNormBlocks;
   parallel_for(kNormBlocks, [&](int64_t b) {
     int64_t begin = std::min(n, b * per_block), end = std::min(n, begin + per_block);
+    // Eight independent lanes break the add dependency chain so the loop vectorises
+    // (without -ffast-math the compiler may not reorder one running sum itself).
+    double lane[8] = {};
+    int64_t i = begin;
+    for (; i + 8 <= end; i += 8) {
+      for (int k = 0; k < 8; ++k) lane[k] += static_cast<double>(grads[i + k]) * grads[i + k];
+    }
+    for (; i < end; ++i) lane[0] += static_cast<double>(grads[i]) * grads[i];
     double sum = 0;
-    for (int64_t i = begin; i < end; ++i) sum += static_cast<double>(grads[i]) * grads[i];
+    for (double x : lane) sum += x;
     partial[b] = sum;
   });
   double total = 0;

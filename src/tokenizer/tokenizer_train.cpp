@@ -43,7 +43,7 @@ size_t cut_position(std::string_view text) {
 }
 
 // Streams the corpus one line (or piece of a long line) at a time; skips empty lines.
-class CorpusLines : public sentencepiece::SentenceIterator {
+class CorpusLines final : public sentencepiece::SentenceIterator {
  public:
   explicit CorpusLines(const std::string& path) : in_(path, std::ios::binary) { Next(); }
 

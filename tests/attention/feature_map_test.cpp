@@ -17,8 +17,8 @@ namespace {
 void phi_rows(std::vector<double>& phi, const std::vector<double>& x, const std::vector<double>& sigma,
               const std::vector<double>& W, FeatureMapKind kind, int N, int D, int Dh, double eps_n) {
   const int F = feature_count(kind, D);
-  std::vector<double> xbar(Dh), u(D), Wt(W.size());
-  feature_map_transpose(Wt.data(), W.data(), D, Dh);
+  std::vector<double> xbar(Dh), u(D + Dh), Wt(feature_map_packed_size(D, Dh));
+  feature_map_pack_forward(Wt.data(), W.data(), D, Dh);
   for (int i = 0; i < N; ++i) {
     l2_normalize_forward(xbar.data(), x.data() + size_t(i) * Dh, Dh, eps_n);
     feature_map_forward(phi.data() + size_t(i) * F, u.data(), xbar.data(), sigma.data(), Wt.data(), kind, D, Dh);
@@ -44,12 +44,14 @@ TEST_CASE("feature map: normalisation, phi and sigma gradients match central dif
       return rfa::test::weighted_sum(phi.data(), R.data(), phi.size());
     };
     loss();
-    std::vector<double> dx(x.size(), 0.0), dsigma(Dh, 0.0), xbar(Dh), dxbar(Dh), du(D);
+    std::vector<double> dx(x.size(), 0.0), dsigma(Dh, 0.0), xbar(Dh), dxbar(Dh), du(D + Dh);
+    std::vector<double> Wp(feature_map_packed_size(D, Dh));
+    feature_map_pack_backward(Wp.data(), W.data(), D, Dh);
     for (int i = 0; i < N; ++i) {
       double r = l2_normalize_forward(xbar.data(), x.data() + size_t(i) * Dh, Dh, eps_n);
       std::fill(dxbar.begin(), dxbar.end(), 0.0);
       feature_map_backward(dxbar.data(), dsigma.data(), du.data(), R.data() + size_t(i) * F,
-                           phi.data() + size_t(i) * F, xbar.data(), sigma.data(), W.data(), kind, D, Dh);
+                           phi.data() + size_t(i) * F, xbar.data(), sigma.data(), Wp.data(), kind, D, Dh);
       l2_normalize_backward(dx.data() + size_t(i) * Dh, dxbar.data(), xbar.data(), r, Dh);
     }
     rfa::test::GradCheckTolerance tol{1e-6, 1e-6, 1e-9};
@@ -60,10 +62,10 @@ TEST_CASE("feature map: normalisation, phi and sigma gradients match central dif
 
 TEST_CASE("feature map: gaussian features have unit norm and estimate the Gaussian kernel") {
   const int D = 4096, Dh = 8, F = 2 * D;
-  std::vector<float> W(size_t(D) * Dh), sigma(Dh, 1.0f), u(D), phi_x(F), phi_y(F), xbar(Dh), ybar(Dh);
+  std::vector<float> W(size_t(D) * Dh), sigma(Dh, 1.0f), u(D + Dh), phi_x(F), phi_y(F), xbar(Dh), ybar(Dh);
   random_features_draw(W.data(), 3, 0, 0, 1, D, Dh, false);
-  std::vector<float> Wt(W.size());
-  feature_map_transpose(Wt.data(), W.data(), D, Dh);
+  std::vector<float> Wt(feature_map_packed_size(D, Dh));
+  feature_map_pack_forward(Wt.data(), W.data(), D, Dh);
   auto x = random_vector<float>(Dh, 41), y = random_vector<float>(Dh, 42);
   l2_normalize_forward(xbar.data(), x.data(), Dh, 1e-6f);
   l2_normalize_forward(ybar.data(), y.data(), Dh, 1e-6f);

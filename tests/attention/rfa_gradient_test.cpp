@@ -108,3 +108,55 @@ TEST_CASE("rfa: the denominator floor passes no gradient where it is active") {
     CHECK(den.free > 5);
   }
 }
+
+namespace {
+
+template <typename T>
+struct Grads {
+  std::vector<T> dq, dk, dv, dn, dsigma, dgw, dgb;
+};
+
+// Forward + backward with dout = R; returns every gradient.
+template <typename T>
+Grads<T> run_backward(RfaProblem<T>& p, const std::vector<T>& R) {
+  const size_t act = p.out.size();
+  Grads<T> g{std::vector<T>(act), std::vector<T>(act), std::vector<T>(act), std::vector<T>(act),
+             std::vector<T>(p.sigma.size()), std::vector<T>(p.gate_w.size()), std::vector<T>(p.gate_b.size())};
+  p.forward();
+  rfa_backward(RfaInputGrads<T>{g.dq.data(), g.dk.data(), g.dv.data(), g.dn.data()},
+               RfaParamGrads<T>{g.dsigma.data(), g.dgw.data(), g.dgb.data()}, p.workspace(), R.data(), p.out.data(),
+               p.saved.data(), p.inputs(), p.params(), p.cfg, p.d);
+  return g;
+}
+
+// |a - b| <= tol * max|b|: float kernels (polynomial sin/cos/exp, float sums) against double.
+void check_scaled(const char* name, const std::vector<float>& a, const std::vector<double>& b, double tol) {
+  double scale = 0;
+  for (double x : b) scale = std::max(scale, std::abs(x));
+  rfa::test::check_close(name, a.data(), b.data(), a.size(), 0.0, tol * scale);
+}
+
+}  // namespace
+
+TEST_CASE("rfa: the float forward and backward agree with the double ones") {
+  for (FeatureMapKind kind : {FeatureMapKind::gaussian, FeatureMapKind::arccos}) {
+    CAPTURE(int(kind));
+    RfaConfig cfg;
+    cfg.gated = true, cfg.feature_map = kind, cfg.num_features = 16, cfg.chunk_size = 16, cfg.eps_d = 0.05;
+    AttentionDims d{2, 40, 2, 8};
+    RfaProblem<double> pd(cfg, d, 700);
+    RfaProblem<float> pf(cfg, d, 700);  // same draws, rounded to float
+    auto Rd = rfa::test::random_vector<double>(pd.out.size(), 71);
+    auto Rf = rfa::test::random_vector<float>(pf.out.size(), 71);
+    auto gd = run_backward(pd, Rd);
+    auto gf = run_backward(pf, Rf);
+    check_scaled("out", pf.out, pd.out, 1e-5);
+    check_scaled("dq", gf.dq, gd.dq, 2e-5);
+    check_scaled("dk", gf.dk, gd.dk, 2e-5);
+    check_scaled("dv", gf.dv, gd.dv, 2e-5);
+    check_scaled("dn", gf.dn, gd.dn, 2e-5);
+    check_scaled("dsigma", gf.dsigma, gd.dsigma, 2e-5);
+    check_scaled("dgate_w", gf.dgw, gd.dgw, 2e-5);
+    check_scaled("dgate_b", gf.dgb, gd.dgb, 2e-5);
+  }
+}

@@ -67,3 +67,28 @@ TEST_CASE("model flops: 6 N tokens for the matmuls, attention terms by hand") {
   double per_head = 4 * 4 * 8 + 4 * 8 * 9 + 2 * 8 * 8 + 2 * 8 * 9;
   CHECK(fr.attention == doctest::Approx(3.0 * 2 * per_head * 2 * 8));
 }
+
+#include "model/activations_dump.h"
+#include "model/model_forward.h"
+
+TEST_CASE("activations dump: every intermediate by name, with the forward's values") {
+  ModelSpec spec = small_spec(AttentionKind::rfa_gate, true);
+  Model<float> model(spec);
+  model_init(model, 3);
+  Activations<float> acts(spec, 2, 8);
+  std::vector<int32_t> in(16), tg(16);
+  for (int i = 0; i < 16; ++i) in[i] = i % 30, tg[i] = (i + 1) % 30;
+  model_forward(model, acts, in.data(), tg.data(), model.random_fixed());
+  test::TempDir dir;
+  activations_dump(acts, dir / "acts.safetensors");
+  SafetensorsFile f = safetensors_read(dir / "acts.safetensors");
+  const Tensor* t = f.find("layers.1.ffn.gate_up");
+  REQUIRE(t != nullptr);
+  CHECK(t->shape == std::vector<int64_t>{2, 8, 2 * spec.Hf});
+  std::vector<float> got(static_cast<size_t>(2 * 8 * 2 * spec.Hf));
+  tensor_copy_to(*t, got.data(), static_cast<int64_t>(got.size()));
+  CHECK(std::equal(got.begin(), got.end(), acts.layers[1].ffn_gate_up));
+  CHECK(f.find("layers.0.attn.q") != nullptr);
+  CHECK(f.find("logits") != nullptr);
+  CHECK(f.tensors.size() == acts.tensors().size());
+}

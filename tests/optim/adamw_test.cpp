@@ -80,8 +80,22 @@ TEST_CASE("adamw: parallel kernel matches the double reference across blocks and
   double worst = 0;
   for (int64_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(double(p[i]) - p_ref[i]));
   CHECK(worst < 1e-5);
-  // The non-decayed element 5000 differs from a decayed run: decay was skipped there.
-  CHECK(mask.ranges.size() == 5);
+  CHECK(mask.ranges.size() == 5);  // alternating flags: nothing merged
+
+  // Against a run with no decay anywhere: equal exactly where the mask says no decay.
+  DecayMask none = decay_mask_build({{0, n, false}}, n);
+  auto p_none = test::random_vector<float>(n, 1);
+  std::vector<float> m_none(n, 0.0f), v_none(n, 0.0f);
+  for (int64_t t = 1; t <= 3; ++t) adamw_update(hyper(t), none, p_none.data(), g.data(), m_none.data(), v_none.data(), n);
+  int64_t equal_decayed = 0, differ_plain = 0;
+  for (const DecayRange& r : mask.ranges) {
+    for (int64_t i = r.offset; i < r.offset + r.count; ++i) {
+      if (r.decay && p[i] == p_none[i] && p[i] != 0.0f) ++equal_decayed;
+      if (!r.decay && p[i] != p_none[i]) ++differ_plain;
+    }
+  }
+  CHECK(differ_plain == 0);
+  CHECK(equal_decayed < n / 1000);  // decay of 1e-2 * |p| almost always changes the float
 }
 
 TEST_CASE("adamw: decay mask rejects gaps, overlaps and wrong totals and merges neighbours") {
