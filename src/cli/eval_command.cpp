@@ -88,7 +88,7 @@ void run_eval(const EvalArgs& a) {
     add("attention", json_quote(kind));
     add("source", json_quote(text.source));
     add("method", json_quote(r.method));
-    if (!m.model->spec.is_rfa()) {
+    if (r.window > 0) {
       add("window", std::to_string(r.window));
       add("stride", std::to_string(r.stride));
     }
@@ -128,8 +128,10 @@ void register_eval_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--max-tokens", args->max_tokens, "Evaluate only the first N tokens (0 = all)")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of a table");
-  cmd->add_option("--stride", args->options.stride, "Softmax: sliding-window advance (0 = context / 2)")
+  cmd->add_option("--stride", args->options.stride, "Sliding-window advance (0 = context / 2)")
       ->capture_default_str();
+  cmd->add_flag("--sliding", args->options.sliding,
+                "RFA too: sliding windows of the training context instead of one pass (compare with softmax)");
   cmd->add_option("--segment", args->options.segment, "RFA: tokens per prefill segment (state carried across)")
       ->capture_default_str();
   cmd->callback([args, &action] { action = [args] { run_eval(*args); }; });

@@ -100,7 +100,7 @@ PerplexityResult perplexity_evaluate(Model<float>& model, std::span<const int32_
   r.tokens = static_cast<int64_t>(x.size()) - 1;
   r.bytes = bytes;
   Progress progress(r.tokens, o.progress);
-  if (s.is_rfa()) {
+  if (s.is_rfa() && !o.sliding) {
     r.method = fmt::format("one pass, recurrent state carried across segments of {} tokens (no context limit)",
                            std::min<int64_t>(o.segment, r.tokens));
     r.nll_sum = nll_recurrent(model, x, o, progress);

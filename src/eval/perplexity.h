@@ -3,7 +3,7 @@
 // log-likelihood of x[t+1] given x[0..t], over every t in [0, N-1).
 //   RFA kinds: one pass over the whole text, prefilled segment by segment with the
 //              recurrent state carried across segments (no context limit).
-//   softmax:   sliding windows of context_length tokens advancing by `stride`;
+//   softmax (or `sliding`): windows of context_length tokens advancing by `stride`;
 //              each window scores only targets no earlier window scored, so every
 //              target is scored once with at least context_length - stride tokens
 //              of context (fewer only at the very start).
@@ -18,7 +18,8 @@ namespace rfa {
 
 struct PerplexityOptions {
   int segment = 512;   // RFA: tokens per prefill segment (memory only; the result does not depend on it)
-  int stride = 0;      // softmax: window advance; 0 = context_length / 2 (at least 1)
+  int stride = 0;      // sliding windows: window advance; 0 = context_length / 2 (at least 1)
+  bool sliding = false;  // RFA kinds too: sliding windows like softmax (like-for-like comparison)
   bool progress = true;  // log a progress line with ETA every few seconds
 };
 

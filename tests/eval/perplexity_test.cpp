@@ -78,9 +78,11 @@ TEST_CASE("perplexity: rfa_gate, one pass with state carried across segments") {
   }
 }
 
-TEST_CASE("perplexity: softmax sliding window scores each target once") {
+namespace {
+
+void check_sliding(AttentionKind kind) {
   const int N = 30, ctx = 8;
-  Model<float> model(spec_of(AttentionKind::softmax, ctx));
+  Model<float> model(spec_of(kind, ctx));
   model_init(model, 4);
   const std::vector<int32_t> x = text(N);
   for (int stride : {3, 8}) {
@@ -97,6 +99,7 @@ TEST_CASE("perplexity: softmax sliding window scores each target once") {
     }
     PerplexityOptions o;
     o.stride = stride;
+    o.sliding = true;  // needed by RFA kinds only
     o.progress = false;
     PerplexityResult r = perplexity_evaluate(model, x, 77, o);
     CHECK(r.window == ctx);
@@ -105,6 +108,12 @@ TEST_CASE("perplexity: softmax sliding window scores each target once") {
     CHECK(r.nll_sum == doctest::Approx(sum).epsilon(1e-5));
   }
 }
+
+}  // namespace
+
+TEST_CASE("perplexity: softmax sliding window scores each target once") { check_sliding(AttentionKind::softmax); }
+
+TEST_CASE("perplexity: rfa_gate with --sliding uses the same windows") { check_sliding(AttentionKind::rfa_gate); }
 
 TEST_CASE("perplexity: token_nll and input errors") {
   const std::vector<float> row = {0.f, std::log(3.f)};  // probabilities 1/4, 3/4
