@@ -37,6 +37,8 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   if (s.is_rfa()) {
     AttentionDims d{B_, S_max_, s.H, s.Dh};
     workspace_size_ = static_cast<int64_t>(rfa_workspace_size(rfa_config_, d, thread_count()));
+  } else {
+    workspace_size_ = static_cast<int64_t>(softmax_cache_prefill_scratch(S_max_, static_cast<int>(o.max_positions)));
   }
   ArenaPlan<T> plan;
   const int64_t ox = plan.take(N * C), on = plan.take(N * C), oq = plan.take(N * C), ok = plan.take(N * C),
@@ -120,7 +122,8 @@ void Decoder<T>::attention(int l, int S, bool recurrent) {
   if (recurrent)
     softmax_decode_step(att_, kv_[static_cast<size_t>(l)], q_, k_, v_);
   else
-    softmax_cache_prefill(att_, kv_[static_cast<size_t>(l)], q_, k_, v_, S);
+    softmax_cache_prefill(att_, kv_[static_cast<size_t>(l)], Workspace<T>{workspace_, static_cast<size_t>(workspace_size_)},
+                          q_, k_, v_, S);
 }
 
 template <typename T>

@@ -94,7 +94,7 @@ class Decoder {
   T* logits_ = nullptr;   // (B, S, V)
   T* last_ = nullptr;     // (B, V) last-position logits of the latest prefill
   const T* last_logits_ = nullptr;  // last_ or logits_ (after a step)
-  T* workspace_ = nullptr;  // RFA chunked-form workspace
+  T* workspace_ = nullptr;  // RFA chunked-form workspace, or softmax prefill scores (S, max_positions)
   T* random_t_ = nullptr;   // (L, H, Dh, D) the fixed random matrices transposed, for the step
   int64_t workspace_size_ = 0;
   std::vector<int32_t> segment_tokens_;  // (B, S) staging for prefill_all with B > 1
