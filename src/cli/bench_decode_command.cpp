@@ -88,13 +88,14 @@ KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeA
       for (const RfaState<float>& s : dec.rfa_states()) snapshot.push_back(s.S);
     }
     std::vector<double> runs, cpu_runs;
-    for (int rep = 0; rep < a.repeats; ++rep) {
+    for (int rep = -1; rep < a.repeats; ++rep) {  // rep -1 warms caches up after the prefill; not recorded
       if (rfa)
         for (size_t l = 0; l < snapshot.size(); ++l) dec.rfa_states()[l].S = snapshot[l];  // same size: no realloc
       dec.set_position(p);
       const double cpu0 = process_cpu_seconds();
       Timer t;
       for (int i = 0; i < a.steps; ++i) dec.step(&tokens[static_cast<size_t>(p + i)]);
+      if (rep < 0) continue;
       runs.push_back(t.ms() / a.steps);
       cpu_runs.push_back((process_cpu_seconds() - cpu0) * 1e3 / a.steps);
     }
