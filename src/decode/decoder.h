@@ -5,7 +5,9 @@
 //   RFA kinds: state S (B, H, F, Dh+1) per layer, O(F·Dh) work and memory per
 //              head and token whatever the position; no length limit.
 //   softmax:   a KV cache per layer (B, H, max_positions, Dh), O(t) per token.
-// Uses the model's FIXED evaluation random matrices. Everything (activations of
+// Uses the model's FIXED evaluation random matrices, copied (transposed, for the
+// step's feature map) at construction: build the decoder after loading the
+// weights. Other weights are read live from the model. Everything (activations of
 // one segment, states or caches, the RoPE table) is allocated by the
 // constructor; prefill() and step() never allocate.
 //
