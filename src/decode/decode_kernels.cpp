@@ -13,7 +13,6 @@ void gemm_decode(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T 
   // Always one thread: measured here, oneDNN's threaded matrix-vector product
   // is 10-1000x slower than its serial one (it forks for a product that streams
   // a few hundred KB), and on a busy machine the second thread may not run at all.
-  (void)kDecodeParallelWork;
   const int threads = thread_count();
   thread_count_set(1);  // oneDNN reads the OpenMP thread count at each call
   gemm<T>(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
