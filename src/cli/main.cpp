@@ -26,6 +26,11 @@ int main(int argc, char** argv) {
   // Subcommands register here (see cli/commands.h).
   register_tokenizer_command(app, action);
   register_data_command(app, action);
+  register_train_command(app, action);
+  register_bench_command(app, action);
+  register_generate_command(app, action);
+  register_eval_command(app, action);
+  register_bench_decode_command(app, action);
 
   try {
     app.parse(argc, argv);

@@ -12,7 +12,7 @@
 
 namespace rfa {
 
-std::string file_read_bytes(const std::string& path) {
+std::string file_read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open {}: {}", path, std::strerror(errno));
   in.seekg(0, std::ios::end);

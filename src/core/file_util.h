@@ -9,7 +9,7 @@
 namespace rfa {
 
 // Throws Error naming the path if it cannot be read.
-std::string file_read_bytes(const std::string& path);
+std::string file_read_all(const std::string& path);
 // "<path>.tmp.<pid>": unique per process, in the target's directory (same filesystem).
 std::string file_temp_path(const std::string& path);
 // Renames temp over path; throws Error (and removes temp) on failure.

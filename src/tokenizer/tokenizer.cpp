@@ -41,7 +41,7 @@ Tokenizer::~Tokenizer() = default;
 Tokenizer Tokenizer::load(const std::string& path) {
   std::string bytes;
   try {
-    bytes = file_read_bytes(path);
+    bytes = file_read_all(path);
   } catch (const Error& e) {
     fail("tokenizer model {} cannot be read ({}); train it with `rfa tokenizer train` or fix tokenizer.path",
          path, e.what());

@@ -119,7 +119,7 @@ TEST_CASE("token file: open rejects files that do not match or are damaged") {
   Tokenizer tok = train(dir, corpus, 340, "a.model");
   std::string good = dir.file("good.tokens");
   token_file_prepare(corpus, tok, good, 0.1);
-  std::string bytes = file_read_bytes(good);
+  std::string bytes = file_read_all(good);
   auto copy = [&](const std::string& name, const std::string& content) { return dir.write(name, content); };
 
   SUBCASE("another tokenizer with the same vocab: checksum mismatch") {

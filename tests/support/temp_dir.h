@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string>
 
+#include <fmt/format.h>  // users (checkpoint tests) rely on it
+
 namespace rfa::test {
 
 class TempDir {

@@ -1,0 +1,65 @@
+// rfa bench train --config F [--steps N] [--warmup N]: median ms/step,
+// tokens/s and achieved GFLOP/s of the training step, against the sgemm peak.
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/config_options.h"
+#include "config/config_enums.h"
+#include "core/log.h"
+#include "core/parallel.h"
+#include "model/model_flops.h"
+#include "tokenizer/tokenizer.h"
+#include "train/train_bench.h"
+
+#include <filesystem>
+
+namespace rfa {
+namespace {
+
+struct BenchOptions {
+  ConfigOptions config;
+  int steps = 20;
+  int warmup = 3;
+};
+
+void bench_train(Config config, const BenchOptions& o) {
+  if (config.model.vocab_size == 0) {
+    // Follow the tokenizer when it exists; else its configured size stands in.
+    config.model.vocab_size = std::filesystem::exists(config.tokenizer.path)
+                                  ? Tokenizer::load(config.tokenizer.path).vocab_size()
+                                  : config.tokenizer.vocab_size;
+  }
+  const ModelSpec spec = model_spec_make(config.model, config.attention);
+  const int B = config.train.batch_size, T = spec.model.context_length;
+  log_info("bench", "{} attention, L={} C={} H={} T={} V={} B={}x{}, {} threads, {} steps after {} warm-up",
+           enum_name(spec.attention.kind), spec.L, spec.C, spec.H, T, spec.V, B, config.train.grad_accum,
+           thread_count(), o.steps, o.warmup);
+  TrainBenchResult r = train_bench(config, o.steps, o.warmup);
+  FlopCount f = model_train_flops(spec, int64_t(B) * config.train.grad_accum, T);
+  log_info("bench", "median {:.2f} ms/step (min {:.2f}): forward {:.2f}, backward {:.2f}, optimizer {:.2f}",
+           r.median_ms, r.min_ms, r.median_forward_ms, r.median_backward_ms, r.median_optimizer_ms);
+  log_info("bench", "{:.0f} tokens/s; {:.3f} GFLOP/step ({:.3f} matmul 6*N*tokens + {:.3f} attention)", r.tokens_per_s,
+           f.total() / 1e9, f.matmul / 1e9, f.attention / 1e9);
+  log_info("bench", "{:.1f} GFLOP/s achieved = {:.0f}% of the measured sgemm peak {:.1f} GFLOP/s", r.gflops,
+           100.0 * r.gflops / r.gemm_peak_gflops, r.gemm_peak_gflops);
+}
+
+}  // namespace
+
+void register_bench_command(CLI::App& app, CommandAction& action) {
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
+  bench->require_subcommand(1);
+  CLI::App* train = bench->add_subcommand("train", "Time the training step on random tokens");
+  auto o = std::make_shared<BenchOptions>();
+  config_options_add(*train, o->config);
+  train->add_option("--steps", o->steps, "Timed steps")->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--warmup", o->warmup, "Untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  train->callback([&action, o] {
+    action = [o] {
+      std::optional<Config> config = config_options_load(o->config);
+      if (config) bench_train(*config, *o);
+    };
+  });
+}
+
+}  // namespace rfa

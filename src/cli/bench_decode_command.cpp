@@ -1,0 +1,174 @@
+// rfa bench decode [--config FILE] [--set k=v]... [--positions 64,512,2048,8192] [--steps N] [--repeats R]
+// ms/token of one decoding step at several positions, for rfa_gate and for
+// softmax of the same width and depth (random weights: the cost does not depend
+// on them). Median over repeats; printed as a table and as JSON.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "checkpoint/json.h"
+#include "cli/commands.h"
+#include "config/config_load.h"
+#include "core/cpu_timer.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/parallel.h"
+#include "core/rng.h"
+#include "core/timer.h"
+#include "decode/decoder.h"
+#include "model/model_spec.h"
+
+namespace rfa {
+namespace {
+
+struct BenchDecodeArgs {
+  std::string config;
+  std::vector<std::string> sets;
+  std::vector<int64_t> positions = {64, 512, 2048, 8192};
+  int steps = 64;
+  int repeats = 7;
+  int vocab = 384;  // the tinyshakespeare char model's upper bound
+  bool rfa_only = false;  // skip softmax (profiling the RFA step)
+};
+
+struct KindResult {
+  std::vector<double> ms;          // per position: median wall ms/token
+  std::vector<double> cpu_ms;      // per position: median process CPU ms/token (all threads)
+  std::vector<int64_t> state;      // per position: state bytes
+  double prefill_tokens_per_s = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeArgs& a) {
+  ModelConfig mc = base.model;
+  mc.vocab_size = a.vocab;
+  AttentionConfig ac = base.attention;
+  ac.kind = kind;
+  Model<float> model(model_spec_make(mc, ac));
+  model_init(model, 1);
+  const int64_t max_p = *std::max_element(a.positions.begin(), a.positions.end());
+  DecoderOptions o;
+  o.max_segment = 512;
+  o.max_positions = max_p + a.steps;
+  Decoder<float> dec(model, o);
+  std::vector<int32_t> tokens(static_cast<size_t>(max_p + a.steps));
+  CounterRng rng(7);
+  for (int32_t& t : tokens) t = static_cast<int32_t>(rng.below(static_cast<uint64_t>(a.vocab)));
+
+  KindResult r;
+  const bool rfa = model.spec.is_rfa();
+  if (!rfa) {
+    // A causal cache truncated to P is exactly the cache after P tokens: prefill once.
+    Timer t;
+    dec.prefill_all(tokens.data(), max_p);
+    r.prefill_tokens_per_s = max_p / t.seconds();
+  }
+  std::vector<std::vector<float>> snapshot;
+  // Longest first: a softmax cache can only be truncated, never extended for free.
+  std::vector<size_t> order(a.positions.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return a.positions[x] > a.positions[y]; });
+  r.ms.assign(order.size(), 0);
+  r.cpu_ms.assign(order.size(), 0);
+  r.state.assign(order.size(), 0);
+  for (size_t index : order) {
+    const int64_t p = a.positions[index];
+    if (rfa) {
+      dec.reset();
+      Timer t;
+      dec.prefill_all(tokens.data(), p);
+      r.prefill_tokens_per_s = std::max(r.prefill_tokens_per_s, p / t.seconds());
+      snapshot.clear();
+      for (const RfaState<float>& s : dec.rfa_states()) snapshot.push_back(s.S);
+    }
+    std::vector<double> runs, cpu_runs;
+    for (int rep = -1; rep < a.repeats; ++rep) {  // rep -1 warms caches up after the prefill; not recorded
+      if (rfa)
+        for (size_t l = 0; l < snapshot.size(); ++l) dec.rfa_states()[l].S = snapshot[l];  // same size: no realloc
+      dec.set_position(p);
+      const double cpu0 = process_cpu_seconds();
+      Timer t;
+      for (int i = 0; i < a.steps; ++i) dec.step(&tokens[static_cast<size_t>(p + i)]);
+      if (rep < 0) continue;
+      runs.push_back(t.ms() / a.steps);
+      cpu_runs.push_back((process_cpu_seconds() - cpu0) * 1e3 / a.steps);
+    }
+    dec.set_position(p);
+    r.ms[index] = median(runs);
+    r.cpu_ms[index] = median(cpu_runs);
+    r.state[index] = dec.state_bytes();
+    log_info("bench", "{} position {}: {:.4f} ms/token wall, {:.4f} ms/token CPU", attention_kind_name(kind), p,
+             r.ms[index], r.cpu_ms[index]);
+  }
+  return r;
+}
+
+void run_bench_decode(const BenchDecodeArgs& a) {
+  if (a.positions.empty()) fail("--positions is empty");
+  for (int64_t p : a.positions)
+    if (p < 1) fail("--positions: {} must be >= 1", p);
+  if (a.steps < 1 || a.repeats < 1) fail("--steps {} and --repeats {} must be >= 1", a.steps, a.repeats);
+  const Config cfg = config_load(a.config, a.sets);
+  const ModelConfig& m = cfg.model;
+  log_info("bench", "decode: {} layers, width {}, {} heads, vocab {}, D {}, {} threads; {} steps x {} repeats",
+           m.n_layers, m.d_model, m.n_heads, a.vocab, cfg.attention.num_features, thread_count(), a.steps, a.repeats);
+  const KindResult rg = bench_kind(cfg, AttentionKind::rfa_gate, a);
+  const KindResult sm = a.rfa_only ? rg : bench_kind(cfg, AttentionKind::softmax, a);
+
+  std::printf("%9s | %15s | %15s | %16s | %12s | %12s | %14s | %14s\n", "position", "rfa_gate ms/tok",
+              "softmax ms/tok", "softmax/rfa_gate", "rfa_gate CPU", "softmax CPU", "rfa_gate state", "softmax state");
+  std::string rows;
+  for (size_t i = 0; i < a.positions.size(); ++i) {
+    const double ratio = sm.ms[i] / rg.ms[i];
+    std::printf("%9lld | %15.4f | %15.4f | %16.2f | %12.4f | %12.4f | %10.1f KiB | %10.1f KiB\n",
+                static_cast<long long>(a.positions[i]), rg.ms[i], sm.ms[i], ratio, rg.cpu_ms[i], sm.cpu_ms[i],
+                rg.state[i] / 1024.0, sm.state[i] / 1024.0);
+    rows += fmt::format("{}{{\"position\": {}, \"rfa_gate_ms_per_token\": {}, \"softmax_ms_per_token\": {}, "
+                        "\"softmax_over_rfa_gate\": {}, \"rfa_gate_cpu_ms_per_token\": {}, "
+                        "\"softmax_cpu_ms_per_token\": {}, \"rfa_gate_state_bytes\": {}, \"softmax_state_bytes\": {}}}",
+                        i ? ", " : "", a.positions[i], json_number(rg.ms[i]), json_number(sm.ms[i]),
+                        json_number(ratio), json_number(rg.cpu_ms[i]), json_number(sm.cpu_ms[i]), rg.state[i],
+                        sm.state[i]);
+  }
+  // Flatness of rfa_gate: cost at the last position over the first (CPU time: robust to a busy machine).
+  const double flat = rg.cpu_ms.back() / rg.cpu_ms.front();
+  std::printf("rfa_gate: %.0f tokens/s wall (%.0f per CPU second) at position %lld; CPU cost at %lld / at %lld = "
+              "%.3f (%s 10%%)\n",
+              1e3 / rg.ms.front(), 1e3 / rg.cpu_ms.front(), static_cast<long long>(a.positions.front()),
+              static_cast<long long>(a.positions.back()), static_cast<long long>(a.positions.front()), flat,
+              flat <= 1.10 ? "within" : "NOT within");
+  std::printf("prefill: rfa_gate %.0f tokens/s, softmax %.0f tokens/s\n", rg.prefill_tokens_per_s,
+              sm.prefill_tokens_per_s);
+  const std::string json = fmt::format(
+      "{{\"bench\": \"decode\", \"n_layers\": {}, \"d_model\": {}, \"n_heads\": {}, \"vocab\": {}, "
+      "\"num_features\": {}, \"threads\": {}, \"steps\": {}, \"repeats\": {}, \"rows\": [{}], "
+      "\"rfa_gate_last_over_first\": {}, \"rfa_gate_prefill_tokens_per_s\": {}, \"softmax_prefill_tokens_per_s\": {}}}",
+      m.n_layers, m.d_model, m.n_heads, a.vocab, cfg.attention.num_features, thread_count(), a.steps, a.repeats,
+      rows, json_number(flat), json_number(rg.prefill_tokens_per_s), json_number(sm.prefill_tokens_per_s));
+  std::printf("%s\n", json.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void register_bench_decode_command(CLI::App& app, CommandAction& action) {
+  auto args = std::make_shared<BenchDecodeArgs>();
+  CLI::App* group = subcommand_group(app, "bench", "Benchmarks (not tests)");
+  CLI::App* cmd = group->add_subcommand("decode", "ms/token of decoding at several positions, rfa_gate vs softmax");
+  cmd->add_option("--config", args->config, "Model shape from this config (default: 4 layers, width 128)");
+  cmd->add_option("--set", args->sets, "Override a config key: --set model.d_model=256");
+  cmd->add_option("--positions", args->positions, "Positions to time at")->delimiter(',')->capture_default_str();
+  cmd->add_option("--steps", args->steps, "Decoding steps timed per run")->capture_default_str();
+  cmd->add_option("--repeats", args->repeats, "Runs per position (the median is reported)")->capture_default_str();
+  cmd->add_option("--vocab", args->vocab, "Vocabulary size of the benchmark models")->capture_default_str();
+  cmd->add_flag("--rfa-only", args->rfa_only, "Time only rfa_gate (softmax columns repeat it)");
+  cmd->callback([args, &action] { action = [args] { run_bench_decode(*args); }; });
+}
+
+}  // namespace rfa

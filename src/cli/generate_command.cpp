@@ -1,0 +1,133 @@
+// rfa generate RUN_OR_CHECKPOINT --prompt TEXT | --prompt-file FILE [-n N] [--temperature T]
+//   [--top-k K] [--top-p P] [--seed S] [--greedy] [--num-samples N] [--save-state F] [--load-state F]
+// Tokens stream to stdout as they are produced; statistics go to stderr at the end.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "checkpoint/file_io.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "decode/decoder_state_io.h"
+#include "decode/generate.h"
+#include "model/model_load.h"
+
+namespace rfa {
+namespace {
+
+struct GenerateArgs {
+  std::string model;
+  std::string prompt;
+  std::string prompt_file;
+  int64_t max_new_tokens = 256;
+  SamplerConfig sampler;
+  int num_samples = 1;
+  int prefill_segment = 512;
+  std::string save_state;
+  std::string load_state;
+};
+
+std::string bytes_human(int64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  if (bytes < 1024 * 1024) return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0));
+}
+
+void run_generate(const GenerateArgs& a) {
+  if (a.num_samples < 1) fail("--num-samples {} must be at least 1", a.num_samples);
+  if (a.max_new_tokens < 0) fail("-n {} must be >= 0", a.max_new_tokens);
+  if ((!a.save_state.empty() || !a.load_state.empty()) && a.num_samples != 1)
+    fail("--save-state/--load-state continue one text; use --num-samples 1 (got {})", a.num_samples);
+  LoadedModel loaded = model_load(a.model);
+  Model<float>& model = *loaded.model;
+  const Tokenizer& tok = *loaded.tokenizer;
+  const std::string text = a.prompt_file.empty() ? a.prompt : file_read_text(a.prompt_file);
+  const std::vector<int32_t> prompt = tok.encode(text);
+  if (prompt.empty() && a.load_state.empty())
+    fail("the prompt is empty; give --prompt TEXT or --prompt-file FILE (the model has no start token)");
+
+  DecoderOptions o;
+  o.batch = 1;
+  o.max_segment = a.prefill_segment;
+  o.max_positions = static_cast<int64_t>(prompt.size()) + a.max_new_tokens;  // softmax's KV cache
+  if (!model.spec.is_rfa() && o.max_positions > model.spec.model.context_length)
+    log_warn("generate", "softmax model trained on {} positions decodes {} with its KV cache; quality degrades "
+             "past the training context (RFA kinds have no such limit)",
+             model.spec.model.context_length, o.max_positions);
+  Decoder<float> dec(model, o);
+  Sampler sampler(model.spec.V, a.sampler);
+  const std::string checksum = (a.save_state.empty() && a.load_state.empty()) ? "" : model_checksum(model);
+
+  GenerateStats total;
+  for (int sample = 0; sample < a.num_samples; ++sample) {
+    dec.reset();
+    if (!a.load_state.empty()) {
+      decoder_state_load(a.load_state, dec, checksum);
+      log_info("generate", "continuing from {} at position {}", a.load_state, dec.position());
+    }
+    if (sample > 0) std::fputs("\n---------------\n", stdout);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    GenerateStats st = generate(dec, sampler, prompt, a.max_new_tokens, static_cast<uint64_t>(sample), [&](int32_t id) {
+      const std::string piece = tok.decode_token(id);  // short: no heap allocation (SSO)
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    });
+    total.prompt_tokens += st.prompt_tokens;
+    total.prefill_seconds += st.prefill_seconds;
+    total.generated += st.generated;
+    total.decode_seconds += st.decode_seconds;
+    total.state_bytes = st.state_bytes;
+  }
+  std::fputs("\n", stdout);
+  std::fflush(stdout);
+  if (!a.save_state.empty()) {
+    decoder_state_save(a.save_state, dec, checksum);
+    log_info("generate", "state at position {} saved to {} ({}); continue with --load-state", dec.position(),
+             a.save_state, bytes_human(dec.state_bytes()));
+  }
+
+  const char* kind = attention_kind_name(model.spec.attention.kind);
+  log_info("generate", "prompt: {} tokens, prefill {:.0f} tokens/s ({:.1f} ms)", total.prompt_tokens,
+           total.prompt_tokens / std::max(total.prefill_seconds, 1e-9), total.prefill_seconds * 1e3);
+  log_info("generate", "generated: {} tokens in {} sample(s), {:.0f} tokens/s, {:.3f} ms/token", total.generated,
+           a.num_samples, total.generated / std::max(total.decode_seconds, 1e-9),
+           total.decode_seconds * 1e3 / std::max<int64_t>(total.generated, 1));
+  if (model.spec.is_rfa())
+    log_info("generate", "state: {} ({} recurrent state, fixed size whatever the length)",
+             bytes_human(total.state_bytes), kind);
+  else
+    log_info("generate", "state: {} ({} KV cache at position {}; grows with the text)", bytes_human(total.state_bytes),
+             kind, dec.position());
+}
+
+}  // namespace
+
+void register_generate_command(CLI::App& app, CommandAction& action) {
+  auto args = std::make_shared<GenerateArgs>();
+  CLI::App* cmd = app.add_subcommand("generate", "Generate text from a trained model (streams to stdout)");
+  cmd->add_option("model", args->model, "Run directory or checkpoint directory")->required();
+  auto* prompt = cmd->add_option("-p,--prompt", args->prompt, "Prompt text");
+  auto* file = cmd->add_option("-f,--prompt-file", args->prompt_file, "Read the prompt from this file");
+  prompt->excludes(file);
+  cmd->add_option("-n,--n-predict,--max-new-tokens", args->max_new_tokens, "Tokens to generate")
+      ->capture_default_str();
+  cmd->add_option("--temp,--temperature", args->sampler.temperature, "Sampling temperature (0 = greedy)")
+      ->capture_default_str();
+  cmd->add_option("--top-k", args->sampler.top_k, "Keep the K most likely tokens (0 = all)")->capture_default_str();
+  cmd->add_option("--top-p", args->sampler.top_p, "Nucleus: keep the smallest set with probability >= P (1 = all)")
+      ->capture_default_str();
+  args->sampler.seed = 1337;
+  cmd->add_option("-s,--seed", args->sampler.seed, "Random seed (same seed, same text)")->capture_default_str();
+  cmd->add_flag("--greedy", args->sampler.greedy, "Always take the most likely token");
+  cmd->add_option("--num-samples", args->num_samples, "Independent samples of the same prompt")
+      ->capture_default_str();
+  cmd->add_option("--prefill-segment", args->prefill_segment, "Prompt tokens per parallel prefill call")
+      ->capture_default_str();
+  cmd->add_option("--save-state", args->save_state, "After generating, save the RFA state to this file");
+  cmd->add_option("--load-state", args->load_state, "Continue from a state saved with --save-state");
+  cmd->callback([args, &action] { action = [args] { run_generate(*args); }; });
+}
+
+}  // namespace rfa

@@ -1,0 +1,138 @@
+#include "decode/decode_step_attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "attention/feature_map.h"
+#include "attention/rfa_layout.h"
+#include "attention/vector_math.h"
+#include "core/error.h"
+#include "decode/decode_kernels.h"
+#include "kernels/reduce.h"
+
+namespace rfa {
+namespace {
+
+// phi (F) of one row x (Dh): x̄ = x / sqrt(|x|² + eps_n), u = W (sigma ⊙ x̄), then sin/cos or relu.
+// Wt: (Dh, D). sx: (Dh) scratch, u: (D) scratch.
+template <typename T>
+void feature_row(T* phi, T* sx, T* u, const T* x, const T* sigma, const T* Wt, const RfaConfig& c, int D, int Dh) {
+  const T r = T(1) / std::sqrt(row_sum_squares(x, Dh) + T(c.eps_n));
+#pragma omp simd
+  for (int j = 0; j < Dh; ++j) sx[j] = sigma[j] * (x[j] * r);
+  std::fill(u, u + D, T(0));
+  for (int j = 0; j < Dh; ++j) {
+    const T* w = Wt + static_cast<size_t>(j) * D;
+    const T a = sx[j];
+#pragma omp simd
+    for (int i = 0; i < D; ++i) u[i] += a * w[i];
+  }
+  const T scale = T(1) / std::sqrt(T(D));
+  if (c.feature_map == FeatureMapKind::gaussian) {
+    sincos_row(phi, phi + D, u, D);
+#pragma omp simd
+    for (int i = 0; i < 2 * D; ++i) phi[i] *= scale;
+  } else {
+#pragma omp simd
+    for (int i = 0; i < D; ++i) phi[i] = u[i] > T(0) ? u[i] * scale : T(0);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void rfa_random_transpose(T* Wt, const T* W, int H, int D, int Dh) {
+  for (int h = 0; h < H; ++h)
+    for (int i = 0; i < D; ++i)
+      for (int j = 0; j < Dh; ++j)
+        Wt[(static_cast<size_t>(h) * Dh + j) * D + i] = W[(static_cast<size_t>(h) * D + i) * Dh + j];
+}
+
+template <typename T>
+void rfa_decode_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaParams<T>& p, const T* Wt,
+                     const RfaConfig& c) {
+  const int H = st.H, Dh = st.Dh, C = H * Dh, D = c.num_features, F = st.F, E = Dh + 1;
+  RFA_ASSERT(F == rfa_feature_count(c), "state made for {} features, config has {}", F, rfa_feature_count(c));
+  RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
+  // The state's scratch holds Dh + D + 2F + 2E per (b, h) (rfa_recurrent.cpp's layout).
+  const size_t per_task = st.scratch.size() / (static_cast<size_t>(st.B) * H);
+  RFA_ASSERT(per_task >= static_cast<size_t>(Dh + D + 2 * F + 2 * E), "rfa state scratch too small");
+  const T eps_d = T(c.eps_d);
+  const size_t FE = static_cast<size_t>(F) * E;
+  const int64_t work = int64_t(st.B) * H * (2 * int64_t(D) * Dh + 2 * int64_t(F) * E);
+  decode_for(int64_t(st.B) * H, work, [&](int64_t bh) {
+    const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
+    T* at = st.scratch.data() + bh * per_task;
+    T* sx = at;
+    T* u = sx + Dh;
+    T* phiq = u + D;
+    T* phik = phiq + F;
+    T* vp = phik + F;
+    T* y = vp + E;
+    const size_t row = static_cast<size_t>(b) * C + static_cast<size_t>(h) * Dh;
+    const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
+    const T* W = Wt + static_cast<size_t>(h) * Dh * D;  // (Dh, D)
+    feature_row(phiq, sx, u, in.q + row, sigma, W, c, D, Dh);
+    feature_row(phik, sx, u, in.k + row, sigma, W, c, D, Dh);
+    GateValues<T> gv{T(0), T(1), T(1)};
+    if (c.gated)
+      gv = gate_values(row_dot(p.gate_w + static_cast<size_t>(h) * C, in.n + static_cast<size_t>(b) * C, C) +
+                       p.gate_b[h]);
+    std::copy(in.v + row, in.v + row + Dh, vp);
+    vp[Dh] = T(1);
+    std::fill(y, y + E, T(0));
+    T* S = st.S.data() + bh * FE;  // (F, E)
+    const T g = gv.g;
+    for (int f = 0; f < F; ++f) {
+      T* Sf = S + static_cast<size_t>(f) * E;
+      const T kf = gv.beta * phik[f], qf = phiq[f];
+#pragma omp simd
+      for (int e = 0; e < E; ++e) {
+        const T s = g * Sf[e] + kf * vp[e];
+        Sf[e] = s;
+        y[e] += qf * s;
+      }
+    }
+    const T inv = T(1) / (y[Dh] > eps_d ? y[Dh] : eps_d);
+    for (int e = 0; e < Dh; ++e) out[row + e] = y[e] * inv;
+  });
+}
+
+template <typename T>
+void softmax_decode_step(T* out, KvCache<T>& cache, const T* q, const T* k, const T* v) {
+  if (cache.len >= cache.max_len)
+    fail("kv cache full at {} positions; create the decoder with a larger max_positions (prompt + generated)",
+         cache.max_len);
+  const int H = cache.H, Dh = cache.Dh, C = H * Dh, L = cache.max_len, t = cache.len, n = t + 1;
+  const T scale = T(1) / std::sqrt(T(Dh));
+  // Per (b, h), two matrix-vector products over the cache (oneDNN streams them;
+  // threaded only when long): s = scale K q, out = softmax(s)ᵀ V.
+  for (int64_t task = 0; task < int64_t(cache.B) * H; ++task) {
+    const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
+    const size_t row = static_cast<size_t>(b) * C + static_cast<size_t>(h) * Dh;
+    T* kc = cache.k.data() + static_cast<size_t>(task) * L * Dh;  // (max_len, Dh)
+    T* vc = cache.v.data() + static_cast<size_t>(task) * L * Dh;
+    std::copy(k + row, k + row + Dh, kc + static_cast<size_t>(t) * Dh);
+    std::copy(v + row, v + row + Dh, vc + static_cast<size_t>(t) * Dh);
+    T* s = cache.scores.data() + static_cast<size_t>(task) * L;  // (n)
+    gemm_decode<T>(false, true, 1, n, Dh, scale, q + row, Dh, kc, Dh, T(0), s, n);
+    const T max = row_max(s, n);
+#pragma omp simd
+    for (int j = 0; j < n; ++j) s[j] -= max;
+    exp_row(s, n);
+    const T inv = T(1) / row_sum(s, n);
+    gemm_decode<T>(false, false, 1, Dh, n, inv, s, n, vc, Dh, T(0), out + row, C);
+  }
+  cache.len = n;
+}
+
+#define RFA_INSTANTIATE(T)                                                                                   \
+  template void rfa_decode_step<T>(T*, RfaState<T>&, const RfaInputs<T>&, const RfaParams<T>&, const T*,        \
+                                   const RfaConfig&);                                                        \
+  template void rfa_random_transpose<T>(T*, const T*, int, int, int);                                        \
+  template void softmax_decode_step<T>(T*, KvCache<T>&, const T*, const T*, const T*);
+RFA_INSTANTIATE(float)
+RFA_INSTANTIATE(double)
+#undef RFA_INSTANTIATE
+
+}  // namespace rfa

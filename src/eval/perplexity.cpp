@@ -1,0 +1,120 @@
+#include "eval/perplexity.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/timer.h"
+#include "decode/decoder.h"
+#include "model/model_spec.h"
+
+namespace rfa {
+namespace {
+
+// Logs "[eval] done/total tokens, rate, ETA" at most every 5 seconds.
+class Progress {
+ public:
+  Progress(int64_t total, bool enabled) : total_(total), enabled_(enabled) {}
+  void update(int64_t done) {
+    if (!enabled_ || since_.seconds() < 5.0) return;
+    since_.reset();
+    const double rate = done / std::max(1e-9, clock_.seconds());
+    log_info("eval", "{}/{} tokens ({:.0f}%), {:.0f} tokens/s, ETA {:.0f} s", done, total_, 100.0 * done / total_,
+             rate, (total_ - done) / std::max(rate, 1e-9));
+  }
+  double seconds() const { return clock_.seconds(); }
+
+ private:
+  int64_t total_;
+  bool enabled_;
+  Timer clock_, since_;
+};
+
+// One pass, the state carried across segments: logits of segment position t score x[t0 + t + 1].
+double nll_recurrent(Model<float>& model, std::span<const int32_t> x, const PerplexityOptions& o, Progress& progress) {
+  const int64_t inputs = static_cast<int64_t>(x.size()) - 1;
+  DecoderOptions d;
+  d.max_segment = static_cast<int>(std::min<int64_t>(o.segment, inputs));
+  Decoder<float> dec(model, d);
+  const int V = model.spec.V;
+  double sum = 0;
+  for (int64_t t0 = 0; t0 < inputs; t0 += d.max_segment) {
+    const int S = static_cast<int>(std::min<int64_t>(d.max_segment, inputs - t0));
+    const float* logits = dec.prefill(x.data() + t0, S);
+    for (int t = 0; t < S; ++t) sum += token_nll(logits + int64_t(t) * V, V, x[static_cast<size_t>(t0 + t + 1)]);
+    progress.update(t0 + S);
+  }
+  return sum;
+}
+
+// Sliding windows of `window` inputs starting every `stride` tokens; each scores
+// only targets beyond the previous window's last.
+double nll_windows(Model<float>& model, std::span<const int32_t> x, int window, int stride, Progress& progress) {
+  const int64_t N = static_cast<int64_t>(x.size());
+  DecoderOptions d;
+  d.max_segment = window;
+  d.max_positions = window;
+  Decoder<float> dec(model, d);
+  const int V = model.spec.V;
+  double sum = 0;
+  int64_t next_target = 1;  // the first target index no window has scored yet
+  for (int64_t a = 0; next_target < N; a += stride) {
+    const int64_t e = std::min<int64_t>(a + window, N - 1);  // inputs [a, e), targets [a+1, e]
+    if (e + 1 <= next_target) continue;
+    dec.reset();
+    const float* logits = dec.prefill(x.data() + a, static_cast<int>(e - a));
+    for (int64_t j = std::max(a, next_target - 1); j < e; ++j)
+      sum += token_nll(logits + (j - a) * V, V, x[static_cast<size_t>(j + 1)]);
+    next_target = e + 1;
+    progress.update(next_target - 1);
+  }
+  return sum;
+}
+
+}  // namespace
+
+double token_nll(const float* logits, int V, int32_t target) {
+  double max = logits[0];
+  for (int i = 0; i < V; ++i) {
+    if (!std::isfinite(logits[i]))
+      fail("logit of token {} is {}: the model produced a non-finite value; the checkpoint is broken or diverged",
+           i, logits[i]);
+    max = std::max(max, double(logits[i]));
+  }
+  double sum = 0;
+  for (int i = 0; i < V; ++i) sum += std::exp(double(logits[i]) - max);
+  return max + std::log(sum) - double(logits[target]);
+}
+
+PerplexityResult perplexity_evaluate(Model<float>& model, std::span<const int32_t> x, int64_t bytes,
+                                     const PerplexityOptions& o) {
+  const ModelSpec& s = model.spec;
+  if (x.size() < 2) fail("perplexity needs at least 2 tokens, got {}; give a longer text", x.size());
+  if (bytes <= 0) fail("perplexity: the text has {} bytes; bits per byte needs a positive count", bytes);
+  if (o.segment <= 0) fail("perplexity: segment {} must be positive", o.segment);
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i] < 0 || x[i] >= s.V)
+      fail("token {} at index {} is outside the model's vocabulary [0, {}); wrong tokenizer?", x[i], i, s.V);
+  PerplexityResult r;
+  r.tokens = static_cast<int64_t>(x.size()) - 1;
+  r.bytes = bytes;
+  Progress progress(r.tokens, o.progress);
+  if (s.is_rfa() && !o.sliding) {
+    r.method = fmt::format("one pass, recurrent state carried across segments of {} tokens (no context limit)",
+                           std::min<int64_t>(o.segment, r.tokens));
+    r.nll_sum = nll_recurrent(model, x, o, progress);
+  } else {
+    r.window = s.model.context_length;
+    r.stride = o.stride > 0 ? std::min(o.stride, r.window) : std::max(1, r.window / 2);
+    r.method = fmt::format("sliding window of {} tokens (the training context), stride {}", r.window, r.stride);
+    r.nll_sum = nll_windows(model, x, r.window, r.stride, progress);
+  }
+  r.mean_nll = r.nll_sum / static_cast<double>(r.tokens);
+  r.perplexity = std::exp(r.mean_nll);
+  r.bits_per_byte = r.nll_sum / std::log(2.0) / static_cast<double>(bytes);
+  r.seconds = progress.seconds();
+  return r;
+}
+
+}  // namespace rfa

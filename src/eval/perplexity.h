@@ -1,0 +1,45 @@
+#pragma once
+// Perplexity of a model on a token sequence x[0..N): the mean negative
+// log-likelihood of x[t+1] given x[0..t], over every t in [0, N-1).
+//   RFA kinds: one pass over the whole text, prefilled segment by segment with the
+//              recurrent state carried across segments (no context limit).
+//   softmax (or `sliding`): windows of context_length tokens advancing by `stride`;
+//              each window scores only targets no earlier window scored, so every
+//              target is scored once with at least context_length - stride tokens
+//              of context (fewer only at the very start).
+// Bits per byte = total NLL / ln 2 / bytes of the text, comparable across tokenizers.
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "model/model.h"
+
+namespace rfa {
+
+struct PerplexityOptions {
+  int segment = 512;   // RFA: tokens per prefill segment (memory only; the result does not depend on it)
+  int stride = 0;      // sliding windows: window advance; 0 = context_length / 2 (at least 1)
+  bool sliding = false;  // RFA kinds too: sliding windows like softmax (like-for-like comparison)
+  bool progress = true;  // log a progress line with ETA every few seconds
+};
+
+struct PerplexityResult {
+  std::string method;        // how the text was covered, for the report
+  int64_t tokens = 0;        // predicted tokens (N - 1)
+  int64_t bytes = 0;         // text bytes the sequence stands for
+  double nll_sum = 0;        // nats
+  double mean_nll = 0;       // nats per token
+  double perplexity = 0;     // exp(mean_nll)
+  double bits_per_byte = 0;  // nll_sum / ln 2 / bytes
+  int window = 0, stride = 0;  // softmax only
+  double seconds = 0;
+};
+
+// -log softmax(logits)[target], computed in double. Throws Error on a non-finite logit.
+double token_nll(const float* logits /*(V)*/, int V, int32_t target);
+
+// tokens: N >= 2 ids in [0, V). bytes: the text's byte count (> 0).
+PerplexityResult perplexity_evaluate(Model<float>& model, std::span<const int32_t> tokens, int64_t bytes,
+                                     const PerplexityOptions& options);
+
+}  // namespace rfa

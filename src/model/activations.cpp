@@ -1,0 +1,73 @@
+#include "model/activations.h"
+
+#include <string>
+
+#include "core/parallel.h"
+#include "model/attention_layer.h"
+
+namespace rfa {
+
+template <typename T>
+Activations<T>::Activations(const ModelSpec& s, int B_, int T_) : B(B_), T_len(T_) {
+  if (B <= 0 || T_len <= 0) fail("batch {} x context {}: both must be positive", B, T_len);
+  if (T_len > s.model.context_length)
+    fail("sequence length {} exceeds model.context_length {}; shorten the input or raise the context",
+         T_len, s.model.context_length);
+  const int64_t N = int64_t(B) * T_len, C = s.C, V = s.V, Hf = s.Hf;
+  ArenaPlan<T> plan;
+  // Each buffer is recorded by name; offsets become pointers once the arena exists.
+  struct Slot {
+    T** ptr;
+    int64_t offset;
+  };
+  std::vector<Slot> slots;
+  auto take = [&](T** ptr, const std::string& name, std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    int64_t offset = plan.take(n);
+    slots.push_back({ptr, offset});
+    if (!name.empty()) tensors_.push_back({name, offset, std::move(shape)});
+  };
+  layers.resize(static_cast<size_t>(s.L));
+  const int64_t saved = attention_layer_saved_size(s, B, T_len);
+  for (int l = 0; l < s.L; ++l) {
+    BlockActs<T>& a = layers[static_cast<size_t>(l)];
+    std::string p = "layers." + std::to_string(l) + ".";
+    take(&a.resid_in, p + "resid_in", {B, T_len, C});
+    take(&a.attn_norm, p + "attn_norm", {B, T_len, C});
+    take(&a.attn_rstd, p + "attn_rstd", {B, T_len});
+    take(&a.q, p + "attn.q", {B, T_len, C});
+    take(&a.k, p + "attn.k", {B, T_len, C});
+    take(&a.v, p + "attn.v", {B, T_len, C});
+    take(&a.attn_out, p + "attn.out", {B, T_len, C});
+    take(&a.attn_saved, p + "attn.saved", {saved});
+    take(&a.resid_mid, p + "resid_mid", {B, T_len, C});
+    take(&a.ffn_norm, p + "ffn_norm", {B, T_len, C});
+    take(&a.ffn_rstd, p + "ffn_rstd", {B, T_len});
+    take(&a.ffn_gate_up, p + "ffn.gate_up", {B, T_len, 2 * Hf});
+    take(&a.ffn_act, p + "ffn.act", {B, T_len, Hf});
+  }
+  take(&resid_final, "resid_final", {B, T_len, C});
+  take(&final_norm, "final_norm", {B, T_len, C});
+  take(&final_rstd, "final_rstd", {B, T_len});
+  take(&logits, "logits", {B, T_len, V});
+  take(&probs, "probs", {B, T_len, V});
+  take(&losses, "losses", {B, T_len});
+  // Gradient scratch: not dumped (it holds the last layer's values only).
+  GradScratch<T>& g = grad;
+  for (T** p : {&g.dresid, &g.dnorm, &g.dq, &g.dk, &g.dv, &g.dq_pre, &g.dk_pre, &g.dattn_out})
+    take(p, "", {N, C});
+  take(&g.dgate_up, "", {N, 2 * Hf});
+  take(&g.dact, "", {N, Hf});
+  take(&g.dlogits, "", {N, V});
+  take(&g.dlosses, "", {N});
+  attn_scratch_size_ = attention_layer_scratch_size(s, B, T_len, thread_count());
+  take(&g.attn_scratch, "", {attn_scratch_size_});
+  arena_ = Arena<T>(plan.size());
+  for (const Slot& slot : slots) *slot.ptr = arena_.data() + slot.offset;
+}
+
+template class Activations<float>;
+template class Activations<double>;
+
+}  // namespace rfa

@@ -1,0 +1,82 @@
+#pragma once
+// Activations of one forward/backward over a (B, T) batch, in one arena sized
+// up front. Every intermediate is named with its layer index
+// ("layers.3.ffn_gate_up") so it can be dumped and compared. The gradient
+// scratch (d*) is shared across layers: the backward walks layers in reverse
+// and reuses it. Nothing here allocates after construction.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_spec.h"
+#include "tensor/arena.h"
+
+namespace rfa {
+
+template <typename T>
+struct BlockActs {
+  T* resid_in = nullptr;     // (B, T, C)  block input (the residual stream)
+  T* attn_norm = nullptr;    // (B, T, C)  RMSNorm(resid_in)
+  T* attn_rstd = nullptr;    // (B, T)
+  T* q = nullptr;            // (B, T, C)  after rope when rope is on
+  T* k = nullptr;            // (B, T, C)  after rope when rope is on
+  T* v = nullptr;            // (B, T, C)
+  T* attn_out = nullptr;     // (B, T, C)  attention output, heads concatenated, before wo
+  T* attn_saved = nullptr;   // attention core's saved activations (size from the core)
+  T* resid_mid = nullptr;    // (B, T, C)  resid_in + wo·attn_out
+  T* ffn_norm = nullptr;     // (B, T, C)
+  T* ffn_rstd = nullptr;     // (B, T)
+  T* ffn_gate_up = nullptr;  // (B, T, 2Hf)
+  T* ffn_act = nullptr;      // (B, T, Hf)  silu(gate) * up
+};
+
+template <typename T>
+struct GradScratch {
+  T* dresid = nullptr;     // (B, T, C)  gradient of the residual stream, carried down the layers
+  T* dnorm = nullptr;      // (B, T, C)  gradient of a norm output
+  T* dq = nullptr;         // (B, T, C)
+  T* dk = nullptr;         // (B, T, C)
+  T* dv = nullptr;         // (B, T, C)
+  T* dq_pre = nullptr;     // (B, T, C)  before rope (rope backward must not alias)
+  T* dk_pre = nullptr;     // (B, T, C)
+  T* dattn_out = nullptr;  // (B, T, C)
+  T* dgate_up = nullptr;   // (B, T, 2Hf)
+  T* dact = nullptr;       // (B, T, Hf)
+  T* dlogits = nullptr;    // (B, T, V)
+  T* dlosses = nullptr;    // (B, T)
+  T* attn_scratch = nullptr;  // attention core's backward scratch
+};
+
+struct ActTensor {
+  std::string name;
+  int64_t offset = 0;
+  std::vector<int64_t> shape;
+};
+
+template <typename T>
+class Activations {
+ public:
+  Activations(const ModelSpec& spec, int B, int T_len);
+
+  int B = 0, T_len = 0;
+  std::vector<BlockActs<T>> layers;
+  T* resid_final = nullptr;  // (B, T, C)  output of the last block
+  T* final_norm = nullptr;   // (B, T, C)
+  T* final_rstd = nullptr;   // (B, T)
+  T* logits = nullptr;       // (B, T, V)
+  T* probs = nullptr;        // (B, T, V)
+  T* losses = nullptr;       // (B, T)
+  GradScratch<T> grad;
+
+  const std::vector<ActTensor>& tensors() const { return tensors_; }  // every named buffer
+  T* tensor_data(const ActTensor& t) { return arena_.data() + t.offset; }
+  int64_t bytes() const { return arena_.size() * static_cast<int64_t>(sizeof(T)); }
+  int64_t attn_scratch_size() const { return attn_scratch_size_; }
+
+ private:
+  Arena<T> arena_;
+  std::vector<ActTensor> tensors_;
+  int64_t attn_scratch_size_ = 0;
+};
+
+}  // namespace rfa

@@ -1,0 +1,122 @@
+#include "model/block.h"
+
+#include <cstring>
+
+#include "kernels/elementwise.h"
+#include "kernels/gemm.h"
+#include "layers/linear.h"
+#include "layers/rmsnorm.h"
+#include "layers/swiglu.h"
+#include "model/attention_layer.h"
+
+namespace rfa {
+namespace {
+
+template <typename T>
+void zero(T* x, int64_t n) {
+  std::memset(x, 0, sizeof(T) * static_cast<size_t>(n));
+}
+
+// linear_backward with dinp overwritten instead of accumulated: saves zeroing
+// a fresh gradient buffer before its first use. forward: out = inp · weightᵀ.
+template <typename T>
+void linear_backward_overwrite(T* dinp,          // (N, IC) =
+                               T* dweight,       // (OC, IC) +=
+                               const T* dout,    // (N, OC)
+                               const T* inp,     // (N, IC)
+                               const T* weight,  // (OC, IC)
+                               int64_t N, int IC, int OC) {
+  gemm<T>(false, false, N, IC, OC, T(1), dout, OC, weight, IC, T(0), dinp, IC);  // dinp = dout · weight
+  linear_backward<T>(nullptr, dweight, dout, inp, weight, N, IC, OC);            // dweight += doutᵀ · inp
+}
+
+template <typename T>
+AttentionLayerArgs<T> attention_args(const BlockContext<T>& ctx, BlockActs<T>& a) {
+  AttentionLayerArgs<T> args;
+  args.B = ctx.B;
+  args.T_len = ctx.T_len;
+  args.q = a.q;
+  args.k = a.k;
+  args.v = a.v;
+  args.n = a.attn_norm;
+  args.random = ctx.random;
+  args.saved = a.attn_saved;
+  args.scratch = ctx.attn_scratch;
+  args.scratch_size = ctx.attn_scratch_size;
+  return args;
+}
+
+}  // namespace
+
+template <typename T>
+void block_forward(const BlockContext<T>& ctx, const BlockWeights<T>& w, BlockActs<T>& a, T* resid_out) {
+  const ModelSpec& s = *ctx.spec;
+  const int64_t N = int64_t(ctx.B) * ctx.T_len;
+  const int C = s.C, Hf = s.Hf;
+  rmsnorm_forward(a.attn_norm, a.attn_rstd, a.resid_in, w.attn_norm, N, C, s.model.norm_eps);
+  linear_forward(a.q, a.attn_norm, w.wq, N, C, C);
+  linear_forward(a.k, a.attn_norm, w.wk, N, C, C);
+  linear_forward(a.v, a.attn_norm, w.wv, N, C, C);
+  if (s.rope) {
+    rope_forward(a.q, a.q, *ctx.rope, ctx.B, ctx.T_len, s.H, s.Dh, 0);
+    rope_forward(a.k, a.k, *ctx.rope, ctx.B, ctx.T_len, s.H, s.Dh, 0);
+  }
+  attention_layer_forward(s, w, a.attn_out, attention_args(ctx, a));
+  // x_mid = x + Wo · attn_out
+  linear_forward(a.resid_mid, a.attn_out, w.wo, N, C, C);
+  add_inplace(a.resid_mid, a.resid_in, N * C);
+  rmsnorm_forward(a.ffn_norm, a.ffn_rstd, a.resid_mid, w.ffn_norm, N, C, s.model.norm_eps);
+  linear_forward(a.ffn_gate_up, a.ffn_norm, w.w13, N, C, 2 * Hf);
+  swiglu_forward(a.ffn_act, a.ffn_gate_up, N, Hf);
+  // x_out = x_mid + W2 · act
+  linear_forward(resid_out, a.ffn_act, w.w2, N, Hf, C);
+  add_inplace(resid_out, a.resid_mid, N * C);
+}
+
+template <typename T>
+void block_backward(const BlockContext<T>& ctx, const BlockWeights<T>& w, const BlockWeights<T>& dw,
+                    BlockActs<T>& a, GradScratch<T>& g) {
+  const ModelSpec& s = *ctx.spec;
+  const int64_t N = int64_t(ctx.B) * ctx.T_len;
+  const int C = s.C, Hf = s.Hf;
+  // x_out = x_mid + W2 · act: d x_mid starts as d x_out (kept in g.dresid).
+  linear_backward_overwrite(g.dact, dw.w2, g.dresid, a.ffn_act, w.w2, N, Hf, C);
+  zero(g.dgate_up, N * 2 * Hf);
+  swiglu_backward(g.dgate_up, g.dact, a.ffn_gate_up, N, Hf);
+  linear_backward_overwrite(g.dnorm, dw.w13, g.dgate_up, a.ffn_norm, w.w13, N, C, 2 * Hf);
+  rmsnorm_backward(g.dresid, dw.ffn_norm, g.dnorm, a.resid_mid, w.ffn_norm, a.ffn_rstd, N, C);
+  // x_mid = x + Wo · attn_out: g.dresid now holds d x_mid, which is also d x's residual part.
+  linear_backward_overwrite(g.dattn_out, dw.wo, g.dresid, a.attn_out, w.wo, N, C, C);
+  zero(g.dq, N * C);
+  zero(g.dk, N * C);
+  zero(g.dv, N * C);
+  if (s.is_gated()) zero(g.dnorm, N * C);  // the gate adds its part of dn first
+  attention_layer_backward(s, w, dw, g.dq, g.dk, g.dv, g.dnorm, g.dattn_out, a.attn_out, attention_args(ctx, a));
+  T* dq = g.dq;
+  T* dk = g.dk;
+  if (s.rope) {  // q = R q_pre: d q_pre = Rᵀ dq
+    zero(g.dq_pre, N * C);
+    zero(g.dk_pre, N * C);
+    rope_backward(g.dq_pre, g.dq, *ctx.rope, ctx.B, ctx.T_len, s.H, s.Dh, 0);
+    rope_backward(g.dk_pre, g.dk, *ctx.rope, ctx.B, ctx.T_len, s.H, s.Dh, 0);
+    dq = g.dq_pre;
+    dk = g.dk_pre;
+  }
+  if (s.is_gated())
+    linear_backward(g.dnorm, dw.wq, dq, a.attn_norm, w.wq, N, C, C);
+  else
+    linear_backward_overwrite(g.dnorm, dw.wq, dq, a.attn_norm, w.wq, N, C, C);
+  linear_backward(g.dnorm, dw.wk, dk, a.attn_norm, w.wk, N, C, C);
+  linear_backward(g.dnorm, dw.wv, g.dv, a.attn_norm, w.wv, N, C, C);
+  rmsnorm_backward(g.dresid, dw.attn_norm, g.dnorm, a.resid_in, w.attn_norm, a.attn_rstd, N, C);
+}
+
+template void block_forward(const BlockContext<float>&, const BlockWeights<float>&, BlockActs<float>&, float*);
+template void block_forward(const BlockContext<double>&, const BlockWeights<double>&, BlockActs<double>&,
+                            double*);
+template void block_backward(const BlockContext<float>&, const BlockWeights<float>&, const BlockWeights<float>&,
+                             BlockActs<float>&, GradScratch<float>&);
+template void block_backward(const BlockContext<double>&, const BlockWeights<double>&,
+                             const BlockWeights<double>&, BlockActs<double>&, GradScratch<double>&);
+
+}  // namespace rfa

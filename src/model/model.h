@@ -1,0 +1,65 @@
+#pragma once
+// The language model (LLaMA recipe): token embedding (V, C) -> L pre-norm blocks
+// -> final RMSNorm -> LM head (tied to the embedding unless configured) ->
+// cross-entropy. Templated over float (training) and double (gradient checks).
+//
+// Memory: one arena holds the parameters and the gradients (same layout, see
+// tensor/param_table.h): [params (P) | grads (P)]. RFA's random matrices are not
+// parameters: `random_fixed` (L, H, D, Dh) is the evaluation/decoding set, drawn
+// once at init with step = kFixedRandomStep and stored with the model;
+// `random_step` holds the per-training-step draw.
+#include <cstdint>
+#include <limits>
+
+#include "layers/rope.h"
+#include "model/model_params.h"
+#include "model/model_spec.h"
+#include "tensor/arena.h"
+#include "tensor/param_table.h"
+
+namespace rfa {
+
+// The step value that keys the fixed evaluation random matrices; training steps never reach it.
+inline constexpr uint64_t kFixedRandomStep = std::numeric_limits<uint64_t>::max();
+
+template <typename T>
+class Model {
+ public:
+  explicit Model(const ModelSpec& spec);
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  ModelSpec spec;
+  ParamTable table;
+  RopeTable rope;            // built for context_length positions when spec.rope
+  ModelWeights<T> w;         // views of params()
+  ModelWeights<T> g;         // views of grads(), same offsets
+  int64_t random_size = 0;   // L * H * D * Dh (0 for softmax)
+
+  T* params() { return arena_.data(); }                       // (P)
+  T* grads() { return arena_.data() + table.size(); }         // (P)
+  const T* params() const { return arena_.data(); }
+  const T* grads() const { return arena_.data() + table.size(); }
+  int64_t param_size() const { return table.size(); }         // P (flat, with padding)
+  T* random_fixed() { return random_.data(); }                  // (L, H, D, Dh)
+  T* random_step() { return random_.data() + random_size; }     // (L, H, D, Dh)
+  void zero_grad();
+
+ private:
+  Arena<T> arena_;    // (2P)
+  Arena<T> random_;   // (2, L, H, D, Dh)
+};
+
+// normal(0, init_std) weights, residual projections (wo, w2) scaled by 1/sqrt(2L);
+// norms 1; sigma = sigma_init; gate_w normal(0, init_std), gate_b = gate_bias_init.
+// Each tensor draws from its own stream CounterRng(seed, 0x1417, tensor index),
+// and the fixed random matrices are drawn with step = kFixedRandomStep.
+template <typename T>
+void model_init(Model<T>& model, uint64_t seed);
+
+// RFA random matrices for every (layer, head) at `step`: out[l, h] is the draw
+// keyed by (seed, step, l, h). No allocation (float path); cheap vs a step.
+template <typename T>
+void model_draw_random(const ModelSpec& spec, uint64_t seed, uint64_t step, T* out);  // (L, H, D, Dh)
+
+}  // namespace rfa

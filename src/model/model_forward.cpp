@@ -1,0 +1,96 @@
+#include "model/model_forward.h"
+
+#include <cstring>
+
+#include "kernels/gemm.h"
+#include "layers/cross_entropy.h"
+#include "layers/embedding.h"
+#include "layers/linear.h"
+#include "layers/rmsnorm.h"
+#include "model/block.h"
+
+namespace rfa {
+namespace {
+
+template <typename T>
+BlockContext<T> block_context(Model<T>& m, Activations<T>& a, const T* random, int l) {
+  BlockContext<T> ctx;
+  ctx.spec = &m.spec;
+  ctx.rope = &m.rope;
+  ctx.random = m.spec.is_rfa() ? random + int64_t(l) * m.spec.H * m.spec.D * m.spec.Dh : nullptr;
+  ctx.attn_scratch = a.grad.attn_scratch;
+  ctx.attn_scratch_size = a.attn_scratch_size();
+  ctx.B = a.B;
+  ctx.T_len = a.T_len;
+  return ctx;
+}
+
+template <typename T>
+T* block_output(Activations<T>& a, int l) {
+  return l + 1 < static_cast<int>(a.layers.size()) ? a.layers[static_cast<size_t>(l) + 1].resid_in
+                                                   : a.resid_final;
+}
+
+}  // namespace
+
+template <typename T>
+double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const int32_t* targets,
+                     std::type_identity_t<const T*> random) {
+  const ModelSpec& s = m.spec;
+  const int64_t N = int64_t(a.B) * a.T_len;
+  RFA_ASSERT(!s.is_rfa() || random != nullptr, "RFA model run without random matrices");
+  for (int64_t i = 0; i < N; ++i)
+    if (inputs[i] < 0 || inputs[i] >= s.V)
+      fail("token id {} at position {} is outside the vocabulary [0, {}); the token data and the model disagree",
+           inputs[i], i, s.V);
+  embedding_forward(a.layers[0].resid_in, inputs, m.w.tok_embedding, N, s.C);
+  for (int l = 0; l < s.L; ++l)
+    block_forward(block_context(m, a, random, l), m.w.layers[static_cast<size_t>(l)],
+                  a.layers[static_cast<size_t>(l)], block_output(a, l));
+  rmsnorm_forward(a.final_norm, a.final_rstd, a.resid_final, m.w.final_norm, N, s.C, s.model.norm_eps);
+  linear_forward(a.logits, a.final_norm, m.w.lm_head, N, s.C, s.V);
+  if (!targets) return 0.0;
+  cross_entropy_forward(a.losses, a.probs, a.logits, targets, N, s.V);
+  double sum = 0;
+  int64_t count = 0;
+  for (int64_t i = 0; i < N; ++i)
+    if (targets[i] >= 0) {
+      sum += static_cast<double>(a.losses[i]);
+      ++count;
+    }
+  return count > 0 ? sum / static_cast<double>(count) : 0.0;
+}
+
+template <typename T>
+void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const int32_t* targets,
+                    std::type_identity_t<const T*> random, double loss_scale) {
+  const ModelSpec& s = m.spec;
+  const int64_t N = int64_t(a.B) * a.T_len;
+  GradScratch<T>& g = a.grad;
+  int64_t count = 0;
+  for (int64_t i = 0; i < N; ++i) count += targets[i] >= 0;
+  // loss = (loss_scale / count) * sum_i losses[i]
+  const T dloss = count > 0 ? static_cast<T>(loss_scale / static_cast<double>(count)) : T(0);
+  for (int64_t i = 0; i < N; ++i) g.dlosses[i] = targets[i] >= 0 ? dloss : T(0);
+  std::memset(g.dlogits, 0, sizeof(T) * static_cast<size_t>(N * s.V));
+  cross_entropy_backward(g.dlogits, a.probs, targets, g.dlosses, N, s.V);
+  // logits = final_norm · lm_headᵀ
+  gemm<T>(false, false, N, s.C, s.V, T(1), g.dlogits, s.V, m.w.lm_head, s.C, T(0), g.dnorm, s.C);  // dnorm = dlogits · W
+  linear_backward<T>(nullptr, m.g.lm_head, g.dlogits, a.final_norm, m.w.lm_head, N, s.C, s.V);        // dW += dlogitsᵀ · n
+  std::memset(g.dresid, 0, sizeof(T) * static_cast<size_t>(N * s.C));
+  rmsnorm_backward(g.dresid, m.g.final_norm, g.dnorm, a.resid_final, m.w.final_norm, a.final_rstd, N, s.C);
+  for (int l = s.L - 1; l >= 0; --l)
+    block_backward(block_context(m, a, random, l), m.w.layers[static_cast<size_t>(l)],
+                   m.g.layers[static_cast<size_t>(l)], a.layers[static_cast<size_t>(l)], g);
+  embedding_backward(m.g.tok_embedding, g.dresid, inputs, N, s.C);
+}
+
+template double model_forward(Model<float>&, Activations<float>&, const int32_t*, const int32_t*, const float*);
+template double model_forward(Model<double>&, Activations<double>&, const int32_t*, const int32_t*,
+                              const double*);
+template void model_backward(Model<float>&, Activations<float>&, const int32_t*, const int32_t*, const float*,
+                             double);
+template void model_backward(Model<double>&, Activations<double>&, const int32_t*, const int32_t*,
+                             const double*, double);
+
+}  // namespace rfa

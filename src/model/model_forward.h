@@ -1,0 +1,28 @@
+#pragma once
+// The whole language model's forward and backward over a (B, T) batch.
+#include <cstdint>
+#include <type_traits>
+
+#include "model/activations.h"
+#include "model/model.h"
+
+namespace rfa {
+
+// Runs the forward. `random` is the (L, H, D, Dh) set of RFA random matrices to
+// use (model.random_step() in training, model.random_fixed() in evaluation;
+// ignored for softmax). With targets (B, T) (negative = ignored) it computes
+// the cross-entropy and returns the mean loss over the non-ignored targets;
+// without targets it stops at the logits and returns 0.
+// Throws Error if a token id is outside [0, V).
+template <typename T>
+double model_forward(Model<T>& model, Activations<T>& acts, const int32_t* inputs, const int32_t* targets,
+                     std::type_identity_t<const T*> random);
+
+// Backward of the last model_forward (same inputs, targets, random): adds
+// loss_scale * d(mean loss)/d(params) into model.grads(). loss_scale is
+// 1/grad_accum under gradient accumulation. Does not zero the gradients.
+template <typename T>
+void model_backward(Model<T>& model, Activations<T>& acts, const int32_t* inputs, const int32_t* targets,
+                    std::type_identity_t<const T*> random, double loss_scale = 1.0);
+
+}  // namespace rfa

@@ -1,0 +1,70 @@
+#include "model/model_io.h"
+
+#include "core/error.h"
+
+namespace rfa {
+namespace {
+
+std::string random_name(int l) { return "layers." + std::to_string(l) + ".attn.random"; }
+
+std::vector<int64_t> random_shape(const ModelSpec& s) { return {s.H, s.D, s.Dh}; }
+
+int64_t random_per_layer(const ModelSpec& s) { return int64_t(s.H) * s.D * s.Dh; }
+
+const Tensor& require(const SafetensorsFile& file, const std::string& name) {
+  const Tensor* t = file.find(name);
+  if (!t) fail("checkpoint has no tensor '{}'; it was written for another model shape", name);
+  return *t;
+}
+
+}  // namespace
+
+std::vector<TensorRef> model_tensor_refs(Model<float>& m) {
+  std::vector<TensorRef> refs;
+  for (const ParamEntry& e : m.table.entries()) refs.push_back({e.name, DType::F32, e.shape, m.params() + e.offset});
+  if (m.spec.is_rfa())
+    for (int l = 0; l < m.spec.L; ++l)
+      refs.push_back({random_name(l), DType::F32, random_shape(m.spec), m.random_fixed() + l * random_per_layer(m.spec)});
+  return refs;
+}
+
+std::vector<TensorSpec> model_tensor_specs(const ModelSpec& spec) {
+  std::vector<TensorSpec> specs;
+  const ParamTable t = model_param_table(spec);  // named: a loop over a temporary's entries() would dangle
+  for (const ParamEntry& e : t.entries()) specs.push_back({e.name, DType::F32, e.shape});
+  if (spec.is_rfa())
+    for (int l = 0; l < spec.L; ++l) specs.push_back({random_name(l), DType::F32, random_shape(spec)});
+  return specs;
+}
+
+std::vector<TensorRef> optimizer_tensor_refs(const Model<float>& m, const float* adam_m, const float* adam_v) {
+  std::vector<TensorRef> refs;
+  for (const ParamEntry& e : m.table.entries()) refs.push_back({e.name + ".adam_m", DType::F32, e.shape, adam_m + e.offset});
+  for (const ParamEntry& e : m.table.entries()) refs.push_back({e.name + ".adam_v", DType::F32, e.shape, adam_v + e.offset});
+  return refs;
+}
+
+std::vector<TensorSpec> optimizer_tensor_specs(const ModelSpec& spec) {
+  std::vector<TensorSpec> specs;
+  ParamTable t = model_param_table(spec);
+  for (const char* suffix : {".adam_m", ".adam_v"})
+    for (const ParamEntry& e : t.entries()) specs.push_back({e.name + suffix, DType::F32, e.shape});
+  return specs;
+}
+
+void model_tensors_load(Model<float>& m, const SafetensorsFile& file) {
+  for (const ParamEntry& e : m.table.entries()) tensor_copy_to(require(file, e.name), m.params() + e.offset, e.numel);
+  if (m.spec.is_rfa())
+    for (int l = 0; l < m.spec.L; ++l)
+      tensor_copy_to(require(file, random_name(l)), m.random_fixed() + l * random_per_layer(m.spec),
+                     random_per_layer(m.spec));
+}
+
+void optimizer_tensors_load(const Model<float>& m, const SafetensorsFile& file, float* adam_m, float* adam_v) {
+  for (const ParamEntry& e : m.table.entries()) {
+    tensor_copy_to(require(file, e.name + ".adam_m"), adam_m + e.offset, e.numel);
+    tensor_copy_to(require(file, e.name + ".adam_v"), adam_v + e.offset, e.numel);
+  }
+}
+
+}  // namespace rfa

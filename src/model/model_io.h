@@ -1,0 +1,27 @@
+#pragma once
+// The model's tensors as the checkpoint library sees them: every parameter by
+// its table name, plus each RFA layer's fixed evaluation random matrices as
+// "layers.{l}.attn.random" (H, D, Dh). The optimizer file holds AdamW's
+// moments as "{name}.adam_m" / "{name}.adam_v" with the parameter's shape.
+// Refs borrow the model's memory: keep the model alive while writing.
+#include <string>
+#include <vector>
+
+#include "checkpoint/safetensors.h"
+#include "model/model.h"
+
+namespace rfa {
+
+std::vector<TensorRef> model_tensor_refs(Model<float>& model);
+std::vector<TensorSpec> model_tensor_specs(const ModelSpec& spec);
+
+// m and v: (P) each, in the parameter layout.
+std::vector<TensorRef> optimizer_tensor_refs(const Model<float>& model, const float* m, const float* v);
+std::vector<TensorSpec> optimizer_tensor_specs(const ModelSpec& spec);
+
+// Copies validated tensors (model_tensor_specs) into the model's parameters and fixed random matrices.
+void model_tensors_load(Model<float>& model, const SafetensorsFile& file);
+// Copies AdamW moments back into m and v (P each).
+void optimizer_tensors_load(const Model<float>& model, const SafetensorsFile& file, float* m, float* v);
+
+}  // namespace rfa

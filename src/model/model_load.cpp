@@ -1,0 +1,86 @@
+#include "model/model_load.h"
+
+#include <filesystem>
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/file_io.h"
+#include "checkpoint/xxhash64.h"
+#include "config/config_load.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "model/model_io.h"
+#include "model/model_spec.h"
+
+namespace rfa {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_checkpoint(const fs::path& p) { return fs::exists(p / "model.safetensors"); }
+
+// The tokenizer the model was trained with: never guessed. The checkpoint's own
+// copy (checkpoint_load checks it against state.json), else the config's path
+// if it is byte-identical to the one recorded in state.json.
+std::unique_ptr<Tokenizer> tokenizer_of(const std::string& dir, const TrainState& state, const Config& config) {
+  const std::string copy = dir + "/tokenizer.model";
+  if (fs::exists(copy)) return std::make_unique<Tokenizer>(Tokenizer::load(copy));
+  const std::string& path = config.tokenizer.path;
+  if (state.tokenizer_checksum.empty())
+    fail("checkpoint {} has no tokenizer.model and its state.json records no tokenizer checksum, so the "
+         "tokenizer cannot be identified; re-save the checkpoint with its tokenizer",
+         dir);
+  if (!fs::exists(path))
+    fail("checkpoint {} has no tokenizer.model and the config's tokenizer.path '{}' does not exist; copy the "
+         "tokenizer used in training to {}/tokenizer.model",
+         dir, path, dir);
+  std::string actual = file_checksum(path);
+  if (actual != state.tokenizer_checksum)
+    fail("checkpoint {} has no tokenizer.model and '{}' has checksum {}, not the {} recorded in training; "
+         "it is a different tokenizer. Copy the training tokenizer to {}/tokenizer.model",
+         dir, path, actual, state.tokenizer_checksum, dir);
+  log_info("load", "checkpoint has no tokenizer copy; using {} (checksum matches)", path);
+  return std::make_unique<Tokenizer>(Tokenizer::load(path));
+}
+
+}  // namespace
+
+std::string checkpoint_resolve(const std::string& path) {
+  const fs::path p(path);
+  if (!fs::exists(p)) fail("'{}' does not exist; pass a run directory or a checkpoint directory", path);
+  if (is_checkpoint(p)) return p.string();
+  for (const fs::path& root : {p / "checkpoints", p}) {
+    if (!fs::exists(root / "latest")) continue;
+    std::string dir = checkpoint_latest(root.string());
+    if (!dir.empty()) return dir;
+  }
+  fail("'{}' is neither a checkpoint (no model.safetensors), a checkpoints directory (no latest) nor a run "
+       "directory (no checkpoints/latest); has the run saved a checkpoint yet?",
+       path);
+}
+
+LoadedModel model_load(const std::string& run_or_checkpoint) {
+  LoadedModel out;
+  out.checkpoint_dir = checkpoint_resolve(run_or_checkpoint);
+  const std::string& dir = out.checkpoint_dir;
+  const std::string config_path = dir + "/config.yaml", state_path = dir + "/state.json";
+  out.config = config_parse(file_read_text(config_path), config_path);
+  // The tokenizer first: the config may leave the vocabulary size, hence the tensor shapes, to it.
+  out.tokenizer = tokenizer_of(dir, train_state_parse(file_read_text(state_path), state_path), out.config);
+  const int V = out.tokenizer->vocab_size();
+  if (out.config.model.vocab_size != 0 && out.config.model.vocab_size != V)
+    fail("checkpoint {}: the model has vocabulary {} but its tokenizer {} has {}; they do not belong together",
+         dir, out.config.model.vocab_size, out.tokenizer->origin(), V);
+  out.config.model.vocab_size = V;
+  const ModelSpec spec = model_spec_make(out.config.model, out.config.attention);
+  // Validates state.json, the tokenizer copy's checksum and every tensor's name, dtype and shape.
+  LoadedCheckpoint ck = checkpoint_load(dir, model_tensor_specs(spec), {});
+  out.step = ck.state.step;
+  out.model = std::make_unique<Model<float>>(spec);
+  model_tensors_load(*out.model, ck.model);
+  log_info("load", "{}: {} model, {} layers, width {}, vocab {}, step {}", dir, attention_kind_name(spec.attention.kind),
+           spec.L, spec.C, spec.V, out.step);
+  return out;
+}
+
+}  // namespace rfa

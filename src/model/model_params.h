@@ -1,0 +1,44 @@
+#pragma once
+// Config -> parameter table, and typed views of one flat array (parameters or
+// gradients: same layout) as per-layer pointers.
+#include <vector>
+
+#include "model/model_spec.h"
+#include "tensor/param_table.h"
+
+namespace rfa {
+
+// Names: tok_embedding (V,C); layers.{l}.attn_norm (C); layers.{l}.attn.wq|wk|wv|wo (C,C);
+// RFA: layers.{l}.attn.sigma (H,Dh); RFA-Gate: layers.{l}.attn.gate_w (H,C), gate_b (H);
+// layers.{l}.ffn_norm (C); layers.{l}.ffn.w13 (2Hf,C) rows [W1|W3]; layers.{l}.ffn.w2 (C,Hf);
+// final_norm (C); lm_head (V,C) only when untied. Decay: exactly the rank-2 tensors.
+ParamTable model_param_table(const ModelSpec& spec);
+
+template <typename T>
+struct BlockWeights {
+  T* attn_norm = nullptr;  // (C)
+  T* wq = nullptr;         // (C, C)
+  T* wk = nullptr;         // (C, C)
+  T* wv = nullptr;         // (C, C)
+  T* wo = nullptr;         // (C, C)
+  T* sigma = nullptr;      // (H, Dh)  RFA kinds only
+  T* gate_w = nullptr;     // (H, C)   RFA-Gate only
+  T* gate_b = nullptr;     // (H)      RFA-Gate only
+  T* ffn_norm = nullptr;   // (C)
+  T* w13 = nullptr;        // (2Hf, C)
+  T* w2 = nullptr;         // (C, Hf)
+};
+
+template <typename T>
+struct ModelWeights {
+  T* tok_embedding = nullptr;  // (V, C)
+  std::vector<BlockWeights<T>> layers;
+  T* final_norm = nullptr;     // (C)
+  T* lm_head = nullptr;        // (V, C); equals tok_embedding when tied
+};
+
+// Pointers into `base` (length table.size()) following the table's offsets.
+template <typename T>
+ModelWeights<T> model_weights_view(const ModelSpec& spec, const ParamTable& table, T* base);
+
+}  // namespace rfa

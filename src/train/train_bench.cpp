@@ -1,0 +1,82 @@
+#include "train/train_bench.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "core/timer.h"
+#include "kernels/gemm.h"
+#include "model/model_flops.h"
+#include "tensor/arena.h"
+#include "train/train_session.h"
+
+namespace rfa {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+double gemm_gflops(int64_t M, int64_t N, int64_t K, int repeats) {
+  Arena<float> a(M * K), b(K * N), c(M * N);
+  for (int64_t i = 0; i < M * K; ++i) a.data()[i] = float(i % 7) * 0.1f;
+  for (int64_t i = 0; i < K * N; ++i) b.data()[i] = float(i % 5) * 0.1f;
+  gemm(false, false, M, N, K, 1.0f, a.data(), K, b.data(), N, 0.0f, c.data(), N);
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    Timer t;
+    gemm(false, false, M, N, K, 1.0f, a.data(), K, b.data(), N, 0.0f, c.data(), N);
+    best = std::min(best, t.seconds());
+  }
+  return 2.0 * double(M) * N * K / best / 1e9;
+}
+
+TrainBenchResult train_bench(const Config& config, int steps, int warmup) {
+  if (config.model.vocab_size <= 0)
+    fail("bench needs model.vocab_size > 0 (got {}); pass --set model.vocab_size=N", config.model.vocab_size);
+  if (steps < 1 || warmup < 0) fail("bench --steps {} must be >= 1 and --warmup {} >= 0", steps, warmup);
+  const ModelSpec spec = model_spec_make(config.model, config.attention);
+  const int B = config.train.batch_size, T = spec.model.context_length;
+  // Random tokens: the step's cost does not depend on the text.
+  const int64_t n_tokens = int64_t(B) * (T + 1) * 64;
+  std::vector<uint16_t> tokens(static_cast<size_t>(n_tokens));
+  RFA_ASSERT(spec.V <= 65536, "bench token buffer is 16-bit; V = {}", spec.V);
+  CounterRng rng(config.train.seed, 0xbe7c);
+  for (auto& t : tokens) t = static_cast<uint16_t>(rng.below(static_cast<uint64_t>(spec.V)));
+  TokenSplit split(reinterpret_cast<const unsigned char*>(tokens.data()), 2, n_tokens, n_tokens);
+  TrainSession session(config, spec);
+  BatchSampler sampler(split, B, T, config.train.seed);
+  std::vector<double> total, fwd, bwd, opt;
+  for (int s = 0; s < warmup + steps; ++s) {
+    Timer t;
+    StepStats st = session.step(s, sampler);
+    double ms = t.ms();
+    if (s < warmup) continue;
+    total.push_back(ms);
+    fwd.push_back(st.forward_ms);
+    bwd.push_back(st.backward_ms);
+    opt.push_back(st.optimizer_ms + st.setup_ms);
+  }
+  TrainBenchResult r;
+  r.median_ms = median(total);
+  r.min_ms = *std::min_element(total.begin(), total.end());
+  r.median_forward_ms = median(fwd);
+  r.median_backward_ms = median(bwd);
+  r.median_optimizer_ms = median(opt);
+  const double tokens_per_step = double(B) * T * config.train.grad_accum;
+  r.tokens_per_s = tokens_per_step / (r.median_ms / 1e3);
+  FlopCount f = model_train_flops(spec, int64_t(B) * config.train.grad_accum, T);
+  r.gflops = f.total() / (r.median_ms / 1e3) / 1e9;
+  r.matmul_gflops = f.matmul / (r.median_ms / 1e3) / 1e9;
+  // The model's largest matmul (the FFN's up projection) and a large square one.
+  const int64_t N = int64_t(B) * T;
+  r.gemm_peak_gflops = std::max(gemm_gflops(N, 2 * spec.Hf, spec.C, 20), gemm_gflops(1024, 1024, 1024, 5));
+  return r;
+}
+
+}  // namespace rfa

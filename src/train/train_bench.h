@@ -1,0 +1,27 @@
+#pragma once
+// `rfa bench train`: times the real training step (the same TrainSession code
+// as `rfa train`) on random tokens, and compares the achieved FLOP rate with
+// the machine's sgemm rate measured in the same process.
+#include <cstdint>
+
+#include "config/config.h"
+
+namespace rfa {
+
+struct TrainBenchResult {
+  double median_ms = 0;          // per optimizer step
+  double min_ms = 0;
+  double tokens_per_s = 0;       // at the median
+  double gflops = 0;             // model_train_flops / median
+  double matmul_gflops = 0;      // the matmul share of it
+  double gemm_peak_gflops = 0;   // best of the sgemm probes
+  double median_forward_ms = 0, median_backward_ms = 0, median_optimizer_ms = 0;
+};
+
+// config.model.vocab_size must be set (> 0).
+TrainBenchResult train_bench(const Config& config, int steps, int warmup);
+
+// GFLOP/s of one sgemm C (M, N) = A (M, K) B (K, N), best of `repeats` after a warm-up.
+double gemm_gflops(int64_t M, int64_t N, int64_t K, int repeats);
+
+}  // namespace rfa

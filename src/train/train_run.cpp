@@ -1,0 +1,185 @@
+#include "train/train_run.h"
+
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <limits>
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/xxhash64.h"
+#include "config/config_enums.h"
+#include "config/config_load.h"
+#include "core/error.h"
+#include "core/file_util.h"
+#include "core/log.h"
+#include "core/parallel.h"
+#include "core/timer.h"
+#include "model/model_io.h"
+#include "train/train_data.h"
+#include "train/train_report.h"
+#include "train/train_session.h"
+
+namespace rfa {
+namespace {
+
+std::atomic<int> g_stop_signal{0};
+
+extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+
+// Installs SIGINT/SIGTERM handlers for the run and restores the old ones after.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal.store(0);
+    old_int_ = std::signal(SIGINT, on_stop_signal);
+    old_term_ = std::signal(SIGTERM, on_stop_signal);
+  }
+  ~StopSignals() {
+    std::signal(SIGINT, old_int_);
+    std::signal(SIGTERM, old_term_);
+  }
+  int pending() const { return g_stop_signal.load(); }
+
+ private:
+  void (*old_int_)(int) = nullptr;
+  void (*old_term_)(int) = nullptr;
+};
+
+Config resolve_vocab(Config c, const Tokenizer& tok) {
+  if (c.model.vocab_size == 0) {
+    c.model.vocab_size = tok.vocab_size();
+  } else if (c.model.vocab_size != tok.vocab_size()) {
+    fail("model.vocab_size {} differs from the tokenizer {} ({} tokens); set model.vocab_size: 0 to follow the "
+         "tokenizer",
+         c.model.vocab_size, tok.origin(), tok.vocab_size());
+  }
+  return c;
+}
+
+std::string save_checkpoint(TrainSession& session, const Config& config, const std::string& run_dir,
+                            const TrainState& state) {
+  Model<float>& m = session.model();
+  CheckpointContents contents;
+  contents.model = model_tensor_refs(m);
+  contents.optimizer = optimizer_tensor_refs(m, session.adam_m(), session.adam_v());
+  contents.state = state;
+  contents.config_yaml = config_dump(config);
+  contents.tokenizer_path = run_dir + "/tokenizer.model";
+  return checkpoint_save(run_dir + "/checkpoints", contents, config.checkpoint);
+}
+
+}  // namespace
+
+TrainResult train_run(const Config& config_in) {
+  namespace fs = std::filesystem;
+  Timer wall;
+  const std::string run_dir = config_in.train.run_dir;
+  fs::create_directories(run_dir);
+  log_add_file(run_dir + "/train.log");
+  TrainData data = train_data_ensure(config_in);
+  const Config config = resolve_vocab(config_in, data.tokenizer);
+  const ModelSpec spec = model_spec_make(config.model, config.attention);
+  file_write_atomic(run_dir + "/config.yaml", config_dump(config));
+  file_write_atomic(run_dir + "/tokenizer.model", data.tokenizer.model_bytes());
+
+  const TrainConfig& tc = config.train;
+  TrainSession session(config, spec);
+  BatchSampler sampler(data.tokens.train(), tc.batch_size, spec.model.context_length, tc.seed);
+  const TokenSplit val = data.tokens.val();
+  log_info("train", "{} attention, L={} C={} H={} T={} V={}: {} parameters; batch {}x{}x{} = {} tokens/step, {} threads",
+           enum_name(spec.attention.kind), spec.L, spec.C, spec.H, spec.model.context_length, spec.V,
+           session.model().table.count(), tc.batch_size, tc.grad_accum, spec.model.context_length,
+           int64_t(tc.batch_size) * tc.grad_accum * spec.model.context_length, thread_count());
+  log_info("train", "data: {} train / {} val tokens from {}; run dir {}", data.tokens.train().size(), val.size(),
+           data.tokens.path(), run_dir);
+
+  MetricsFile metrics(run_dir + "/metrics.jsonl");
+  ProgressLine progress;
+  StopSignals signals;
+  TrainResult result;
+  result.best_val_loss = std::numeric_limits<double>::infinity();
+  TrainState state;
+  state.seed = tc.seed;
+  state.tokenizer_checksum = file_checksum(run_dir + "/tokenizer.model");
+
+  double interval_loss = 0, interval_seconds = 0, train_seconds = 0;
+  int64_t interval_steps = 0, interval_tokens = 0, tokens_seen = 0;
+  double recent_ms = 0;
+  StepStats last;
+  for (int64_t step = 0; step < tc.steps; ++step) {
+    Timer step_timer;
+    last = session.step(step, sampler);
+    const double seconds = step_timer.seconds();
+    train_seconds += seconds;
+    interval_seconds += seconds;
+    interval_loss += last.loss;
+    interval_tokens += last.tokens;
+    tokens_seen += last.tokens;
+    ++interval_steps;
+    const int64_t done = step + 1;
+    const bool is_last = done == tc.steps;
+    const bool stopping = signals.pending() != 0;
+    recent_ms = recent_ms == 0 ? seconds * 1e3 : 0.9 * recent_ms + 0.1 * seconds * 1e3;
+    const double eta = (tc.steps - done) * recent_ms / 1e3;
+
+    double val_loss = -1;
+    if ((tc.eval_every > 0 && done % tc.eval_every == 0) || is_last || stopping) {
+      progress.clear();
+      val_loss = session.evaluate(val, tc.eval_batches);
+      result.final_val_loss = val_loss;
+      result.best_val_loss = std::min(result.best_val_loss, val_loss);
+      metrics.write(eval_log_json(done, val_loss, wall.seconds()));
+    }
+    if (done % tc.log_every == 0 || step == 0 || is_last || stopping || val_loss >= 0) {
+      TrainLogLine line;
+      line.step = done;
+      line.total = tc.steps;
+      line.loss = interval_loss / interval_steps;
+      line.val_loss = val_loss;
+      line.lr = last.lr;
+      line.grad_norm = last.grad_norm;
+      line.tokens_per_s = interval_tokens / interval_seconds;
+      line.ms_per_step = interval_seconds * 1e3 / interval_steps;
+      line.eta_s = eta;
+      line.elapsed_s = wall.seconds();
+      progress.clear();
+      log_info("train", "{}", train_log_text(line));
+      metrics.write(train_log_json(line));
+      result.final_train_loss = line.loss;
+      interval_loss = interval_seconds = 0;
+      interval_steps = interval_tokens = 0;
+    } else {
+      progress.show(fmt::format("[train] step {}/{} | loss {:.4f} | {:.1f} ms/step | eta {}", done, tc.steps,
+                                last.loss, seconds * 1e3, duration_text(eta)));
+    }
+    const bool periodic = config.checkpoint.every > 0 && done % config.checkpoint.every == 0;
+    if (periodic || is_last || stopping) {
+      state.step = done;
+      state.data_position = done;  // batches are keyed by (seed, step, micro): the step is the cursor
+      state.tokens_seen = tokens_seen;
+      state.wall_seconds = wall.seconds();
+      state.val_loss = val_loss >= 0 ? val_loss : std::numeric_limits<double>::quiet_NaN();
+      state.best_val_loss = result.best_val_loss;
+      progress.clear();
+      result.checkpoint_dir = save_checkpoint(session, config, run_dir, state);
+      log_info("train", "checkpoint {}", result.checkpoint_dir);
+    }
+    result.steps = done;
+    if (stopping) {
+      log_warn("train", "signal {} received: stopped after step {}/{} with a checkpoint", signals.pending(), done,
+               tc.steps);
+      result.interrupted = true;
+      break;
+    }
+  }
+  progress.clear();
+  result.train_seconds = train_seconds;
+  result.wall_seconds = wall.seconds();
+  result.tokens_per_s = train_seconds > 0 ? tokens_seen / train_seconds : 0;
+  log_info("train", "done: {} steps, final val loss {:.4f} (best {:.4f}), {} in steps ({} wall), {:.0f} tok/s",
+           result.steps, result.final_val_loss, result.best_val_loss, duration_text(result.train_seconds),
+           duration_text(result.wall_seconds), result.tokens_per_s);
+  return result;
+}
+
+}  // namespace rfa

@@ -1,0 +1,33 @@
+#pragma once
+// `rfa train`: the whole run. Prepares data if missing, builds the model from
+// the config, trains config.train.steps optimizer steps with warmup + cosine
+// LR, evaluates every eval_every steps (and at the end), logs every log_every
+// steps, and writes the run directory:
+//   run_dir/config.yaml       the resolved config (vocab size filled in)
+//   run_dir/tokenizer.model   a copy of the tokenizer
+//   run_dir/metrics.jsonl     one JSON line per logged step and per evaluation
+//   run_dir/train.log         the log lines
+//   run_dir/checkpoints/step-NNNNNN/  every checkpoint.every steps and at the end
+// SIGINT/SIGTERM stop after the current step, save a checkpoint and return.
+#include <cstdint>
+#include <string>
+
+#include "config/config.h"
+
+namespace rfa {
+
+struct TrainResult {
+  int64_t steps = 0;             // optimizer steps completed
+  double final_train_loss = 0;   // mean over the last log interval
+  double final_val_loss = 0;
+  double best_val_loss = 0;
+  double train_seconds = 0;      // wall time in steps (evaluation excluded)
+  double wall_seconds = 0;       // whole run
+  double tokens_per_s = 0;       // training tokens / train_seconds
+  std::string checkpoint_dir;    // the last checkpoint written ("" if none)
+  bool interrupted = false;
+};
+
+TrainResult train_run(const Config& config);
+
+}  // namespace rfa

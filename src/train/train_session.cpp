@@ -1,0 +1,118 @@
+#include "train/train_session.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/timer.h"
+#include "model/model_forward.h"
+#include "optim/lr_schedule.h"
+
+namespace rfa {
+namespace {
+
+DecayMask mask_from_table(const ParamTable& t) {
+  // Tensors and the padding between them tile [0, P); padding never decays.
+  std::vector<DecayRange> ranges;
+  int64_t pos = 0;
+  for (const ParamEntry& e : t.entries()) {
+    if (e.offset > pos) ranges.push_back({pos, e.offset - pos, false});
+    ranges.push_back({e.offset, e.numel, e.decay});
+    pos = e.offset + e.numel;
+  }
+  if (t.size() > pos) ranges.push_back({pos, t.size() - pos, false});
+  return decay_mask_build(std::move(ranges), t.size());
+}
+
+}  // namespace
+
+TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
+    : config_(config),
+      model_(spec),
+      acts_(spec, config.train.batch_size, spec.model.context_length),
+      optim_(2 * model_.param_size()),
+      mask_(mask_from_table(model_.table)),
+      batch_(config.train.batch_size, spec.model.context_length) {
+  model_init(model_, config.train.seed);
+  for (const ParamEntry& e : model_.table.entries()) ranges_.push_back({e.name, e.offset, e.numel});
+}
+
+void TrainSession::fail_non_finite(int64_t step, const char* what) {
+  // Not the hot path: we are about to stop. Name the first tensor that went bad,
+  // looking at activations in forward order, then gradients, then parameters.
+  for (const ActTensor& t : acts_.tensors()) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    const float* p = acts_.tensor_data(t);
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isfinite(p[i]))
+        fail("step {}: {} is not finite; first non-finite activation is {}[{}] = {}. Lower optim.lr or "
+             "raise attention.denominator_floor",
+             step, what, t.name, i, p[i]);
+  }
+  if (auto bad = grad_find_non_finite(model_.grads(), model_.param_size(), ranges_))
+    fail("step {}: {} is not finite; first non-finite gradient is {}[{}] = {}. Lower optim.lr or set "
+         "optim.grad_clip",
+         step, what, bad->name, bad->index, bad->value);
+  if (auto bad = grad_find_non_finite(model_.params(), model_.param_size(), ranges_))
+    fail("step {}: {} is not finite; parameter {}[{}] = {}", step, what, bad->name, bad->index, bad->value);
+  fail("step {}: {} is not finite, but no activation, gradient or parameter is", step, what);
+}
+
+StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
+  const TrainConfig& tc = config_.train;
+  const ModelSpec& s = model_.spec;
+  StepStats st;
+  Timer timer;
+  model_.zero_grad();
+  if (s.is_rfa()) model_draw_random(s, tc.seed, static_cast<uint64_t>(step), model_.random_step());
+  st.setup_ms = timer.ms();
+  double loss_sum = 0;
+  const double scale = 1.0 / tc.grad_accum;
+  for (int micro = 0; micro < tc.grad_accum; ++micro) {
+    sampler.sample(step, micro, batch_.inputs.data(), batch_.targets.data());
+    timer.reset();
+    double loss = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_step());
+    st.forward_ms += timer.ms();
+    if (!std::isfinite(loss)) fail_non_finite(step, "the training loss");
+    timer.reset();
+    model_backward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_step(), scale);
+    st.backward_ms += timer.ms();
+    loss_sum += loss;
+  }
+  timer.reset();
+  st.step = step;
+  st.loss = loss_sum * scale;
+  st.grad_norm = grad_clip(model_.grads(), model_.param_size(), config_.optim.grad_clip);
+  if (!std::isfinite(st.grad_norm)) fail_non_finite(step, "the gradient norm");
+  const int64_t total = std::max<int64_t>(tc.steps, step + 1);
+  st.lr = lr_at(config_.optim, step, total);
+  adamw_update(adamw_step_make(config_.optim, st.lr, steps_taken_ + 1), mask_, model_.params(), model_.grads(),
+               adam_m(), adam_v(), model_.param_size());
+  ++steps_taken_;
+  st.optimizer_ms = timer.ms();
+  st.tokens = int64_t(tc.batch_size) * s.model.context_length * tc.grad_accum;
+  return st;
+}
+
+double TrainSession::evaluate(const TokenSplit& split, int eval_batches) {
+  const int B = acts_.B, T = acts_.T_len;
+  SequentialBatches windows(split, B, T, int64_t(eval_batches) * B);
+  double sum = 0;
+  int64_t count = 0;
+  for (;;) {
+    int rows = windows.next(batch_.inputs.data(), batch_.targets.data());
+    if (rows == 0) break;
+    // A short last batch: pad with token 0 and ignore its targets.
+    for (int64_t i = int64_t(rows) * T; i < int64_t(B) * T; ++i) {
+      batch_.inputs[i] = 0;
+      batch_.targets[i] = -1;
+    }
+    double loss = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_fixed());
+    sum += loss * rows * T;
+    count += int64_t(rows) * T;
+  }
+  RFA_ASSERT(count > 0, "evaluation saw no windows");
+  return sum / static_cast<double>(count);
+}
+
+}  // namespace rfa

@@ -1,0 +1,85 @@
+// Saving and restoring a generation: continuing from a saved state gives the
+// same text as never stopping; a state from another model or a softmax model is refused.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "decode/decoder_state_io.h"
+#include "decode/generate.h"
+#include "support/temp_dir.h"
+
+using namespace rfa;
+
+namespace {
+
+ModelSpec spec_of(AttentionKind kind) {
+  ModelConfig m;
+  m.vocab_size = 29;
+  m.d_model = 16;
+  m.n_heads = 2;
+  m.n_layers = 2;
+  m.context_length = 16;
+  m.init_std = 0.3;
+  AttentionConfig a;
+  a.kind = kind;
+  a.num_features = 5;
+  a.chunk_size = 4;
+  return model_spec_make(m, a);
+}
+
+std::vector<int32_t> run(Decoder<float>& dec, const std::vector<int32_t>& prompt, int n) {
+  SamplerConfig sc;
+  sc.temperature = 1.5;
+  sc.seed = 3;
+  Sampler sampler(dec.vocab(), sc);
+  std::vector<int32_t> out;
+  generate(dec, sampler, prompt, n, 0, [&](int32_t t) { out.push_back(t); });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("decoder state: save, load and continue equals one uninterrupted generation") {
+  test::TempDir dir;
+  const std::string path = dir.file("state.safetensors");
+  Model<float> model(spec_of(AttentionKind::rfa_gate));
+  model_init(model, 5);
+  const std::string sum = model_checksum(model);
+  const std::vector<int32_t> prompt = {1, 7, 3, 22, 9};
+  Decoder<float> whole(model, DecoderOptions{});
+  const std::vector<int32_t> expected = run(whole, prompt, 40);
+
+  Decoder<float> first(model, DecoderOptions{});
+  std::vector<int32_t> got = run(first, prompt, 15);
+  decoder_state_save(path, first, sum);
+  Decoder<float> second(model, DecoderOptions{});
+  decoder_state_load(path, second, sum);
+  CHECK(second.position() == int64_t(prompt.size()) + 15);
+  const std::vector<int32_t> rest = run(second, {}, 25);
+  got.insert(got.end(), rest.begin(), rest.end());
+  CHECK(got == expected);
+
+  Model<float> other(spec_of(AttentionKind::rfa_gate));
+  model_init(other, 6);
+  Decoder<float> wrong(other, DecoderOptions{});
+  CHECK_THROWS_AS(decoder_state_load(path, wrong, model_checksum(other)), Error);
+}
+
+TEST_CASE("decoder state: softmax and empty decoders are refused") {
+  test::TempDir dir;
+  const std::string path = dir.file("state.safetensors");
+  Model<float> model(spec_of(AttentionKind::softmax));
+  model_init(model, 5);
+  DecoderOptions o;
+  o.max_positions = 8;
+  Decoder<float> dec(model, o);
+  int32_t tok = 2;
+  dec.step(&tok);
+  CHECK_THROWS_AS(decoder_state_save(path, dec, model_checksum(model)), Error);
+  Model<float> rfa_model(spec_of(AttentionKind::rfa));
+  model_init(rfa_model, 5);
+  Decoder<float> fresh(rfa_model, DecoderOptions{});
+  CHECK_THROWS_AS(decoder_state_save(path, fresh, model_checksum(rfa_model)), Error);
+}

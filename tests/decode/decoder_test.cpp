@@ -1,0 +1,155 @@
+// The decoder against the training forward: for every attention kind, logits
+// from token-by-token decoding, from prefill-then-step and from prefill in
+// uneven segments all equal the logits of one full model_forward at every
+// position (double: to rounding; float: to float tolerance).
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "decode/decoder.h"
+#include "model/activations.h"
+#include "model/model.h"
+#include "model/model_forward.h"
+#include "support/gradcheck.h"
+
+using namespace rfa;
+
+namespace {
+
+constexpr int kB = 2, kT = 13, kV = 17;
+
+ModelSpec small_spec(AttentionKind kind, FeatureMapKind map = FeatureMapKind::gaussian) {
+  ModelConfig m;
+  m.vocab_size = kV;
+  m.d_model = 16;
+  m.n_heads = 2;
+  m.n_layers = 2;
+  m.context_length = kT;
+  m.init_std = 0.3;  // large enough that logits vary strongly with the context
+  AttentionConfig a;
+  a.kind = kind;
+  a.feature_map = map;
+  a.num_features = 5;
+  a.chunk_size = 4;  // T = 13 spans four chunks, the last one partial
+  a.gate_bias_init = 0.5;
+  return model_spec_make(m, a);
+}
+
+std::vector<int32_t> tokens_make(uint64_t seed) {
+  CounterRng rng(seed);
+  std::vector<int32_t> t(static_cast<size_t>(kB) * kT);
+  for (auto& x : t) x = static_cast<int32_t>(rng.below(kV));
+  return t;
+}
+
+// Logits (B, T, V) of the training forward.
+template <typename T>
+std::vector<T> full_forward(Model<T>& model, const std::vector<int32_t>& tokens) {
+  Activations<T> acts(model.spec, kB, kT);
+  model_forward(model, acts, tokens.data(), nullptr, model.random_fixed());
+  return std::vector<T>(acts.logits, acts.logits + static_cast<size_t>(kB) * kT * kV);
+}
+
+// Decodes tokens (B, T): prefill the first `prefill` positions in segments of
+// at most `segment`, then step through the rest. Returns logits (B, T, V).
+template <typename T>
+std::vector<T> decode(Model<T>& model, const std::vector<int32_t>& tokens, int prefill, int segment) {
+  DecoderOptions o;
+  o.batch = kB;
+  o.max_segment = segment;
+  o.max_positions = kT;
+  Decoder<T> dec(model, o);
+  std::vector<T> out(static_cast<size_t>(kB) * kT * kV);
+  std::vector<int32_t> seg(static_cast<size_t>(kB) * segment);
+  int t0 = 0;
+  while (t0 < prefill) {
+    const int S = std::min(segment, prefill - t0);
+    for (int b = 0; b < kB; ++b)
+      for (int t = 0; t < S; ++t) seg[static_cast<size_t>(b * S + t)] = tokens[static_cast<size_t>(b * kT + t0 + t)];
+    const T* logits = dec.prefill(seg.data(), S);
+    for (int b = 0; b < kB; ++b)
+      for (int t = 0; t < S; ++t)
+        std::copy(logits + (b * S + t) * kV, logits + (b * S + t + 1) * kV, out.begin() + (b * kT + t0 + t) * kV);
+    t0 += S;
+  }
+  for (int t = prefill; t < kT; ++t) {
+    int32_t step_tokens[kB];
+    for (int b = 0; b < kB; ++b) step_tokens[b] = tokens[static_cast<size_t>(b * kT + t)];
+    const T* logits = dec.step(step_tokens);
+    for (int b = 0; b < kB; ++b) std::copy(logits + b * kV, logits + (b + 1) * kV, out.begin() + (b * kT + t) * kV);
+  }
+  CHECK(dec.position() == kT);
+  return out;
+}
+
+template <typename T>
+void check_kind(const ModelSpec& spec, double rtol, double atol) {
+  Model<T> model(spec);
+  model_init(model, 11);
+  const std::vector<int32_t> tokens = tokens_make(5);
+  const std::vector<T> full = full_forward(model, tokens);
+  const size_t n = full.size();
+  const std::vector<T> steps = decode(model, tokens, 0, 1);
+  test::check_close("step-only vs full forward", steps.data(), full.data(), n, rtol, atol);
+  const std::vector<T> prefill_all = decode(model, tokens, kT, kT);
+  test::check_close("one prefill vs full forward", prefill_all.data(), full.data(), n, rtol, atol);
+  const std::vector<T> pieces = decode(model, tokens, kT, 5);  // segments 5, 5, 3
+  test::check_close("segmented prefill vs full forward", pieces.data(), full.data(), n, rtol, atol);
+  for (int prefill : {1, 6, 12}) {
+    INFO("prefill ", prefill, " then steps");
+    const std::vector<T> mixed = decode(model, tokens, prefill, 4);
+    test::check_close("prefill-then-step vs step-only", mixed.data(), steps.data(), n, rtol, atol);
+  }
+  // The test would be vacuous if the logits did not depend on the context.
+  double spread = 0;
+  for (int v = 0; v < kV; ++v) spread = std::max(spread, std::abs(double(full[v]) - double(full[(kT - 1) * kV + v])));
+  CHECK(spread > 1e-2);
+}
+
+}  // namespace
+
+TEST_CASE("decoder equals the full forward: softmax with rope (KV cache)") {
+  check_kind<double>(small_spec(AttentionKind::softmax), 1e-10, 1e-12);
+  check_kind<float>(small_spec(AttentionKind::softmax), 5e-4, 5e-5);
+}
+
+TEST_CASE("decoder equals the full forward: rfa gaussian") {
+  check_kind<double>(small_spec(AttentionKind::rfa), 1e-10, 1e-12);
+  check_kind<float>(small_spec(AttentionKind::rfa), 5e-4, 5e-5);
+}
+
+TEST_CASE("decoder equals the full forward: rfa_gate gaussian") {
+  check_kind<double>(small_spec(AttentionKind::rfa_gate), 1e-10, 1e-12);
+  check_kind<float>(small_spec(AttentionKind::rfa_gate), 5e-4, 5e-5);
+}
+
+TEST_CASE("decoder equals the full forward: rfa_gate arccos") {
+  check_kind<double>(small_spec(AttentionKind::rfa_gate, FeatureMapKind::arccos), 1e-10, 1e-12);
+  check_kind<float>(small_spec(AttentionKind::rfa_gate, FeatureMapKind::arccos), 5e-4, 5e-5);
+}
+
+TEST_CASE("decoder: RFA state size does not grow with position; softmax cache does") {
+  Model<float> rfa_model(small_spec(AttentionKind::rfa_gate));
+  model_init(rfa_model, 1);
+  DecoderOptions o;
+  o.batch = 1;
+  o.max_segment = 8;
+  Decoder<float> rfa_dec(rfa_model, o);
+  const int64_t before = rfa_dec.state_bytes();
+  // Far past the training context: RFA has no length limit.
+  int32_t tok = 3;
+  for (int i = 0; i < 100; ++i) rfa_dec.step(&tok);
+  CHECK(rfa_dec.state_bytes() == before);
+  // L * H * F * (Dh+1) floats: 2 * 2 * 10 * 9 * 4 bytes.
+  CHECK(before == 2 * 2 * 10 * 9 * 4);
+
+  Model<float> sm_model(small_spec(AttentionKind::softmax));
+  model_init(sm_model, 1);
+  o.max_positions = 4;
+  Decoder<float> sm_dec(sm_model, o);
+  for (int i = 0; i < 4; ++i) sm_dec.step(&tok);
+  CHECK(sm_dec.state_bytes() == 2 * 2 * 4 * 2 * 8 * 4);  // L * (k, v) * H * len * Dh * 4
+  CHECK_THROWS_AS(sm_dec.step(&tok), Error);  // cache full: an error, not a silent overwrite
+  int32_t bad = kV;
+  CHECK_THROWS_AS(rfa_dec.step(&bad), Error);
+}

@@ -1,0 +1,112 @@
+// Sampling: greedy is argmax, the same seed gives the same tokens, top-k and
+// top-p never pick outside their sets, the empirical distribution follows
+// softmax(logits / T), and non-finite logits are an error.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/error.h"
+#include "decode/sampler.h"
+
+using namespace rfa;
+
+namespace {
+// softmax: 0.5, 0.25, 0.125, 0.0625, 0.0625 at temperature 1.
+const std::vector<float> kLogits = {std::log(0.25f), std::log(0.5f), std::log(0.0625f), std::log(0.125f),
+                                    std::log(0.0625f)};
+}  // namespace
+
+TEST_CASE("sampler: greedy picks the argmax; temperature 0 is greedy") {
+  SamplerConfig c;
+  c.greedy = true;
+  Sampler s(5, c);
+  for (int p = 0; p < 10; ++p) CHECK(s.sample(kLogits.data(), 0, p) == 1);
+  c.greedy = false;
+  c.temperature = 0;
+  Sampler t(5, c);
+  CHECK(t.sample(kLogits.data(), 3, 7) == 1);
+}
+
+TEST_CASE("sampler: same seed, same draws; another seed differs") {
+  SamplerConfig c;
+  c.temperature = 1;
+  c.top_k = 0;
+  c.top_p = 1;
+  c.seed = 42;
+  Sampler a(5, c), b(5, c);
+  c.seed = 43;
+  Sampler other(5, c);
+  int differ = 0;
+  for (int p = 0; p < 200; ++p) {
+    int32_t x = a.sample(kLogits.data(), 0, p);
+    CHECK(x == b.sample(kLogits.data(), 0, p));
+    differ += x != other.sample(kLogits.data(), 0, p);
+  }
+  CHECK(differ > 20);
+}
+
+TEST_CASE("sampler: frequencies follow softmax(logits / T)") {
+  SamplerConfig c;
+  c.temperature = 1;
+  c.top_k = 0;
+  c.top_p = 1;
+  c.seed = 1;
+  Sampler s(5, c);
+  const int n = 40000;
+  std::vector<int> count(5, 0);
+  for (int p = 0; p < n; ++p) ++count[static_cast<size_t>(s.sample(kLogits.data(), 0, p))];
+  const double expected[] = {0.25, 0.5, 0.0625, 0.125, 0.0625};
+  for (int i = 0; i < 5; ++i) CHECK(std::abs(count[static_cast<size_t>(i)] / double(n) - expected[i]) < 0.01);
+  // T = 0.5 squares the probabilities: token 1 gets 0.25 / (0.0625+0.25+0.0039*2+0.0156) = 0.744
+  c.temperature = 0.5;
+  Sampler cold(5, c);
+  int ones = 0;
+  for (int p = 0; p < n; ++p) ones += cold.sample(kLogits.data(), 0, p) == 1;
+  CHECK(std::abs(ones / double(n) - 0.25 / (0.0625 + 0.25 + 2 * 0.00390625 + 0.015625)) < 0.01);
+}
+
+TEST_CASE("sampler: top-k and top-p restrict the candidates") {
+  SamplerConfig c;
+  c.temperature = 1;
+  c.top_p = 1;
+  c.top_k = 2;  // tokens 1 and 0
+  Sampler k2(5, c);
+  int zeros = 0;
+  for (int p = 0; p < 3000; ++p) {
+    int32_t x = k2.sample(kLogits.data(), 0, p);
+    CHECK((x == 0 || x == 1));
+    zeros += x == 0;
+  }
+  CHECK(std::abs(zeros / 3000.0 - 1.0 / 3) < 0.04);  // renormalised 0.25 / 0.75
+  c.top_k = 0;
+  c.top_p = 0.8;  // 0.5 + 0.25 = 0.75 < 0.8, so token 3 (0.125) joins
+  Sampler p8(5, c);
+  bool saw3 = false;
+  for (int p = 0; p < 3000; ++p) {
+    int32_t x = p8.sample(kLogits.data(), 0, p);
+    CHECK((x == 0 || x == 1 || x == 3));
+    saw3 = saw3 || x == 3;
+  }
+  CHECK(saw3);
+}
+
+TEST_CASE("sampler: non-finite logits and bad options are errors") {
+  SamplerConfig c;
+  Sampler s(5, c);
+  std::vector<float> bad = kLogits;
+  bad[2] = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_AS(s.sample(bad.data(), 0, 0), Error);
+  bad[2] = std::numeric_limits<float>::infinity();
+  CHECK_THROWS_AS(s.sample(bad.data(), 0, 0), Error);
+  c.greedy = true;
+  Sampler g(5, c);
+  CHECK_THROWS_AS(g.sample(bad.data(), 0, 0), Error);  // greedy checks too
+  SamplerConfig wrong;
+  wrong.top_p = 0;
+  CHECK_THROWS_AS(Sampler(5, wrong), Error);
+  wrong = SamplerConfig{};
+  wrong.temperature = -1;
+  CHECK_THROWS_AS(Sampler(5, wrong), Error);
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `rfa train` on a small generated corpus from a bare config: it creates the
+# missing tokenizer and token file, trains a few steps with evaluation, writes
+# the run directory (config.yaml, tokenizer.model, metrics.jsonl, train.log)
+# and a final checkpoint; the loss goes down. Then `rfa bench train` runs.
+# Usage: train_smoke.sh <path-to-rfa> <source-dir>
+set -euo pipefail
+rfa=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_in() {
+  grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; cat "$1" >&2; fail "expected '$2' in $1"; }
+}
+
+for i in $(seq 1 2000); do
+  echo "Line $i: the quick brown fox jumps over the lazy dog, $((i * 7919 % 1000)) times; said Zoe."
+done >"$tmp/corpus.txt"
+
+for kind in rfa_gate softmax; do
+  run="$tmp/run-$kind"
+  cat >"$tmp/$kind.yaml" <<YAML
+model: {n_layers: 2, d_model: 32, n_heads: 2, context_length: 32}
+attention: {kind: $kind, num_features: 8, chunk_size: 16}
+tokenizer: {path: $tmp/data/char.model, kind: char, vocab_size: 300}
+data: {corpus: $tmp/corpus.txt, tokens: $tmp/data/corpus.tokens, val_fraction: 0.1}
+train: {run_dir: $run, batch_size: 4, steps: 40, log_every: 10, eval_every: 20, eval_batches: 2}
+optim: {lr: 3.0e-3, warmup_steps: 5}
+checkpoint: {every: 0}
+YAML
+  "$rfa" --threads 2 train --config "$tmp/$kind.yaml" 2>"$tmp/$kind.log" || { cat "$tmp/$kind.log" >&2; fail "train $kind"; }
+  expect_in "$tmp/$kind.log" "[train] step 40/40"
+  expect_in "$tmp/$kind.log" "final val loss"
+  for f in config.yaml tokenizer.model metrics.jsonl train.log checkpoints/latest \
+           checkpoints/step-000040/model.safetensors checkpoints/step-000040/optimizer.safetensors \
+           checkpoints/step-000040/state.json checkpoints/step-000040/config.yaml checkpoints/step-000040/tokenizer.model; do
+    [ -s "$run/$f" ] || fail "$kind: $run/$f missing or empty"
+  done
+  expect_in "$run/config.yaml" "kind: $kind"
+  expect_in "$run/train.log" "[train] step 40/40"
+  [ "$(grep -c '"type":"eval"' "$run/metrics.jsonl")" = 2 ] || fail "$kind: expected 2 eval lines in metrics.jsonl"
+  [ "$(grep -c '"type":"train"' "$run/metrics.jsonl")" -ge 5 ] || fail "$kind: expected >= 5 train lines"
+  # Loss goes down: the last logged train loss is below the first.
+  first=$(grep '"type":"train"' "$run/metrics.jsonl" | head -1 | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/')
+  last=$(grep '"type":"train"' "$run/metrics.jsonl" | tail -1 | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/')
+  awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.5) }' || fail "$kind: loss $first -> $last did not drop"
+done
+
+# The bench command runs the same step and reports its numbers.
+"$rfa" --threads 2 bench train --config "$tmp/rfa_gate.yaml" --set model.vocab_size=50 --steps 3 --warmup 1 \
+  2>"$tmp/bench.log" || { cat "$tmp/bench.log" >&2; fail "bench"; }
+expect_in "$tmp/bench.log" "ms/step"
+expect_in "$tmp/bench.log" "of the measured sgemm peak"
+
+# A config naming a missing corpus fails with its path.
+sed "s#$tmp/corpus.txt#$tmp/nope.txt#; s#$tmp/data/#$tmp/data2/#g" "$tmp/softmax.yaml" >"$tmp/missing.yaml"
+if "$rfa" train --config "$tmp/missing.yaml" 2>"$tmp/missing.log"; then fail "missing corpus accepted"; fi
+expect_in "$tmp/missing.log" "$tmp/nope.txt"
+echo "train_smoke: ok"

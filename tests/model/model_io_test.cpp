@@ -1,0 +1,94 @@
+// Checkpoint tensor lists: a model written through the safetensors library and
+// loaded into a fresh model gives identical parameters and random matrices.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "checkpoint/safetensors.h"
+#include "model/model_flops.h"
+#include "model/model_io.h"
+#include "support/temp_dir.h"
+
+using namespace rfa;
+
+namespace {
+
+ModelSpec small_spec(AttentionKind kind, bool tied) {
+  ModelConfig m;
+  m.vocab_size = 30;
+  m.n_layers = 2;
+  m.d_model = 16;
+  m.n_heads = 2;
+  m.context_length = 8;
+  m.tie_embeddings = tied;
+  AttentionConfig a;
+  a.kind = kind;
+  a.num_features = 4;
+  return model_spec_make(m, a);
+}
+
+}  // namespace
+
+TEST_CASE("model io: save and load round-trips every tensor") {
+  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
+    ModelSpec spec = small_spec(kind, kind == AttentionKind::softmax);
+    Model<float> a(spec), b(spec);
+    model_init(a, 3);
+    model_init(b, 4);
+    std::vector<float> m(static_cast<size_t>(a.param_size()), 0.5f), v(m.size(), 0.25f), m2(m.size()), v2(m.size());
+    test::TempDir dir;
+    safetensors_write(dir / "model.safetensors", model_tensor_refs(a));
+    safetensors_write(dir / "opt.safetensors", optimizer_tensor_refs(a, m.data(), v.data()));
+    SafetensorsFile fm = safetensors_read(dir / "model.safetensors");
+    SafetensorsFile fo = safetensors_read(dir / "opt.safetensors");
+    safetensors_validate(fm, model_tensor_specs(spec), "model");
+    safetensors_validate(fo, optimizer_tensor_specs(spec), "optimizer");
+    model_tensors_load(b, fm);
+    optimizer_tensors_load(b, fo, m2.data(), v2.data());
+    CHECK(std::equal(a.params(), a.params() + a.param_size(), b.params()));
+    CHECK(std::equal(a.random_fixed(), a.random_fixed() + a.random_size, b.random_fixed()));
+    for (const ParamEntry& e : a.table.entries()) {
+      CHECK(m2[static_cast<size_t>(e.offset)] == 0.5f);
+      CHECK(v2[static_cast<size_t>(e.offset + e.numel - 1)] == 0.25f);
+    }
+    CHECK((fm.find("layers.1.attn.random") != nullptr) == (kind != AttentionKind::softmax));
+  }
+}
+
+TEST_CASE("model flops: 6 N tokens for the matmuls, attention terms by hand") {
+  ModelSpec s = small_spec(AttentionKind::softmax, true);  // C 16, L 2, Hf 64 (8/3*16 -> 43 -> 64), V 30
+  CHECK(s.Hf == 64);
+  CHECK(model_matmul_params(s) == 2 * (4 * 16 * 16 + 3 * 16 * 64) + 30 * 16);
+  FlopCount f = model_train_flops(s, 3, 8);
+  CHECK(f.matmul == doctest::Approx(6.0 * model_matmul_params(s) * 24));
+  CHECK(f.attention == doctest::Approx(3.0 * 2 * 16 * 9 * 2 * 24));  // 3 x 2C(T+1) x L x tokens
+  ModelSpec r = small_spec(AttentionKind::rfa, true);            // H 2, Dh 8, D 4, F 8, chunk min(64, 8) = 8
+  FlopCount fr = model_train_flops(r, 1, 8);
+  double per_head = 4 * 4 * 8 + 4 * 8 * 9 + 2 * 8 * 8 + 2 * 8 * 9;
+  CHECK(fr.attention == doctest::Approx(3.0 * 2 * per_head * 2 * 8));
+}
+
+#include "model/activations_dump.h"
+#include "model/model_forward.h"
+
+TEST_CASE("activations dump: every intermediate by name, with the forward's values") {
+  ModelSpec spec = small_spec(AttentionKind::rfa_gate, true);
+  Model<float> model(spec);
+  model_init(model, 3);
+  Activations<float> acts(spec, 2, 8);
+  std::vector<int32_t> in(16), tg(16);
+  for (int i = 0; i < 16; ++i) in[i] = i % 30, tg[i] = (i + 1) % 30;
+  model_forward(model, acts, in.data(), tg.data(), model.random_fixed());
+  test::TempDir dir;
+  activations_dump(acts, dir / "acts.safetensors");
+  SafetensorsFile f = safetensors_read(dir / "acts.safetensors");
+  const Tensor* t = f.find("layers.1.ffn.gate_up");
+  REQUIRE(t != nullptr);
+  CHECK(t->shape == std::vector<int64_t>{2, 8, 2 * spec.Hf});
+  std::vector<float> got(static_cast<size_t>(2 * 8 * 2 * spec.Hf));
+  tensor_copy_to(*t, got.data(), static_cast<int64_t>(got.size()));
+  CHECK(std::equal(got.begin(), got.end(), acts.layers[1].ffn_gate_up));
+  CHECK(f.find("layers.0.attn.q") != nullptr);
+  CHECK(f.find("logits") != nullptr);
+  CHECK(f.tensors.size() == acts.tensors().size());
+}

@@ -1,0 +1,99 @@
+// Loading a model for inference from a run, a checkpoints root or a checkpoint
+// directory: weights, fixed random matrices, config and tokenizer come back
+// exactly; a missing run or a tokenizer other than the training one is an error.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/xxhash64.h"
+#include "config/config_load.h"
+#include "core/error.h"
+#include "model/model_io.h"
+#include "model/model_load.h"
+#include "model/model_spec.h"
+#include "support/corpus.h"
+#include "support/temp_dir.h"
+#include "tokenizer/tokenizer_train.h"
+
+using namespace rfa;
+
+namespace {
+
+std::string train_tokenizer(const test::TempDir& dir, const std::string& name, uint64_t corpus_seed) {
+  TokenizerTrainOptions o;
+  o.corpus = dir.write(name + ".txt", test::corpus_make(150, corpus_seed));
+  o.model_path = dir.file(name + ".model");
+  o.kind = TokenizerKind::character;
+  o.vocab_size = 320;
+  tokenizer_train(o);
+  return o.model_path;
+}
+
+struct Saved {
+  Config config;
+  std::vector<float> params, random;
+};
+
+// Saves a checkpoint of a fresh rfa_gate model under root; with_copy: include the tokenizer file.
+Saved save(const std::string& root, const std::string& tokenizer, bool with_copy, const std::string& config_tok) {
+  Saved s;
+  s.config.model.n_layers = 2;
+  s.config.model.d_model = 16;
+  s.config.model.n_heads = 2;
+  s.config.model.context_length = 16;
+  s.config.model.vocab_size = 0;  // left to the tokenizer, as in training configs
+  s.config.attention.kind = AttentionKind::rfa_gate;
+  s.config.attention.num_features = 4;
+  s.config.tokenizer.path = config_tok;
+  ModelConfig mc = s.config.model;
+  mc.vocab_size = Tokenizer::load(tokenizer).vocab_size();
+  Model<float> model(model_spec_make(mc, s.config.attention));
+  model_init(model, 3);
+  std::vector<float> m(static_cast<size_t>(model.param_size())), v(m.size());
+  CheckpointContents c;
+  c.model = model_tensor_refs(model);
+  c.optimizer = optimizer_tensor_refs(model, m.data(), v.data());
+  c.state.step = 7;
+  c.state.tokenizer_checksum = file_checksum(tokenizer);
+  c.config_yaml = config_dump(s.config);
+  if (with_copy) c.tokenizer_path = tokenizer;
+  checkpoint_save(root, c, CheckpointConfig{});
+  s.params.assign(model.params(), model.params() + model.param_size());
+  s.random.assign(model.random_fixed(), model.random_fixed() + model.random_size);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("model_load: run dir, checkpoints root and checkpoint dir give the saved model") {
+  test::TempDir dir;
+  const std::string tok = train_tokenizer(dir, "tok", 1);
+  const Saved saved = save(dir.file("run/checkpoints"), tok, true, "elsewhere/never-read.model");
+  for (const std::string& path :
+       {dir.file("run"), dir.file("run/checkpoints"), dir.file("run/checkpoints/step-000007")}) {
+    INFO("path ", path);
+    LoadedModel m = model_load(path);
+    CHECK(m.step == 7);
+    CHECK(m.checkpoint_dir.find("step-000007") != std::string::npos);
+    CHECK(m.config.model.vocab_size == m.tokenizer->vocab_size());
+    CHECK(m.model->spec.is_gated());
+    REQUIRE(m.model->param_size() == static_cast<int64_t>(saved.params.size()));
+    CHECK(std::memcmp(m.model->params(), saved.params.data(), saved.params.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(m.model->random_fixed(), saved.random.data(), saved.random.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("model_load: the tokenizer is never guessed") {
+  test::TempDir dir;
+  const std::string tok = train_tokenizer(dir, "tok", 1);
+  const std::string other = train_tokenizer(dir, "other", 2);
+  // No copy in the checkpoint: the config's path is accepted only if it is the training tokenizer.
+  save(dir.file("good/checkpoints"), tok, false, tok);
+  CHECK(model_load(dir.file("good")).tokenizer->vocab_size() > 0);
+  save(dir.file("bad/checkpoints"), tok, false, other);
+  CHECK_THROWS_WITH_AS(model_load(dir.file("bad")), doctest::Contains("different tokenizer"), Error);
+  CHECK_THROWS_WITH_AS(model_load(dir.file("nowhere")), doctest::Contains("does not exist"), Error);
+  CHECK_THROWS_WITH_AS(model_load(dir.path()), doctest::Contains("has the run saved a checkpoint"), Error);
+}

@@ -1,0 +1,46 @@
+#include <doctest/doctest.h>
+
+#include <cstdint>
+
+#include "core/error.h"
+#include "tensor/arena.h"
+#include "tensor/param_table.h"
+
+using namespace rfa;
+
+TEST_CASE("arena: aligned, zeroed, planned slices start on cache lines") {
+  ArenaPlan<float> plan;
+  int64_t a = plan.take(3), b = plan.take(17), c = plan.take(0), d = plan.take(16);
+  CHECK(a == 0);
+  CHECK(b == 16);
+  CHECK(c == 48);
+  CHECK(d == 48);
+  Arena<float> arena(plan.size());
+  CHECK(reinterpret_cast<uintptr_t>(arena.data()) % 64 == 0);
+  CHECK(reinterpret_cast<uintptr_t>(arena.at(b)) % 64 == 0);
+  for (int64_t i = 0; i < arena.size(); ++i) CHECK(arena.data()[i] == 0.0f);
+  CHECK_THROWS(arena.at(plan.size() + 1));
+}
+
+TEST_CASE("param table: offsets aligned, names unique, decay mask exact") {
+  ParamTable t;
+  t.add("w", {3, 5}, true);
+  t.add("norm", {7}, false);
+  t.add("w2", {2, 8}, true);
+  CHECK(t.get("w").offset == 0);
+  CHECK(t.get("norm").offset == 16);
+  CHECK(t.get("w2").offset == 32);
+  CHECK(t.size() == 48);
+  CHECK(t.count() == 15 + 7 + 16);
+  CHECK(t.find("nope") == nullptr);
+  CHECK_THROWS_AS(t.get("nope"), Error);
+  auto mask = t.decay_mask();
+  REQUIRE(mask.size() == 48);
+  int ones = 0;
+  for (float m : mask) ones += m == 1.0f;
+  CHECK(ones == 15 + 16);
+  CHECK(mask[14] == 1.0f);
+  CHECK(mask[15] == 0.0f);  // padding
+  CHECK(mask[16] == 0.0f);  // norm
+  CHECK(mask[47] == 1.0f);
+}
