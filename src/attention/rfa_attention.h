@@ -68,7 +68,7 @@ struct RfaInputGrads {
 
 // Saved activations (elements of T), written by the forward, read by the backward:
 //   phi_q, phi_k (B,H,T,F); r_q, r_k, gate_a, den (B,H,T); chunk-entry states (B,H,ceil(T/chunk),F,Dh+1);
-//   a flag per (b, h).
+//   a flag per (b, h); each chunk's masked score matrix (B,H,ceil(T/chunk),chunk,chunk).
 size_t rfa_saved_size(const RfaConfig& c, const AttentionDims& d);
 // Workspace for forward and backward (the larger of the two), for `threads` threads
 // (pass thread_count(); more is fine).

@@ -1,6 +1,7 @@
 // RFA chunked backward, design section 4: a reverse pass over chunks carrying
-// dS (the gradient of the state leaving the chunk), with the chunk-entry states
-// the forward saved. Per chunk (notation of rfa_chunked_forward.cpp):
+// dS (the gradient of the state leaving the chunk), with the chunk-entry states,
+// features and masked scores P the forward saved. Per chunk (notation of
+// rfa_chunked_forward.cpp):
 //   Y = P V' + diag(eG) Q̂ S_prev,  P = (Q̂ K̃ᵀ) ⊙ M,  S_next = e^{G_C} S_prev + (K̃ ⊙ e^{G_C-G})ᵀ V'
 //   dP = dY V'ᵀ (lower),  dA = dP ⊙ M
 //   dQ̂ = dA K̃ + diag(eG) dY S_prevᵀ
@@ -9,7 +10,8 @@
 //   dS_prev = e^{G_C} dS + (Q̂ ⊙ eG)ᵀ dY
 // The log-gates enter only through differences G_t - G_s paired with q̂_t·k̃_s (and
 // e^{G_t} q̂_t), so dG_t = q̂_t·dq̂_t - k̃_t·dk̃_t with the full dq̂, dk̃, and
-// dlambda_r = sum_{t>=r} dG_t: a running sum in this reverse pass.
+// dlambda_r = sum_{t>=r} dG_t: a running sum in this reverse pass. Then
+//   da = beta dlambda - g (dk̃·k̃),  dphi(k) = beta dk̃, and the feature maps' backward.
 #include <algorithm>
 #include <cmath>
 
@@ -30,31 +32,22 @@ bool all_zero(const T* x, size_t n) {
   return !nonzero;
 }
 
-// Parameter gradients of the gate from da (B,H,T): reductions over (b, t) done
-// outside the per-(b, h) tasks so no two threads write the same entry.
+// The gate's gradients once all heads of batch row b have their da (B,H,T):
+//   a = gate_w[h]·n_t + gate_b[h]:  dn_t += sum_h da gate_w[h];  dgate_w[h] += sum da n_t;  dgate_b[h] += sum da
+// dgate goes to this thread's partial sums (H, C+1): [dgate_w[h], dgate_b[h]] rows.
 template <typename T>
-void gate_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pg, const T* da, const T* n,
-                   const T* gate_w, const AttentionDims& d) {
+void gate_row_backward(T* dn, T* partial, const T* da, const T* n, const T* gate_w, int b, const AttentionDims& d) {
   const int Tn = d.T, H = d.H, C = d.C();
-  // a = gate_w[h]·n_t + gate_b[h]:  dgate_w[h] += sum da n_t,  dgate_b[h] += sum da
-  parallel_for(H, [&](int64_t h) {
-    T* dw = pg.dgate_w + static_cast<size_t>(h) * C;
-    T db = 0;
-    for (int b = 0; b < d.B; ++b)
-      for (int t = 0; t < Tn; ++t) {
-        const T g = da[(static_cast<size_t>(b) * H + h) * Tn + t];
-        db += g;
-        axpy(dw, g, n + (static_cast<size_t>(b) * Tn + t) * C, C);
-      }
-    pg.dgate_b[h] += db;
-  });
-  // dn_t += sum_h da gate_w[h]
-  if (grads.dn)
-    parallel_for(int64_t(d.B) * Tn, [&](int64_t bt) {
-      const int b = static_cast<int>(bt / Tn), t = static_cast<int>(bt % Tn);
-      for (int h = 0; h < H; ++h)
-        axpy(grads.dn + bt * C, da[(static_cast<size_t>(b) * H + h) * Tn + t], gate_w + static_cast<size_t>(h) * C, C);
-    });
+  for (int h = 0; h < H; ++h) {
+    const T* da_bh = da + (static_cast<size_t>(b) * H + h) * Tn;
+    T* dw = partial + static_cast<size_t>(h) * (C + 1);
+    for (int t = 0; t < Tn; ++t) {
+      const size_t row = (static_cast<size_t>(b) * Tn + t) * C;
+      axpy(dw, da_bh[t], n + row, C);
+      dw[C] += da_bh[t];
+      if (dn) axpy(dn + row, da_bh[t], gate_w + static_cast<size_t>(h) * C, C);
+    }
+  }
 }
 
 }  // namespace
@@ -76,10 +69,12 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
   const size_t FE = static_cast<size_t>(F) * E;
   T* dsigma_parts = workspace.data;                               // (B, H, Dh)
   T* da = dsigma_parts + static_cast<size_t>(d.B) * H * Dh;       // (B, H, T)
-  T* thread_slices = workspace.data + rfa_backward_shared_size(d);
+  T* gate_parts = da + static_cast<size_t>(d.B) * H * Tn;          // (threads, H, C+1)
+  std::fill(gate_parts, gate_parts + static_cast<size_t>(threads) * H * (C + 1), T(0));
+  T* thread_slices = workspace.data + rfa_backward_shared_size(d, threads);
 
-  attention_tasks_run(int64_t(d.B) * H, thread_slices, per_thread, threads, [&](int64_t bh, T* scratch) {
-    const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
+  attention_rows_run(d.B, H, thread_slices, per_thread, threads, [&](int b, int h, T* scratch, int thread) {
+    const int64_t bh = int64_t(b) * H + h;
     T* at = scratch;
     auto take = [&](size_t n) { T* r = at; at += n; return r; };
     T* xbar = take(Dh);
@@ -88,14 +83,12 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
     T* DU = take(size_t(2 * Cc) * D);   // (2c, D)   du
     T* Kt = take(size_t(Cc) * FP);   // (c, FP)  k̃
     T* Qp = take(size_t(Cc) * FP);   // (c, FP)  q̂ (copy of the saved rows, padded)
-    T* KtT = take(size_t(F) * CP);   // (F, CP)  K̃ᵀ
     T* VpT = take(size_t(E) * CP);   // (E, CP)  V'ᵀ
     T* Vp = take(size_t(Cc) * E);    // (c, E)   [v, 1]
     T* dY = take(size_t(Cc) * EP);   // (c, EP)  [dnum, dden]
     T* dQ = take(size_t(Cc) * F);    // (c, F)   dq̂
     T* dK = take(size_t(Cc) * F);    // (c, F)   dk̃
     T* dV = take(size_t(Cc) * E);    // (c, E)   dv'
-    T* P = take(size_t(Cc) * Cc);    // (c, c)   (Q̂ K̃ᵀ) ⊙ M, lower
     T* dA = take(size_t(Cc) * Cc);   // (c, c)   (dY V'ᵀ) ⊙ M, lower
     T* PT = take(size_t(Cc) * Cc);   // (c, c)   Pᵀ, upper
     T* dAT = take(size_t(Cc) * Cc);  // (c, c)   dAᵀ, upper
@@ -109,6 +102,7 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
     T* SpT = take(size_t(E) * FP);   // (E, FP)  S_prev transposed
     T* QeT = take(size_t(F) * Cc);   // (F, c)   (Q̂ ⊙ exp G)ᵀ
     T* Wp = take(sd.W);              // (D, pad16(Dh)) this head's W, packed
+    T* tmp = take(size_t(Cc) * std::max(FP, EP));  // (c, FP or EP) a diag-scaled copy for one product
     RFA_ASSERT(static_cast<size_t>(at - scratch) <= per_thread, "backward scratch overflow");
 
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
@@ -124,6 +118,7 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
       const T* phiq = saved + L.phi_q + bht0 * F;
       const T* phik = saved + L.phi_k + bht0 * F;
       const T* S_prev = saved + L.states + (static_cast<size_t>(bh) * L.n_chunks + ci) * FE;
+      const T* P = saved + L.P + (static_cast<size_t>(bh) * L.n_chunks + ci) * Cc * Cc;  // (c, c) from the forward
       auto row_of = [&](int i) { return (static_cast<size_t>(b) * Tn + t0 + i) * C + static_cast<size_t>(h) * Dh; };
 
       // Recompute the chunk: gates, k̃, v'; and dY from dout through the floor.
@@ -144,26 +139,23 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
       }
       for (int j = 0; j < n; ++j) {
         for (int f = 0; f < F; ++f) Kt[j * FP + f] = beta[j] * phik[size_t(j) * F + f];
-        for (int f = 0; f < F; ++f) KtT[f * CP + j] = Kt[j * FP + f];
         for (int e = 0; e < E; ++e) VpT[e * CP + j] = Vp[size_t(j) * E + e];
       }
-      // P = (Q̂ K̃ᵀ) ⊙ M and dA = dP ⊙ M with dP = dY V'ᵀ (Y_i = sum_j P_ij v'_j), in blocks
-      // of 4 rows; both are 0 right of the diagonal, and so are their transposes below it.
+      // dA = dP ⊙ M with dP = dY V'ᵀ (Y_i = sum_j P_ij v'_j, P saved by the forward), in
+      // blocks of 4 rows; 0 right of the diagonal, and the transposes are 0 below it.
       for (int i0 = 0; i0 < n; i0 += 4) {
         const int m = std::min(4, n - i0), cols = i0 + m;
-        matmul(P + size_t(i0) * Cc, Cc, Qp + i0 * FP, FP, KtT, CP, m, F, cols, T(1), false);
         matmul(dA + size_t(i0) * Cc, Cc, dY + i0 * EP, EP, VpT, CP, m, E, cols, T(1), false);
         for (int i = i0; i < cols; ++i) {
-          T* Pi = P + size_t(i) * Cc;
           T* dAi = dA + size_t(i) * Cc;
           if (c.gated) {
             // M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i: no exp, no overflow.
             T* Mi = M + size_t(i) * Cc;
             for (int j = 0; j < i; ++j) Mi[j] = M[size_t(i - 1) * Cc + j] * g[i];
             Mi[i] = T(1);
-            for (int j = 0; j <= i; ++j) Pi[j] *= Mi[j], dAi[j] *= Mi[j];
+            for (int j = 0; j <= i; ++j) dAi[j] *= Mi[j];
           }
-          for (int j = i + 1; j < cols; ++j) Pi[j] = T(0), dAi[j] = T(0);
+          for (int j = i + 1; j < cols; ++j) dAi[j] = T(0);
         }
       }
       for (int j = 0; j < n; ++j) {
@@ -184,7 +176,9 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
       if ((ci > 0 || saved[L.state_flags + bh] != T(0)) && !all_zero(S_prev, FE)) {
         for (int f = 0; f < F; ++f)
           for (int e = 0; e < E; ++e) SpT[e * FP + f] = S_prev[size_t(f) * E + e];
-        for (int i = 0; i < n; ++i) vecmat(dQ + size_t(i) * F, dY + i * EP, SpT, E, F, FP, eG[i], true);
+        for (int i = 0; i < n; ++i)
+          for (int e = 0; e < E; ++e) tmp[i * EP + e] = eG[i] * dY[i * EP + e];
+        matmul(dQ, F, tmp, EP, SpT, FP, n, E, F, T(1), true);
       }
       // S_next += w_j k̃_j v'_jᵀ, w_j = e^{G_C - G_j}:  dk̃_j += w_j dS v'_j,  dv'_j += w_j dSᵀ k̃_j
       const T decay = eG[n - 1];
@@ -192,21 +186,20 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
         for (int f = 0; f < F; ++f)
           for (int e = 0; e < E; ++e) dST[e * FP + f] = dS[f * EP + e];
         gate_suffix(w, g, n);
-        for (int j = 0; j < n; ++j) {
-          vecmat(dK + size_t(j) * F, Vp + size_t(j) * E, dST, E, F, FP, w[j], true);
-          vecmat(dV + size_t(j) * E, Kt + j * FP, dS, F, Dh, EP, w[j], true);
-        }
+        for (int j = 0; j < n; ++j)
+          for (int e = 0; e < E; ++e) tmp[j * EP + e] = w[j] * Vp[size_t(j) * E + e];
+        matmul(dK, F, tmp, EP, dST, FP, n, E, F, T(1), true);
+        for (int j = 0; j < n; ++j)
+          for (int f = 0; f < F; ++f) tmp[j * FP + f] = w[j] * Kt[j * FP + f];
+        matmul(dV, E, tmp, FP, dS, EP, n, F, Dh, T(1), true);
       }
       // dS_prev = e^{G_C} dS + (Q̂ ⊙ eG)ᵀ dY; not needed before the first chunk (the entering state is a constant).
       if (ci > 0) {
         for (int i = 0; i < n; ++i)
           for (int f = 0; f < F; ++f) QeT[size_t(f) * Cc + i] = Qp[i * FP + f] * eG[i];
-        for (int f = 0; f < F; ++f) {
-          T* dSf = dS + f * EP;
-          if (!dS_zero)
-            for (int e = 0; e < E; ++e) dSf[e] *= decay;
-          vecmat(dSf, QeT + size_t(f) * Cc, dY, n, E, EP, T(1), !dS_zero);
-        }
+        if (!dS_zero)
+          for (size_t x = 0; x < size_t(F) * EP; ++x) dS[x] *= decay;
+        matmul(dS, EP, QeT, Cc, dY, EP, F, n, E, T(1), !dS_zero);
         dS_zero = false;
       }
 
@@ -242,13 +235,22 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
         }
       }
     }
+    if (c.gated && h == H - 1)  // all heads of row b are done (attention_rows_run's order)
+      gate_row_backward(grads.dn, gate_parts + static_cast<size_t>(thread) * H * (C + 1), da, in.n, p.gate_w, b, d);
   });
 
   // dsigma[h] += sum_b partials (serial: H*B*Dh adds).
   for (int h = 0; h < H; ++h)
     for (int b = 0; b < d.B; ++b)
       axpy(pgrads.dsigma + static_cast<size_t>(h) * Dh, T(1), dsigma_parts + (static_cast<size_t>(b) * H + h) * Dh, Dh);
-  if (c.gated) gate_backward(grads, pgrads, da, in.n, p.gate_w, d);
+  if (c.gated) {
+    for (int t = 0; t < threads; ++t)
+      for (int h = 0; h < H; ++h) {
+        const T* part = gate_parts + (static_cast<size_t>(t) * H + h) * (C + 1);
+        axpy(pgrads.dgate_w + static_cast<size_t>(h) * C, T(1), part, C);
+        pgrads.dgate_b[h] += part[C];
+      }
+  }
 }
 
 #define RFA_INSTANTIATE(T)                                                                               \

@@ -3,7 +3,7 @@
 //   M_ij   = exp(G_i - G_j) for j <= i, else 0        (built as products of gates: no exp, no overflow)
 //   Y      = ((Q̂ K̃ᵀ) ⊙ M) V'  +  diag(exp(G)) Q̂ S_prev
 //   S_next = exp(G_C) S_prev + (K̃ ⊙ exp(G_C - G))ᵀ V'
-// Products are vecmat calls (a row times a padded matrix, accumulated in registers).
+// Products are matmul calls (4 rows at a time times a padded matrix, accumulated in registers).
 #include <algorithm>
 #include <cmath>
 
@@ -29,7 +29,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
   const T eps_n = T(c.eps_n), eps_d = T(c.eps_d);
   const size_t per_thread = std::max(rfa_forward_scratch_size(c, d), rfa_backward_scratch_size(c, d));
-  T* thread_slices = workspace.data + rfa_backward_shared_size(d);
+  T* thread_slices = workspace.data + rfa_backward_shared_size(d, threads);
   const size_t FE = static_cast<size_t>(F) * E;
 
   attention_tasks_run(int64_t(d.B) * H, thread_slices, per_thread, threads, [&](int64_t bh, T* scratch) {
@@ -48,12 +48,13 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
     T* KwT = take(size_t(F) * CP);   // (F, CP)     (K̃ ⊙ exp(G_C - G))ᵀ
     T* Vp = take(size_t(Cc) * EP);   // (c, EP)     [v, 1]
     T* Y = take(size_t(Cc) * E);     // (c, E)      [num, den]
-    T* P = take(size_t(Cc) * Cc);    // (c, c)      (Q̂ K̃ᵀ) ⊙ M, lower triangle
+    T* P_scratch = take(size_t(Cc) * Cc);  // (c, c)  (Q̂ K̃ᵀ) ⊙ M, lower triangle, when nothing is saved
     T* arow = take(Cc);              // (c)         gate pre-activations a
     T* eG = take(Cc);                // (c)         exp(G)
     T* mrow = take(Cc);              // (c)         one row of M, or exp(G_C - G)
     T* S = take(size_t(F) * EP);     // (F, EP)     running state
     T* Wt = take(sd.W);              // (Dh, pad16(D)) this head's W, packed
+    T* Qe = take(size_t(Cc) * F);    // (c, F)      diag(exp G) Q̂
     RFA_ASSERT(static_cast<size_t>(at - scratch) <= per_thread, "forward scratch overflow");
 
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
@@ -69,6 +70,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
       const size_t bht0 = static_cast<size_t>(bh) * Tn + t0;
       T* phiq = saved ? saved + L.phi_q + bht0 * F : phiq_scratch;  // (c, F)
       T* phik = saved ? saved + L.phi_k + bht0 * F : phik_scratch;  // (c, F)
+      T* P = saved ? saved + L.P + (static_cast<size_t>(bh) * L.n_chunks + ci) * Cc * Cc : P_scratch;  // (c, c)
       if (saved) {
         T* entry = saved + L.states + (static_cast<size_t>(bh) * L.n_chunks + ci) * FE;
         for (int f = 0; f < F; ++f) {
@@ -126,9 +128,13 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
           Y[size_t(i) * E + Dh] = den;
         }
       }
+      if (!state_zero) {  // Y += diag(exp G) Q̂ S_prev
+        for (int i = 0; i < n; ++i)
+          for (int f = 0; f < F; ++f) Qe[size_t(i) * F + f] = eG[i] * phiq[size_t(i) * F + f];
+        matmul(Y, E, Qe, F, S, EP, n, F, E, T(1), true);
+      }
       for (int i = 0; i < n; ++i) {
         T* Yi = Y + size_t(i) * E;
-        if (!state_zero) vecmat(Yi, phiq + size_t(i) * F, S, F, E, EP, eG[i], true);
         // out = num / max(den, eps_d)
         const T den = Yi[Dh];
         if (saved) saved[L.den + bht0 + i] = den;
@@ -143,12 +149,9 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
         gate_suffix(mrow, g, n);  // after the P loop, so mrow's use as a row of M is over
         for (int f = 0; f < F; ++f)
           for (int j = 0; j < n; ++j) KwT[f * CP + j] = KtT[f * CP + j] * mrow[j];
-        for (int f = 0; f < F; ++f) {
-          T* Sf = S + f * EP;
-          if (!state_zero)
-            for (int e = 0; e < E; ++e) Sf[e] *= decay;
-          vecmat(Sf, KwT + f * CP, Vp, n, E, EP, T(1), !state_zero);
-        }
+        if (!state_zero)
+          for (size_t x = 0; x < size_t(F) * EP; ++x) S[x] *= decay;
+        matmul(S, EP, KwT, CP, Vp, EP, F, n, E, T(1), !state_zero);
         state_zero = false;
       }
     }

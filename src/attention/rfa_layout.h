@@ -15,10 +15,12 @@ namespace rfa {
 
 // Saved activations, per task bh = b*H + h:
 //   phi_q, phi_k (B,H,T,F); r_q, r_k, gate_a, den (B,H,T); states (B,H,n_chunks,F,Dh+1);
-//   state_flags (B,H): 1 when the forward started from a given state (else chunk 0's state is 0).
+//   state_flags (B,H): 1 when the forward started from a given state (else chunk 0's state is 0);
+//   P (B,H,n_chunks,chunk,chunk): each chunk's (Q̂ K̃ᵀ) ⊙ M, lower triangle (saves the backward a product).
 struct RfaSavedLayout {
   int F = 0, E = 0, n_chunks = 0;  // E = Dh + 1, the augmented value width
-  size_t phi_q = 0, phi_k = 0, r_q = 0, r_k = 0, gate_a = 0, den = 0, states = 0, state_flags = 0, total = 0;
+  size_t phi_q = 0, phi_k = 0, r_q = 0, r_k = 0, gate_a = 0, den = 0, states = 0, state_flags = 0, P = 0;
+  size_t total = 0;
 };
 
 inline RfaSavedLayout rfa_saved_layout(const RfaConfig& c, const AttentionDims& d) {
@@ -37,6 +39,7 @@ inline RfaSavedLayout rfa_saved_layout(const RfaConfig& c, const AttentionDims& 
   l.den = take(bht);
   l.states = take(bh * l.n_chunks * l.F * l.E);
   l.state_flags = take(bh);
+  l.P = take(bh * l.n_chunks * c.chunk_size * c.chunk_size);
   l.total = at;
   return l;
 }
@@ -55,17 +58,19 @@ inline RfaScratchDims rfa_scratch_dims(const RfaConfig& c, const AttentionDims& 
 }
 inline size_t rfa_forward_scratch_size(const RfaConfig& c, const AttentionDims& d) {
   const RfaScratchDims s = rfa_scratch_dims(c, d);
-  return s.Dh + 2 * s.Cc * (s.Dh + s.D) + 2 * s.Cc + 3 * s.Cc * s.F + 2 * s.F * s.CP + s.Cc * s.EP + s.Cc * s.E + s.Cc * s.Cc + 3 * s.Cc +
+  return s.Dh + 2 * s.Cc * (s.Dh + s.D) + 2 * s.Cc + 4 * s.Cc * s.F + 2 * s.F * s.CP + s.Cc * s.EP + s.Cc * s.E + s.Cc * s.Cc + 3 * s.Cc +
          s.F * s.EP + s.W;
 }
 inline size_t rfa_backward_scratch_size(const RfaConfig& c, const AttentionDims& d) {
   const RfaScratchDims s = rfa_scratch_dims(c, d);
-  return 2 * s.Dh + 2 * s.Cc * (s.Dh + s.D) + 2 * s.Cc * s.FP + s.F * s.CP + s.E * s.CP + s.Cc * s.E + s.Cc * s.EP + 2 * s.Cc * s.F +
-         s.Cc * s.E + 5 * s.Cc * s.Cc + 5 * s.Cc + s.F * s.EP + 2 * s.E * s.FP + s.F * s.Cc + s.W;
+  return 2 * s.Dh + 2 * s.Cc * (s.Dh + s.D) + 2 * s.Cc * s.FP + s.E * s.CP + s.Cc * s.E + s.Cc * s.EP +
+         2 * s.Cc * s.F + s.Cc * s.E + 4 * s.Cc * s.Cc + 5 * s.Cc + s.F * s.EP + 2 * s.E * s.FP + s.F * s.Cc + s.W +
+         s.Cc * std::max(s.FP, s.EP);
 }
-// Backward's shared part, before the per-thread slices: dsigma partials (B,H,Dh) and da (B,H,T).
-inline size_t rfa_backward_shared_size(const AttentionDims& d) {
-  return static_cast<size_t>(d.B) * d.H * (d.Dh + d.T);
+// Backward's shared part, before the per-thread slices: dsigma partials (B,H,Dh),
+// da (B,H,T) and per-thread gate gradient partials (threads, H, C+1).
+inline size_t rfa_backward_shared_size(const AttentionDims& d, int threads) {
+  return static_cast<size_t>(d.B) * d.H * (d.Dh + d.T) + static_cast<size_t>(threads) * d.H * (d.C() + 1);
 }
 
 // Gate of one token from a_t = gate_w·n_t + gate_b, computed stably:

@@ -5,7 +5,7 @@
 
 #include "attention/feature_map.h"
 #include "attention/random_features.h"
-#include "attention/vector_math.h"
+#include "attention/vector_math.h"  // dot
 #include "support/gradcheck.h"
 
 using namespace rfa;
@@ -76,30 +76,6 @@ TEST_CASE("feature map: gaussian features have unit norm and estimate the Gaussi
   for (int j = 0; j < Dh; ++j) dist += double(xbar[j] - ybar[j]) * (xbar[j] - ybar[j]);
   CHECK(norm == doctest::Approx(1.0).epsilon(1e-5));
   CHECK(kernel == doctest::Approx(std::exp(-dist / 2)).epsilon(0.05));  // D = 4096: std ~ 1/sqrt(2D)
-}
-
-TEST_CASE("vector math: float sin/cos and exp rows are accurate") {
-  const int n = 20001;
-  std::vector<float> u(n), s(n), c(n), e(n);
-  for (int i = 0; i < n; ++i) u[i] = -200.0f + 400.0f * i / (n - 1);
-  sincos_row(s.data(), c.data(), u.data(), n);
-  double worst_sc = 0;
-  for (int i = 0; i < n; ++i)
-    worst_sc = std::max({worst_sc, std::abs(s[i] - std::sin(double(u[i]))), std::abs(c[i] - std::cos(double(u[i])))});
-  CHECK(worst_sc < 2e-6);
-  for (int i = 0; i < n; ++i) e[i] = u[i] * 0.4f;  // [-80, 80]
-  std::vector<float> arg = e;
-  exp_row(e.data(), n);
-  double worst_rel = 0;
-  for (int i = 0; i < n; ++i) {
-    double ref = std::exp(double(arg[i]));
-    worst_rel = std::max(worst_rel, std::abs(e[i] - ref) / ref);
-  }
-  CHECK(worst_rel < 1e-6);
-  float dot_a[37], dot_b[37];
-  double ref = 0;
-  for (int i = 0; i < 37; ++i) dot_a[i] = 0.1f * i, dot_b[i] = 1.0f - 0.05f * i, ref += double(dot_a[i]) * dot_b[i];
-  CHECK(dot(dot_a, dot_b, 37) == doctest::Approx(ref).epsilon(1e-6));
 }
 
 TEST_CASE("random features: a draw is a pure function of (seed, step, layer, head)") {

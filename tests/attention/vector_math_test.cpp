@@ -1,0 +1,79 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+#include <vector>
+
+#include "attention/vector_math.h"
+#include "support/gradcheck.h"
+
+using namespace rfa;
+using rfa::test::random_vector;
+
+TEST_CASE("vector math: float sin/cos and exp rows are accurate") {
+  const int n = 20001;
+  std::vector<float> u(n), s(n), c(n), e(n);
+  for (int i = 0; i < n; ++i) u[i] = -200.0f + 400.0f * i / (n - 1);
+  sincos_row(s.data(), c.data(), u.data(), n);
+  double worst_sc = 0;
+  for (int i = 0; i < n; ++i)
+    worst_sc = std::max({worst_sc, std::abs(s[i] - std::sin(double(u[i]))), std::abs(c[i] - std::cos(double(u[i])))});
+  CHECK(worst_sc < 2e-6);
+  for (int i = 0; i < n; ++i) e[i] = u[i] * 0.4f;  // [-80, 80]
+  std::vector<float> arg = e;
+  exp_row(e.data(), n);
+  double worst_rel = 0;
+  for (int i = 0; i < n; ++i) {
+    double ref = std::exp(double(arg[i]));
+    worst_rel = std::max(worst_rel, std::abs(e[i] - ref) / ref);
+  }
+  CHECK(worst_rel < 1e-6);
+  float dot_a[37], dot_b[37];
+  double ref = 0;
+  for (int i = 0; i < 37; ++i) dot_a[i] = 0.1f * i, dot_b[i] = 1.0f - 0.05f * i, ref += double(dot_a[i]) * dot_b[i];
+  CHECK(dot(dot_a, dot_b, 37) == doctest::Approx(ref).epsilon(1e-6));
+}
+
+namespace {
+
+// Plain reference twin of vecmat / matmul.
+std::vector<double> matmul_reference(const std::vector<double>& A, size_t lda, const std::vector<double>& B, size_t ldb,
+                                     int m, int k, int n) {
+  std::vector<double> C(size_t(m) * n, 0.0);
+  for (int i = 0; i < m; ++i)
+    for (int p = 0; p < k; ++p)
+      for (int j = 0; j < n; ++j) C[size_t(i) * n + j] += A[i * lda + p] * B[p * ldb + j];
+  return C;
+}
+
+}  // namespace
+
+TEST_CASE("vector math: matmul and vecmat match the plain reference (odd shapes, accumulate, alpha)") {
+  for (auto [m, k, n] : {std::tuple{1, 1, 1}, std::tuple{3, 5, 17}, std::tuple{4, 7, 16}, std::tuple{9, 33, 40},
+                         std::tuple{13, 64, 65}}) {
+    CAPTURE(m);
+    CAPTURE(k);
+    CAPTURE(n);
+    const size_t lda = k + 3, ldb = pad16(n);  // B padded as the kernels require
+    auto Ad = random_vector<double>(size_t(m) * lda, 91);
+    auto Bd = random_vector<double>(size_t(k) * ldb, 92);
+    auto ref = matmul_reference(Ad, lda, Bd, ldb, m, k, n);
+    std::vector<float> A(Ad.begin(), Ad.end()), B(Bd.begin(), Bd.end());
+    const size_t ldc = n + 1;
+    std::vector<float> C(size_t(m) * ldc, 1.0f), Cv(size_t(m) * ldc, 0.0f);
+    matmul(C.data(), ldc, A.data(), lda, B.data(), ldb, m, k, n, 0.5f, true);  // C = 1 + 0.5 A B
+    for (int i = 0; i < m; ++i)
+      vecmat(Cv.data() + i * ldc, A.data() + i * lda, B.data(), k, n, ldb, 2.0f, false);  // = 2 A B
+    std::vector<double> got(size_t(m) * n), gotv(size_t(m) * n), want(size_t(m) * n), wantv(size_t(m) * n);
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) {
+        got[size_t(i) * n + j] = C[i * ldc + j], want[size_t(i) * n + j] = 1.0 + 0.5 * ref[size_t(i) * n + j];
+        gotv[size_t(i) * n + j] = Cv[i * ldc + j], wantv[size_t(i) * n + j] = 2.0 * ref[size_t(i) * n + j];
+      }
+    rfa::test::check_close("matmul", got.data(), want.data(), got.size(), 1e-5, 1e-5);
+    rfa::test::check_close("vecmat", gotv.data(), wantv.data(), gotv.size(), 1e-5, 1e-5);
+    // Columns past n are never written.
+    for (int i = 0; i < m; ++i) CHECK(C[i * ldc + n] == 1.0f);
+  }
+}
