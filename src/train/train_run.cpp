@@ -25,7 +25,16 @@ namespace {
 
 std::atomic<int> g_stop_signal{0};
 
-extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+// The first SIGINT/SIGTERM asks for a stop after the current step; a second one
+// (Ctrl-C pressed again) kills the process the default way: checkpoint writes are
+// atomic, so the previous checkpoint stays loadable. signal() and raise() are
+// async-signal-safe.
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal.exchange(sig) != 0) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+}
 
 // Installs SIGINT/SIGTERM handlers for the run and restores the old ones after.
 class StopSignals {

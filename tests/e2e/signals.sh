@@ -62,6 +62,30 @@ for sig in TERM INT; do
   echo "signals: SIG$sig stopped at step $step"
 done
 
+# A second signal while the first is being honoured quits at once (killed by
+# the signal); the checkpoint of the first stop, or none, is never damaged.
+run=$tmp/run-twice
+"$rfa" --threads 2 train --config "$tmp/c.yaml" --set train.run_dir="$run" --set train.eval_batches=400 \
+  2>"$tmp/twice.log" &
+pid=$!
+wait_for "$run/metrics.jsonl" '"type":"train"'
+kill -INT "$pid"
+sleep 0.05
+kill -INT "$pid" 2>/dev/null || true
+rc=0
+wait "$pid" || rc=$?
+pid=
+# 130: the second signal landed during the stop; 0: the stop had finished first
+# (or the kernel merged the two pending signals): both are right, nothing else is.
+case $rc in
+  130) echo "signals: a second SIGINT quit at once" ;;
+  0) expect_in "$tmp/twice.log" "received: stopped after step" ;;
+  *) cat "$tmp/twice.log" >&2; fail "two SIGINTs: exit code $rc" ;;
+esac
+if [ -f "$run/checkpoints/latest" ]; then
+  "$rfa" eval perplexity "$run" --json >/dev/null 2>"$tmp/ppl.log" || { cat "$tmp/ppl.log" >&2; fail "eval after two SIGINTs"; }
+fi
+
 # The SIGTERM run resumes and trains two more steps.
 run=$tmp/run-TERM
 step=$(state_step "$run/checkpoints/$(cat "$run/checkpoints/latest")")
