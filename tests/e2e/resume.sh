@@ -103,6 +103,16 @@ expect_in "$tmp/shape.log" "makes it '64'"
 if "$rfa" train --resume "$A" --config "$tmp/rfa_gate.yaml" 2>"$tmp/cfg.log"; then fail "--config accepted"; fi
 expect_in "$tmp/cfg.log" "drop --config"
 
+# Token data encoded by another tokenizer is refused (the checkpoint's tokenizer decides).
+for i in $(seq 1 300); do echo "Zebra $i yodels: QUIXOTIC jumbled vexing words!"; done >"$tmp/other.txt"
+"$rfa" data prepare --config "$tmp/rfa_gate.yaml" --set tokenizer.path="$tmp/data/other.model" \
+  --set data.corpus="$tmp/other.txt" --set data.tokens="$tmp/data/other.tokens" 2>"$tmp/other.log" ||
+  { cat "$tmp/other.log" >&2; fail "data prepare (other)"; }
+if "$rfa" train --resume "$A" --set train.steps=16 --set data.tokens="$tmp/data/other.tokens" 2>"$tmp/tok.log"; then
+  fail "token data of another tokenizer accepted"
+fi
+expect_in "$tmp/tok.log" "token file $tmp/data/other.tokens was made with a tokenizer"
+
 # A flipped byte or a truncation in the weights is refused, naming the file;
 # the previous checkpoint still loads.
 D=$tmp/damaged
