@@ -109,6 +109,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   TrainState state;
   state.seed = tc.seed;
   state.tokenizer_checksum = file_checksum(run_dir + "/tokenizer.model");
+  state.threads = thread_count();
   int64_t start = 0, tokens_seen = 0;
   double wall_before = 0;  // training wall time of the run before this process
   if (resuming) {
@@ -120,6 +121,10 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
       fail("checkpoint {} is at step {} and train.steps is {}: nothing to train; extend the run with "
            "--set train.steps=N (N > {})",
            options.resume_checkpoint, saved.step, tc.steps, saved.step);
+    if (saved.threads != 0 && saved.threads != state.threads)
+      log_warn("train", "checkpoint {} was trained with {} threads and this run has {}: it continues correctly but "
+               "not bit-identically to an uninterrupted run (sums are split by thread); pass --threads {} for that",
+               options.resume_checkpoint, saved.threads, state.threads, saved.threads);
     start = saved.step;
     if (options.stop_after > 0 && options.stop_after <= start)
       fail("--stop-after {} is not after the checkpoint's step {}; pass a later step", options.stop_after, start);

@@ -88,12 +88,15 @@ done
 A=$tmp/rfa_gate-A
 # Nothing left to train: a clear message.
 if "$rfa" train --resume "$A" 2>"$tmp/done.log"; then fail "resume of a finished run trained"; fi
-expect_in "$tmp/done.log" "is at step 12 and train.steps is 12"
+expect_in "$tmp/done.log" "is at step 12 and train.steps is 12: nothing to train"
 # Extending the run.
 train "$tmp/ext.log" --resume "$A" --set train.steps=14
 expect_in "$tmp/ext.log" "[train] step 14/14"
 [ "$(cat "$A/checkpoints/latest")" = step-000014 ] || fail "extension did not checkpoint step 14"
 expect_in "$A/config.yaml" "steps: 14"
+# Another thread count continues, with a warning that it is not bit-identical.
+"$rfa" --threads 1 train --resume "$A" --set train.steps=15 2>"$tmp/threads.log" || { cat "$tmp/threads.log" >&2; fail "resume with 1 thread"; }
+expect_in "$tmp/threads.log" "was trained with 2 threads and this run has 1"
 # Shape changes and --config are refused.
 if "$rfa" train --resume "$A" --set model.d_model=64 --set train.steps=20 2>"$tmp/shape.log"; then
   fail "shape change accepted"
@@ -117,7 +120,7 @@ expect_in "$tmp/tok.log" "token file $tmp/data/other.tokens was made with a toke
 # the previous checkpoint still loads.
 D=$tmp/damaged
 cp -r "$A" "$D"
-ck=$D/checkpoints/step-000014
+ck=$D/checkpoints/step-000015
 size=$(stat -c %s "$ck/model.safetensors")
 printf '\xff' | dd of="$ck/model.safetensors" bs=1 seek=$((size - 100)) conv=notrunc status=none
 if "$rfa" train --resume "$D" --set train.steps=16 2>"$tmp/flip.log"; then fail "flipped byte accepted"; fi
