@@ -27,10 +27,12 @@ constexpr std::array<std::string_view, 11> kChangeable = {
     "data.corpus",      "data.tokens",          "tokenizer.path"};
 
 // The run a checkpoint belongs to: RUN/checkpoints/step-N -> RUN; "" if it is not inside one.
+// Relative paths stay relative unless they are too short to name the run (e.g. "step-000500").
 std::string run_dir_of(const std::string& checkpoint_dir) {
-  const fs::path parent = fs::absolute(checkpoint_dir).lexically_normal().parent_path();
-  if (parent.filename() != "checkpoints") return "";
-  return fs::path(checkpoint_dir).lexically_normal().parent_path().parent_path().string();
+  const fs::path absolute = fs::absolute(checkpoint_dir).lexically_normal();
+  if (absolute.parent_path().filename() != "checkpoints") return "";
+  const fs::path relative = fs::path(checkpoint_dir).lexically_normal().parent_path().parent_path();
+  return relative.empty() ? absolute.parent_path().parent_path().string() : relative.string();
 }
 
 // The tokenizer the checkpoint was trained with: its own copy (checkpoint_load
