@@ -86,12 +86,29 @@ if [ -f "$run/checkpoints/latest" ]; then
   "$rfa" eval perplexity "$run" --json >/dev/null 2>"$tmp/ppl.log" || { cat "$tmp/ppl.log" >&2; fail "eval after two SIGINTs"; }
 fi
 
-# The SIGTERM run resumes and trains two more steps.
+# The SIGTERM run resumes for two more steps and matches a run that never stopped,
+# byte for byte in its weights and moments, line for line in its losses.
 run=$tmp/run-TERM
 step=$(state_step "$run/checkpoints/$(cat "$run/checkpoints/latest")")
-"$rfa" --threads 2 train --resume "$run" --set train.steps=$((step + 2)) 2>"$tmp/resume.log" ||
+to=$((step + 2))
+"$rfa" --threads 2 train --resume "$run" --stop-after "$to" 2>"$tmp/resume.log" ||
   { cat "$tmp/resume.log" >&2; fail "resume after SIGTERM"; }
-expect_in "$tmp/resume.log" "[train] step $((step + 2))/$((step + 2))"
+expect_in "$tmp/resume.log" "[train] step $to/1000000"
+straight=$tmp/run-straight
+"$rfa" --threads 2 train --config "$tmp/c.yaml" --set train.run_dir="$straight" --stop-after "$to" 2>"$tmp/straight.log" ||
+  { cat "$tmp/straight.log" >&2; fail "straight run"; }
+ck=$(printf 'step-%06d' "$to")
+for f in model.safetensors optimizer.safetensors; do
+  cmp -s "$run/checkpoints/$ck/$f" "$straight/checkpoints/$ck/$f" || fail "$ck/$f after SIGTERM + resume differs"
+done
+untimed_from() {  # metrics file, first step: train lines without timing
+  grep '"type":"train"' "$1" | sed -E 's/,"(tokens_per_s|ms_per_step|elapsed_s)":[^,}]*//g' |
+    awk -v s="$2" 'match($0, /"step":[0-9]+/) { if (substr($0, RSTART + 7, RLENGTH - 7) + 0 >= s) print }'
+}
+diff <(untimed_from "$run/metrics.jsonl" $((step + 1))) <(untimed_from "$straight/metrics.jsonl" $((step + 1))) \
+  >"$tmp/diff.txt" || { cat "$tmp/diff.txt" >&2; fail "losses after SIGTERM + resume differ"; }
+[ "$(untimed_from "$run/metrics.jsonl" $((step + 1)) | wc -l)" = 2 ] || fail "expected 2 train lines after the resume"
+echo "signals: SIGTERM at step $step + resume to $to equals a straight run"
 
 # SIGKILL while a checkpoint is written every step: whenever it lands, latest loads.
 run=$tmp/run-KILL
