@@ -86,6 +86,22 @@ YAML
 done
 
 A=$tmp/rfa_gate-A
+# The README's numpy snippet reads the weights (where some python3 has numpy).
+py=
+for p in python3 /usr/bin/python3; do
+  if command -v "$p" >/dev/null && "$p" -c 'import numpy' 2>/dev/null; then py=$p; break; fi
+done
+if [ -n "$py" ]; then
+  sed -n '/^```python$/,/^```$/p' "$2/README.md" | sed '1d;$d' |
+    sed "s#runs/x/checkpoints/step-000500#$A/checkpoints/step-000012#" >"$tmp/snippet.py"
+  grep -q 'np.frombuffer' "$tmp/snippet.py" || fail "README numpy snippet not found"
+  printf 'assert len(t) == 26 and t["layers.1.attn.random"].shape == (2, 8, 16), sorted(t)\n' >>"$tmp/snippet.py"
+  "$py" "$tmp/snippet.py" >"$tmp/snippet.out" 2>&1 || { cat "$tmp/snippet.out" >&2; fail "README numpy snippet"; }
+  expect_in "$tmp/snippet.out" ", 32) [["
+  echo "resume: README numpy snippet ok ($py)"
+else
+  echo "resume: no python3 with numpy here; README snippet not run"
+fi
 # Nothing left to train: a clear message.
 if "$rfa" train --resume "$A" 2>"$tmp/done.log"; then fail "resume of a finished run trained"; fi
 expect_in "$tmp/done.log" "is at step 12 and train.steps is 12: nothing to train"
