@@ -122,6 +122,17 @@ expect_in "$tmp/shape.log" "makes it '64'"
 if "$rfa" train --resume "$A" --config "$tmp/rfa_gate.yaml" 2>"$tmp/cfg.log"; then fail "--config accepted"; fi
 expect_in "$tmp/cfg.log" "drop --config"
 
+# A checkpoint write that fails (a 16 KiB file size limit stands in for a full
+# disk) stops the run with the path and the reason, and latest stays the previous one.
+if (trap '' XFSZ; ulimit -f 16; exec "$rfa" train --resume "$A" --set train.steps=16) 2>"$tmp/full.log"; then
+  fail "a failed checkpoint write went unnoticed"
+fi
+expect_in "$tmp/full.log" "$A/checkpoints/step-000016.tmp-"
+expect_in "$tmp/full.log" "File too large"
+[ "$(cat "$A/checkpoints/latest")" = step-000015 ] || fail "latest moved after a failed write"
+ls "$A/checkpoints" | grep -q 'tmp' && fail "a failed write left its temp dir"
+"$rfa" eval perplexity "$A" --json >/dev/null 2>"$tmp/full-eval.log" || { cat "$tmp/full-eval.log" >&2; fail "eval after a failed write"; }
+
 # Token data encoded by another tokenizer is refused (the checkpoint's tokenizer decides).
 for i in $(seq 1 300); do echo "Zebra $i yodels: QUIXOTIC jumbled vexing words!"; done >"$tmp/other.txt"
 "$rfa" data prepare --config "$tmp/rfa_gate.yaml" --set tokenizer.path="$tmp/data/other.model" \
