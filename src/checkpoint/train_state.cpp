@@ -20,10 +20,11 @@ std::string train_state_serialize(const TrainState& s) {
       "  \"wall_seconds\": {},\n"
       "  \"val_loss\": {},\n"
       "  \"best_val_loss\": {},\n"
-      "  \"tokenizer_checksum\": {}\n"
+      "  \"tokenizer_checksum\": {},\n"
+      "  \"threads\": {}\n"
       "}}\n",
       s.format_version, s.step, s.seed, s.data_position, s.tokens_seen, json_number(s.wall_seconds),
-      json_number(s.val_loss), json_number(s.best_val_loss), json_quote(s.tokenizer_checksum));
+      json_number(s.val_loss), json_number(s.best_val_loss), json_quote(s.tokenizer_checksum), s.threads);
 }
 
 TrainState train_state_parse(std::string_view json, const std::string& source) {
@@ -51,6 +52,7 @@ TrainState train_state_parse(std::string_view json, const std::string& source) {
   s.best_val_loss = field("best_val_loss").as_double(what("best_val_loss"));
   if (std::isnan(s.best_val_loss)) s.best_val_loss = std::numeric_limits<double>::infinity();
   s.tokenizer_checksum = field("tokenizer_checksum").as_string(what("tokenizer_checksum"));
+  if (const JsonValue* t = root.find("threads")) s.threads = static_cast<int>(t->as_int64(what("threads")));
   if (s.step < 0 || s.data_position < 0 || s.tokens_seen < 0) {
     fail("{}: step {}, data_position {} and tokens_seen {} must be >= 0", source, s.step, s.data_position,
          s.tokens_seen);

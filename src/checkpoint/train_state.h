@@ -22,6 +22,9 @@ struct TrainState {
   double val_loss = std::numeric_limits<double>::quiet_NaN();  // at this step; NaN = not evaluated
   double best_val_loss = std::numeric_limits<double>::infinity();
   std::string tokenizer_checksum;   // file_checksum() of the tokenizer model
+  // Worker threads of the run that wrote it (0 = not recorded: optional in the file). Float
+  // sums are ordered by thread, so a resume is bit-identical only at the same count.
+  int threads = 0;
 };
 
 std::string train_state_serialize(const TrainState& state);  // pretty JSON, trailing newline

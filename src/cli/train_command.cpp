@@ -1,22 +1,64 @@
-// rfa train --config F [--set k=v ...]: trains a model; see train/train_run.h.
+// rfa train --config F [--set k=v ...] [--stop-after N]: trains a model; see train/train_run.h.
+// rfa train --resume RUN_DIR|CHECKPOINT_DIR [--set k=v ...]: continues a run (train/train_resume.h).
+#include <cstdio>
 #include <memory>
 
 #include "cli/commands.h"
 #include "cli/config_options.h"
+#include "config/config_load.h"
+#include "core/error.h"
+#include "train/train_resume.h"
 #include "train/train_run.h"
 
 namespace rfa {
+namespace {
+
+struct TrainFlags {
+  std::string resume;      // --resume; "" = a new run
+  int64_t stop_after = 0;  // --stop-after
+};
+
+void train_command_run(const ConfigOptions& config_options, const TrainFlags& flags) {
+  TrainOptions options;
+  options.stop_after = flags.stop_after;
+  if (flags.resume.empty()) {
+    std::optional<Config> config = config_options_load(config_options);
+    if (config) train_run(*config, options);
+    return;
+  }
+  if (!config_options.path.empty())
+    fail("--resume {} continues with the run's saved config; drop --config {} (use --set for the keys that may "
+         "change, e.g. --set train.steps=N)",
+         flags.resume, config_options.path);
+  ResumePoint point = resume_prepare(flags.resume, config_options.sets);
+  if (config_options.dump) {
+    std::string dump = config_dump(point.config);
+    std::fwrite(dump.data(), 1, dump.size(), stdout);
+    return;
+  }
+  options.resume_checkpoint = point.checkpoint_dir;
+  options.resume_tokenizer = point.tokenizer_path;
+  train_run(point.config, options);
+}
+
+}  // namespace
 
 void register_train_command(CLI::App& app, CommandAction& action) {
   CLI::App* train = app.add_subcommand(
       "train", "Train a model: prepares missing data, logs to train.run_dir, saves checkpoints");
   auto options = std::make_shared<ConfigOptions>();
+  auto flags = std::make_shared<TrainFlags>();
   config_options_add(*train, *options);
-  train->callback([&action, options] {
-    action = [options] {
-      std::optional<Config> config = config_options_load(*options);
-      if (config) train_run(*config);
-    };
+  train->add_option("--resume", flags->resume,
+                    "Continue a run from RUN_DIR's latest checkpoint or from a checkpoint directory, with its saved "
+                    "config (--set may change only train.steps, cadences and paths)")
+      ->type_name("DIR");
+  train->add_option("--stop-after", flags->stop_after,
+                    "Stop after this optimizer step as on SIGTERM: evaluate, save a checkpoint, exit 0")
+      ->type_name("STEP")
+      ->check(CLI::PositiveNumber);
+  train->callback([&action, options, flags] {
+    action = [options, flags] { train_command_run(*options, *flags); };
   });
 }
 

@@ -8,14 +8,10 @@
 #include "layers/rmsnorm.h"
 #include "layers/swiglu.h"
 #include "model/attention_layer.h"
+#include "tensor/fill_zero.h"
 
 namespace rfa {
 namespace {
-
-template <typename T>
-void zero(T* x, int64_t n) {
-  std::memset(x, 0, sizeof(T) * static_cast<size_t>(n));
-}
 
 // linear_backward with dinp overwritten instead of accumulated: saves zeroing
 // a fresh gradient buffer before its first use. forward: out = inp · weightᵀ.
@@ -81,22 +77,22 @@ void block_backward(const BlockContext<T>& ctx, const BlockWeights<T>& w, const 
   const int C = s.C, Hf = s.Hf;
   // x_out = x_mid + W2 · act: d x_mid starts as d x_out (kept in g.dresid).
   linear_backward_overwrite(g.dact, dw.w2, g.dresid, a.ffn_act, w.w2, N, Hf, C);
-  zero(g.dgate_up, N * 2 * Hf);
+  fill_zero(g.dgate_up, N * 2 * Hf);
   swiglu_backward(g.dgate_up, g.dact, a.ffn_gate_up, N, Hf);
   linear_backward_overwrite(g.dnorm, dw.w13, g.dgate_up, a.ffn_norm, w.w13, N, C, 2 * Hf);
   rmsnorm_backward(g.dresid, dw.ffn_norm, g.dnorm, a.resid_mid, w.ffn_norm, a.ffn_rstd, N, C);
   // x_mid = x + Wo · attn_out: g.dresid now holds d x_mid, which is also d x's residual part.
   linear_backward_overwrite(g.dattn_out, dw.wo, g.dresid, a.attn_out, w.wo, N, C, C);
-  zero(g.dq, N * C);
-  zero(g.dk, N * C);
-  zero(g.dv, N * C);
-  if (s.is_gated()) zero(g.dnorm, N * C);  // the gate adds its part of dn first
+  fill_zero(g.dq, N * C);
+  fill_zero(g.dk, N * C);
+  fill_zero(g.dv, N * C);
+  if (s.is_gated()) fill_zero(g.dnorm, N * C);  // the gate adds its part of dn first
   attention_layer_backward(s, w, dw, g.dq, g.dk, g.dv, g.dnorm, g.dattn_out, a.attn_out, attention_args(ctx, a));
   T* dq = g.dq;
   T* dk = g.dk;
   if (s.rope) {  // q = R q_pre: d q_pre = Rᵀ dq
-    zero(g.dq_pre, N * C);
-    zero(g.dk_pre, N * C);
+    fill_zero(g.dq_pre, N * C);
+    fill_zero(g.dk_pre, N * C);
     rope_backward(g.dq_pre, g.dq, *ctx.rope, ctx.B, ctx.T_len, s.H, s.Dh, 0);
     rope_backward(g.dk_pre, g.dk, *ctx.rope, ctx.B, ctx.T_len, s.H, s.Dh, 0);
     dq = g.dq_pre;

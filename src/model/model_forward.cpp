@@ -8,6 +8,7 @@
 #include "layers/linear.h"
 #include "layers/rmsnorm.h"
 #include "model/block.h"
+#include "tensor/fill_zero.h"
 
 namespace rfa {
 namespace {
@@ -72,12 +73,12 @@ void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const
   // loss = (loss_scale / count) * sum_i losses[i]
   const T dloss = count > 0 ? static_cast<T>(loss_scale / static_cast<double>(count)) : T(0);
   for (int64_t i = 0; i < N; ++i) g.dlosses[i] = targets[i] >= 0 ? dloss : T(0);
-  std::memset(g.dlogits, 0, sizeof(T) * static_cast<size_t>(N * s.V));
+  fill_zero(g.dlogits, N * s.V);
   cross_entropy_backward(g.dlogits, a.probs, targets, g.dlosses, N, s.V);
   // logits = final_norm · lm_headᵀ
   gemm<T>(false, false, N, s.C, s.V, T(1), g.dlogits, s.V, m.w.lm_head, s.C, T(0), g.dnorm, s.C);  // dnorm = dlogits · W
   linear_backward<T>(nullptr, m.g.lm_head, g.dlogits, a.final_norm, m.w.lm_head, N, s.C, s.V);        // dW += dlogitsᵀ · n
-  std::memset(g.dresid, 0, sizeof(T) * static_cast<size_t>(N * s.C));
+  fill_zero(g.dresid, N * s.C);
   rmsnorm_backward(g.dresid, m.g.final_norm, g.dnorm, a.resid_final, m.w.final_norm, a.final_rstd, N, s.C);
   for (int l = s.L - 1; l >= 0; --l)
     block_backward(block_context(m, a, random, l), m.w.layers[static_cast<size_t>(l)],

@@ -6,6 +6,7 @@
 #include "core/parallel.h"
 #include "core/rng.h"
 #include "model/model.h"
+#include "tensor/fill_zero.h"
 
 namespace rfa {
 
@@ -21,7 +22,7 @@ Model<T>::Model(const ModelSpec& s) : spec(s), table(model_param_table(s)) {
 
 template <typename T>
 void Model<T>::zero_grad() {
-  std::memset(grads(), 0, sizeof(T) * static_cast<size_t>(table.size()));
+  fill_zero(grads(), table.size());
 }
 
 template <typename T>

@@ -20,9 +20,9 @@ void require_corpus(const std::string& path, const char* needed_for) {
 
 }  // namespace
 
-TrainData train_data_ensure(const Config& c) {
+TrainData train_data_ensure(const Config& c, const std::string& tokenizer_path) {
   namespace fs = std::filesystem;
-  if (!fs::exists(c.tokenizer.path)) {
+  if (tokenizer_path.empty() && !fs::exists(c.tokenizer.path)) {
     const std::string& corpus = config_tokenizer_corpus(c);
     require_corpus(corpus, "training the tokenizer");
     log_info("data", "tokenizer {} missing: training a {} model (vocab {}) on {}", c.tokenizer.path,
@@ -40,7 +40,7 @@ TrainData train_data_ensure(const Config& c) {
     tokenizer_train(o);
     log_info("data", "tokenizer written to {} in {:.1f} s", o.model_path, timer.seconds());
   }
-  Tokenizer tokenizer = Tokenizer::load(c.tokenizer.path);
+  Tokenizer tokenizer = Tokenizer::load(tokenizer_path.empty() ? c.tokenizer.path : tokenizer_path);
   const std::string tokens_path = config_tokens_path(c.data);
   if (!fs::exists(tokens_path)) {
     require_corpus(c.data.corpus, "the token file");

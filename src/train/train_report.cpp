@@ -56,8 +56,8 @@ std::string eval_log_json(int64_t step, double val_loss, double elapsed_s) {
                      json_number(val_loss), json_number(elapsed_s));
 }
 
-MetricsFile::MetricsFile(const std::string& path) {
-  file_ = std::fopen(path.c_str(), "w");
+MetricsFile::MetricsFile(const std::string& path, bool append) {
+  file_ = std::fopen(path.c_str(), append ? "a" : "w");
   if (!file_) fail("cannot open metrics file {}: {}", path, std::strerror(errno));
 }
 

@@ -33,7 +33,8 @@ std::string eval_log_json(int64_t step, double val_loss, double elapsed_s);
 // Appends lines to metrics.jsonl, flushing each so `tail -f` and crashes see them.
 class MetricsFile {
  public:
-  explicit MetricsFile(const std::string& path);  // truncates; throws Error if it cannot be opened
+  // Truncates (or appends, for a resumed run); throws Error if it cannot be opened.
+  explicit MetricsFile(const std::string& path, bool append = false);
   ~MetricsFile();
   MetricsFile(const MetricsFile&) = delete;
   MetricsFile& operator=(const MetricsFile&) = delete;

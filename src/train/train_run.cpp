@@ -17,6 +17,7 @@
 #include "model/model_io.h"
 #include "train/train_data.h"
 #include "train/train_report.h"
+#include "train/train_resume.h"
 #include "train/train_session.h"
 
 namespace rfa {
@@ -24,7 +25,16 @@ namespace {
 
 std::atomic<int> g_stop_signal{0};
 
-extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+// The first SIGINT/SIGTERM asks for a stop after the current step; a second one
+// (Ctrl-C pressed again) kills the process the default way: checkpoint writes are
+// atomic, so the previous checkpoint stays loadable. signal() and raise() are
+// async-signal-safe.
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal.exchange(sig) != 0) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+}
 
 // Installs SIGINT/SIGTERM handlers for the run and restores the old ones after.
 class StopSignals {
@@ -70,13 +80,14 @@ std::string save_checkpoint(TrainSession& session, const Config& config, const s
 
 }  // namespace
 
-TrainResult train_run(const Config& config_in) {
+TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   namespace fs = std::filesystem;
   Timer wall;
   const std::string run_dir = config_in.train.run_dir;
   fs::create_directories(run_dir);
   log_add_file(run_dir + "/train.log");
-  TrainData data = train_data_ensure(config_in);
+  const bool resuming = !options.resume_checkpoint.empty();
+  TrainData data = train_data_ensure(config_in, resuming ? options.resume_tokenizer : "");
   const Config config = resolve_vocab(config_in, data.tokenizer);
   const ModelSpec spec = model_spec_make(config.model, config.attention);
   file_write_atomic(run_dir + "/config.yaml", config_dump(config));
@@ -93,20 +104,46 @@ TrainResult train_run(const Config& config_in) {
   log_info("train", "data: {} train / {} val tokens from {}; run dir {}", data.tokens.train().size(), val.size(),
            data.tokens.path(), run_dir);
 
-  MetricsFile metrics(run_dir + "/metrics.jsonl");
-  ProgressLine progress;
-  StopSignals signals;
   TrainResult result;
   result.best_val_loss = std::numeric_limits<double>::infinity();
   TrainState state;
   state.seed = tc.seed;
   state.tokenizer_checksum = file_checksum(run_dir + "/tokenizer.model");
+  state.threads = thread_count();
+  int64_t start = 0, tokens_seen = 0;
+  double wall_before = 0;  // training wall time of the run before this process
+  if (resuming) {
+    const TrainState saved = resume_load(session, options.resume_checkpoint);
+    if (saved.tokenizer_checksum != state.tokenizer_checksum)
+      fail("checkpoint {} records tokenizer checksum {} but the run's tokenizer has {}",
+           options.resume_checkpoint, saved.tokenizer_checksum, state.tokenizer_checksum);
+    if (saved.step >= tc.steps)
+      fail("checkpoint {} is at step {} and train.steps is {}: nothing to train; extend the run with "
+           "--set train.steps=N (N > {})",
+           options.resume_checkpoint, saved.step, tc.steps, saved.step);
+    if (saved.threads != 0 && saved.threads != state.threads)
+      log_warn("train", "checkpoint {} was trained with {} threads and this run has {}: it continues correctly but "
+               "not bit-identically to an uninterrupted run (sums are split by thread); pass --threads {} for that",
+               options.resume_checkpoint, saved.threads, state.threads, saved.threads);
+    start = saved.step;
+    if (options.stop_after > 0 && options.stop_after <= start)
+      fail("--stop-after {} is not after the checkpoint's step {}; pass a later step", options.stop_after, start);
+    tokens_seen = saved.tokens_seen;
+    wall_before = saved.wall_seconds;
+    result.best_val_loss = saved.best_val_loss;
+    metrics_keep_through(run_dir + "/metrics.jsonl", start);
+    log_info("train", "resuming from {} at step {}/{} ({} tokens seen)", options.resume_checkpoint, start,
+             tc.steps, tokens_seen);
+  }
+  MetricsFile metrics(run_dir + "/metrics.jsonl", /*append=*/resuming);
+  ProgressLine progress;
+  StopSignals signals;
 
   double interval_loss = 0, interval_seconds = 0, train_seconds = 0;
-  int64_t interval_steps = 0, interval_tokens = 0, tokens_seen = 0;
+  int64_t interval_steps = 0, interval_tokens = 0;
   double recent_ms = 0;
   StepStats last;
-  for (int64_t step = 0; step < tc.steps; ++step) {
+  for (int64_t step = start; step < tc.steps; ++step) {
     Timer step_timer;
     last = session.step(step, sampler);
     const double seconds = step_timer.seconds();
@@ -118,7 +155,7 @@ TrainResult train_run(const Config& config_in) {
     ++interval_steps;
     const int64_t done = step + 1;
     const bool is_last = done == tc.steps;
-    const bool stopping = signals.pending() != 0;
+    const bool stopping = signals.pending() != 0 || done == options.stop_after;
     recent_ms = recent_ms == 0 ? seconds * 1e3 : 0.9 * recent_ms + 0.1 * seconds * 1e3;
     const double eta = (tc.steps - done) * recent_ms / 1e3;
 
@@ -128,9 +165,9 @@ TrainResult train_run(const Config& config_in) {
       val_loss = session.evaluate(val, tc.eval_batches);
       result.final_val_loss = val_loss;
       result.best_val_loss = std::min(result.best_val_loss, val_loss);
-      metrics.write(eval_log_json(done, val_loss, wall.seconds()));
+      metrics.write(eval_log_json(done, val_loss, wall_before + wall.seconds()));
     }
-    if (done % tc.log_every == 0 || step == 0 || is_last || stopping || val_loss >= 0) {
+    if (done % tc.log_every == 0 || step == start || is_last || stopping || val_loss >= 0) {
       TrainLogLine line;
       line.step = done;
       line.total = tc.steps;
@@ -141,7 +178,7 @@ TrainResult train_run(const Config& config_in) {
       line.tokens_per_s = interval_tokens / interval_seconds;
       line.ms_per_step = interval_seconds * 1e3 / interval_steps;
       line.eta_s = eta;
-      line.elapsed_s = wall.seconds();
+      line.elapsed_s = wall_before + wall.seconds();
       progress.clear();
       log_info("train", "{}", train_log_text(line));
       metrics.write(train_log_json(line));
@@ -157,7 +194,7 @@ TrainResult train_run(const Config& config_in) {
       state.step = done;
       state.data_position = done;  // batches are keyed by (seed, step, micro): the step is the cursor
       state.tokens_seen = tokens_seen;
-      state.wall_seconds = wall.seconds();
+      state.wall_seconds = wall_before + wall.seconds();
       state.val_loss = val_loss >= 0 ? val_loss : std::numeric_limits<double>::quiet_NaN();
       state.best_val_loss = result.best_val_loss;
       progress.clear();
@@ -166,8 +203,10 @@ TrainResult train_run(const Config& config_in) {
     }
     result.steps = done;
     if (stopping) {
-      log_warn("train", "signal {} received: stopped after step {}/{} with a checkpoint", signals.pending(), done,
-               tc.steps);
+      const std::string why = signals.pending() != 0 ? fmt::format("signal {} received", signals.pending())
+                                                     : fmt::format("--stop-after {}", options.stop_after);
+      log_warn("train", "{}: stopped after step {}/{} with checkpoint {}; continue with: rfa train --resume {}", why,
+               done, tc.steps, result.checkpoint_dir, run_dir);
       result.interrupted = true;
       break;
     }

@@ -8,7 +8,8 @@
 //   run_dir/metrics.jsonl     one JSON line per logged step and per evaluation
 //   run_dir/train.log         the log lines
 //   run_dir/checkpoints/step-NNNNNN/  every checkpoint.every steps and at the end
-// SIGINT/SIGTERM stop after the current step, save a checkpoint and return.
+// SIGINT/SIGTERM stop after the current step, save a checkpoint and return
+// (result.interrupted); `rfa train --resume RUN_DIR` continues from it.
 #include <cstdint>
 #include <string>
 
@@ -28,6 +29,15 @@ struct TrainResult {
   bool interrupted = false;
 };
 
-TrainResult train_run(const Config& config);
+struct TrainOptions {
+  // A checkpoint directory to continue from (train/train_resume.h: resume_prepare
+  // gives it with its config and tokenizer); "" starts from scratch.
+  std::string resume_checkpoint;
+  std::string resume_tokenizer;  // the tokenizer model the checkpoint was trained with
+  // Stop after this optimizer step as on SIGTERM (evaluate, save, return); 0 = never.
+  int64_t stop_after = 0;
+};
+
+TrainResult train_run(const Config& config, const TrainOptions& options = {});
 
 }  // namespace rfa

@@ -18,6 +18,7 @@ TEST_CASE("train state: serialise then parse round-trips every field exactly") {
   s.val_loss = 2.718281828459045;
   s.best_val_loss = 2.5;
   s.tokenizer_checksum = "0123456789abcdef";
+  s.threads = 7;
   TrainState r = train_state_parse(train_state_serialize(s), "state.json");
   CHECK(r.format_version == kCheckpointFormatVersion);
   CHECK(r.step == s.step);
@@ -28,6 +29,17 @@ TEST_CASE("train state: serialise then parse round-trips every field exactly") {
   CHECK(r.val_loss == s.val_loss);
   CHECK(r.best_val_loss == s.best_val_loss);
   CHECK(r.tokenizer_checksum == s.tokenizer_checksum);
+  CHECK(r.threads == 7);
+}
+
+TEST_CASE("train state: threads is optional (files written before it was recorded read as 0)") {
+  TrainState s;
+  s.threads = 2;
+  std::string json = train_state_serialize(s);
+  const size_t at = json.find(",\n  \"threads\": 2");
+  REQUIRE(at != std::string::npos);
+  json.erase(at, std::string(",\n  \"threads\": 2").size());
+  CHECK(train_state_parse(json, "state.json").threads == 0);
 }
 
 TEST_CASE("train state: no evaluation yet is NaN val_loss and +inf best, written as null") {

@@ -1,0 +1,116 @@
+#include "train/train_resume.h"
+
+#include <array>
+#include <filesystem>
+#include <sstream>
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/file_io.h"
+#include "checkpoint/json.h"
+#include "checkpoint/xxhash64.h"
+#include "config/config_keys.h"
+#include "config/config_load.h"
+#include "core/error.h"
+#include "core/file_util.h"
+#include "model/model_io.h"
+#include "model/model_load.h"
+#include "train/train_session.h"
+
+namespace rfa {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::array<std::string_view, 11> kChangeable = {
+    "train.steps",      "train.log_every",      "train.eval_every",     "train.eval_batches",
+    "train.run_dir",    "checkpoint.every",     "checkpoint.keep_last", "checkpoint.keep_best",
+    "data.corpus",      "data.tokens",          "tokenizer.path"};
+
+// The run a checkpoint belongs to: RUN/checkpoints/step-N -> RUN; "" if it is not inside one.
+// Relative paths stay relative unless they are too short to name the run (e.g. "step-000500").
+std::string run_dir_of(const std::string& checkpoint_dir) {
+  const fs::path absolute = fs::absolute(checkpoint_dir).lexically_normal();
+  if (absolute.parent_path().filename() != "checkpoints") return "";
+  const fs::path relative = fs::path(checkpoint_dir).lexically_normal().parent_path().parent_path();
+  return relative.empty() ? absolute.parent_path().parent_path().string() : relative.string();
+}
+
+// The tokenizer the checkpoint was trained with: its own copy (checkpoint_load
+// checks it against state.json), else the config's path if its checksum matches.
+std::string tokenizer_of(const std::string& dir, const TrainState& state, const Config& config) {
+  const std::string copy = dir + "/tokenizer.model";
+  if (fs::exists(copy)) return copy;
+  const std::string& path = config.tokenizer.path;
+  if (state.tokenizer_checksum.empty() || !fs::exists(path))
+    fail("checkpoint {} has no tokenizer.model and the tokenizer it was trained with cannot be identified "
+         "(tokenizer.path '{}'); copy the training tokenizer to {}/tokenizer.model",
+         dir, path, dir);
+  if (std::string actual = file_checksum(path); actual != state.tokenizer_checksum)
+    fail("checkpoint {} has no tokenizer.model and '{}' has checksum {}, not the {} recorded in training; copy the "
+         "training tokenizer to {}/tokenizer.model",
+         dir, path, actual, state.tokenizer_checksum, dir);
+  return path;
+}
+
+}  // namespace
+
+bool resume_key_changeable(std::string_view key) {
+  for (std::string_view k : kChangeable)
+    if (k == key) return true;
+  return false;
+}
+
+ResumePoint resume_prepare(const std::string& path, const std::vector<std::string>& sets) {
+  ResumePoint out;
+  out.checkpoint_dir = checkpoint_resolve(path);
+  const std::string& dir = out.checkpoint_dir;
+  const std::string config_path = dir + "/config.yaml", state_path = dir + "/state.json";
+  const Config saved = config_parse(file_read_text(config_path), config_path);
+  Config config = saved;
+  if (std::string run = run_dir_of(dir); !run.empty()) config.train.run_dir = run;
+  const Config before_sets = config;
+  for (const std::string& s : sets) config_apply_set(s, config);
+  for (const ConfigKey& key : config_keys()) {
+    const std::string was = config_key_get(key, before_sets), now = config_key_get(key, config);
+    if (was == now || resume_key_changeable(key.path)) continue;
+    fail("--resume: {} is '{}' in checkpoint {} and --set makes it '{}'; a resumed run keeps the saved config. "
+         "Only train.steps, train.log_every, train.eval_every, train.eval_batches, train.run_dir, checkpoint.*, "
+         "data.corpus, data.tokens and tokenizer.path may change; start a new run to change {}",
+         key.path, was, dir, now, key.path);
+  }
+  config_validate(config);
+  out.tokenizer_path = tokenizer_of(dir, train_state_parse(file_read_text(state_path), state_path), config);
+  out.config = config;
+  return out;
+}
+
+TrainState resume_load(TrainSession& session, const std::string& dir) {
+  Model<float>& model = session.model();
+  LoadedCheckpoint ck = checkpoint_load(dir, model_tensor_specs(model.spec), optimizer_tensor_specs(model.spec));
+  const uint64_t seed = session.config().train.seed;
+  if (ck.state.seed != seed)
+    fail("checkpoint {} was trained with seed {} but the config says train.seed {}; resume with the saved config",
+         dir, ck.state.seed, seed);
+  model_tensors_load(model, ck.model);
+  optimizer_tensors_load(model, ck.optimizer, session.adam_m(), session.adam_v());
+  session.set_steps_taken(ck.state.step);
+  return ck.state;
+}
+
+void metrics_keep_through(const std::string& path, int64_t step) {
+  if (!fs::exists(path)) return;
+  std::istringstream in(file_read_all(path));
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    try {
+      const JsonValue v = json_parse(line, path);
+      const JsonValue* s = v.find("step");
+      if (s && s->as_int64("step") <= step) kept += line + "\n";
+    } catch (const Error&) {
+      // A line cut short by a kill: drop it.
+    }
+  }
+  file_write_atomic(path, kept);
+}
+
+}  // namespace rfa

@@ -1,0 +1,206 @@
+// Exact resume in one process: k steps, a checkpoint written by the checkpoint
+// library, a fresh session loading it and N-k more steps give the same losses,
+// weights and AdamW moments, bit for bit, as N steps straight. Also the config
+// rules of --resume and the metrics trimming. The fresh-process version is
+// tests/e2e/resume.sh.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <cstdint>
+#include <vector>
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/xxhash64.h"
+#include "config/config_load.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "model/model_io.h"
+#include "support/temp_dir.h"
+#include "train/train_resume.h"
+#include "train/train_session.h"
+
+using namespace rfa;
+
+namespace {
+
+Config tiny_config(AttentionKind kind) {
+  Config c;
+  c.model.vocab_size = 300;  // tokens are drawn below 16; 300 is the smallest tokenizer.vocab_size allowed
+  c.tokenizer.kind = TokenizerKind::character;
+  c.tokenizer.vocab_size = 300;
+  c.model.n_layers = 2;
+  c.model.d_model = 32;
+  c.model.n_heads = 2;
+  c.model.context_length = 16;
+  c.attention.kind = kind;
+  c.attention.num_features = 8;
+  c.attention.chunk_size = 8;
+  c.train.batch_size = 3;
+  c.train.grad_accum = 2;
+  c.train.steps = 10;
+  c.train.seed = 21;
+  c.optim.lr = 1e-2;
+  c.optim.warmup_steps = 3;
+  c.checkpoint.keep_last = 5;
+  return c;
+}
+
+std::vector<uint16_t> random_tokens(int64_t n, uint64_t seed) {
+  CounterRng rng(seed);
+  std::vector<uint16_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = static_cast<uint16_t>(rng.below(16));
+  return t;
+}
+
+TokenSplit split_of(const std::vector<uint16_t>& tokens) {
+  return TokenSplit(reinterpret_cast<const unsigned char*>(tokens.data()), 2, static_cast<int64_t>(tokens.size()),
+                    static_cast<int64_t>(tokens.size()));
+}
+
+// Saves `session` after `step` steps the way train_run does; returns the checkpoint dir.
+std::string save(TrainSession& session, const Config& c, const std::string& run_dir, int64_t step,
+                 const std::string& tokenizer) {
+  CheckpointContents contents;
+  contents.model = model_tensor_refs(session.model());
+  contents.optimizer = optimizer_tensor_refs(session.model(), session.adam_m(), session.adam_v());
+  contents.state.step = step;
+  contents.state.seed = c.train.seed;
+  contents.state.data_position = step;
+  contents.state.tokenizer_checksum = file_checksum(tokenizer);
+  contents.config_yaml = config_dump(c);
+  contents.tokenizer_path = tokenizer;
+  return checkpoint_save(run_dir + "/checkpoints", contents, c.checkpoint);
+}
+
+bool same(const float* a, const float* b, int64_t n) { return std::equal(a, a + n, b); }
+
+}  // namespace
+
+TEST_CASE("resume: k steps, save, load into a fresh session, N-k steps equals N steps straight") {
+  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa, AttentionKind::rfa_gate}) {
+    CAPTURE(attention_kind_name(kind));
+    const Config c = tiny_config(kind);
+    const ModelSpec spec = model_spec_make(c.model, c.attention);
+    std::vector<uint16_t> tokens = random_tokens(3000, 4);
+    TokenSplit split = split_of(tokens);
+    BatchSampler sampler(split, c.train.batch_size, c.model.context_length, c.train.seed);
+    const int64_t N = 7, k = 3;
+
+    TrainSession straight(c, spec);
+    std::vector<double> want;
+    for (int64_t s = 0; s < N; ++s) want.push_back(straight.step(s, sampler).loss);
+    want.push_back(straight.evaluate(split, 2));
+
+    test::TempDir dir;
+    const std::string tokenizer = dir.write("tok.model", "stand-in tokenizer bytes");
+    std::vector<double> got;
+    std::string checkpoint;
+    {
+      TrainSession first(c, spec);
+      for (int64_t s = 0; s < k; ++s) got.push_back(first.step(s, sampler).loss);
+      first.evaluate(split, 2);  // as on a stop: evaluation must not disturb what follows
+      checkpoint = save(first, c, dir.path(), k, tokenizer);
+    }
+    TrainSession resumed(c, spec);  // zeroed: the weights must come from the file, not from init
+    for (int64_t i = 0; i < resumed.model().param_size(); ++i) resumed.model().params()[i] = 0.0f;
+    const TrainState state = resume_load(resumed, checkpoint);
+    CHECK(state.step == k);
+    CHECK(resumed.steps_taken() == k);
+    for (int64_t s = k; s < N; ++s) got.push_back(resumed.step(s, sampler).loss);
+    got.push_back(resumed.evaluate(split, 2));
+
+    CHECK(got == want);  // exact, loss by loss
+    const int64_t P = straight.model().param_size();
+    CHECK(same(straight.model().params(), resumed.model().params(), P));
+    CHECK(same(straight.adam_m(), resumed.adam_m(), P));
+    CHECK(same(straight.adam_v(), resumed.adam_v(), P));
+    CHECK(same(straight.model().random_fixed(), resumed.model().random_fixed(), straight.model().random_size));
+  }
+}
+
+TEST_CASE("resume: a checkpoint of another shape or seed is refused with the tensor and both shapes") {
+  const Config c = tiny_config(AttentionKind::rfa_gate);
+  test::TempDir dir;
+  const std::string tokenizer = dir.write("tok.model", "stand-in");
+  TrainSession session(c, model_spec_make(c.model, c.attention));
+  const std::string checkpoint = save(session, c, dir.path(), 1, tokenizer);
+
+  Config wide = c;
+  wide.model.d_model = 48;
+  TrainSession other(wide, model_spec_make(wide.model, wide.attention));
+  try {
+    resume_load(other, checkpoint);
+    FAIL("a checkpoint of width 32 loaded into width 48");
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("tok_embedding") != std::string::npos);
+    CHECK(m.find("[300, 32]") != std::string::npos);
+    CHECK(m.find("[300, 48]") != std::string::npos);
+  }
+  Config reseeded = c;
+  reseeded.train.seed = 99;
+  TrainSession third(reseeded, model_spec_make(reseeded.model, reseeded.attention));
+  CHECK_THROWS_WITH_AS(resume_load(third, checkpoint), doctest::Contains("seed 21"), Error);
+}
+
+TEST_CASE("resume: the saved config is used; --set may change only cadence, length and paths") {
+  const Config c = tiny_config(AttentionKind::rfa_gate);
+  test::TempDir dir;
+  const std::string tokenizer = dir.write("tok.model", "stand-in");
+  TrainSession session(c, model_spec_make(c.model, c.attention));
+  const std::string run = dir / "run";
+  const std::string checkpoint = save(session, c, run, 2, tokenizer);
+
+  SUBCASE("from the run directory: latest, with the run directory as train.run_dir") {
+    ResumePoint p = resume_prepare(run, {"train.steps=50", "train.log_every=5", "checkpoint.every=7"});
+    CHECK(p.checkpoint_dir == checkpoint);
+    CHECK(p.config.train.run_dir == run);
+    CHECK(p.config.train.steps == 50);
+    CHECK(p.config.checkpoint.every == 7);
+    CHECK(p.config.model == c.model);
+    CHECK(p.config.optim == c.optim);
+    CHECK(p.tokenizer_path == checkpoint + "/tokenizer.model");
+  }
+  SUBCASE("from a checkpoint directory, forked into another run directory") {
+    ResumePoint p = resume_prepare(checkpoint, {"train.run_dir=" + dir / "fork"});
+    CHECK(p.checkpoint_dir == checkpoint);
+    CHECK(p.config.train.run_dir == dir / "fork");
+  }
+  SUBCASE("a shape, optimizer or data change is refused with both values") {
+    CHECK_THROWS_WITH_AS(resume_prepare(run, {"model.d_model=64"}),
+                         doctest::Contains("model.d_model is '32' in checkpoint"), Error);
+    CHECK_THROWS_WITH_AS(resume_prepare(run, {"model.d_model=64"}), doctest::Contains("makes it '64'"), Error);
+    CHECK_THROWS_WITH_AS(resume_prepare(run, {"optim.lr=0.5"}), doctest::Contains("optim.lr"), Error);
+    CHECK_THROWS_WITH_AS(resume_prepare(run, {"train.seed=3"}), doctest::Contains("train.seed"), Error);
+    CHECK_THROWS_WITH_AS(resume_prepare(run, {"data.val_fraction=0.2"}), doctest::Contains("data.val_fraction"),
+                         Error);
+  }
+  SUBCASE("setting a key to its saved value is no change") {
+    CHECK_NOTHROW(resume_prepare(run, {"model.d_model=32"}));
+  }
+  SUBCASE("a run without checkpoints says so") {
+    CHECK_THROWS_WITH_AS(resume_prepare(dir / "nothing", {}), doctest::Contains("does not exist"), Error);
+  }
+}
+
+TEST_CASE("resume: metrics lines past the checkpoint's step are dropped, torn lines too") {
+  test::TempDir dir;
+  const std::string path = dir.write("metrics.jsonl",
+                                     "{\"type\":\"train\",\"step\":1,\"loss\":3}\n"
+                                     "{\"type\":\"eval\",\"step\":2,\"val_loss\":2.5}\n"
+                                     "{\"type\":\"train\",\"step\":2,\"loss\":2}\n"
+                                     "{\"type\":\"train\",\"step\":3,\"loss\":1}\n"
+                                     "{\"type\":\"train\",\"st");
+  metrics_keep_through(path, 2);
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text ==
+        "{\"type\":\"train\",\"step\":1,\"loss\":3}\n"
+        "{\"type\":\"eval\",\"step\":2,\"val_loss\":2.5}\n"
+        "{\"type\":\"train\",\"step\":2,\"loss\":2}\n");
+  metrics_keep_through(dir / "absent.jsonl", 2);  // no file: nothing to do
+  CHECK_FALSE(std::filesystem::exists(dir / "absent.jsonl"));
+}
