@@ -3,8 +3,9 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config
           libdnnl-dev libsentencepiece-dev libcli11-dev libspdlog-dev doctest-dev libyaml-cpp-dev
-          bible-kjv
-          python3-numpy)  # tests only: tests/e2e/resume.sh runs the README's numpy snippet
+          bible-kjv)
+# The test suite needs no Python: tests/e2e/resume.sh runs the README's numpy snippet only
+# where a python3 with numpy already exists.
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
