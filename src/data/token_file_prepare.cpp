@@ -149,8 +149,8 @@ TokenFileStats token_file_prepare_blocks(const std::string& corpus_path, const T
   h.vocab_size = static_cast<uint32_t>(tok.vocab_size());
   h.token_width = token_file_width(tok.vocab_size());
   h.tokenizer_checksum = tok.checksum();
-  auto placeholder = token_file_header_bytes(h);  // rewritten with the counts at the end
-  if (std::fwrite(placeholder.data(), 1, placeholder.size(), out.get()) != placeholder.size())
+  auto provisional_header = token_file_header_bytes(h);  // rewritten with the counts at the end
+  if (std::fwrite(provisional_header.data(), 1, provisional_header.size(), out.get()) != provisional_header.size())
     fail("cannot write {}: {}", temp, std::strerror(errno));
 
   std::string buf;  // carry-over + new block; capacity ~ 2 * block_bytes

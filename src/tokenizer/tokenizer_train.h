@@ -7,7 +7,7 @@
 // Newlines: SentencePiece reads its training input as one sentence per line
 // and never sees '\n'; at encode time '\n' (like any unseen character) falls
 // back to its byte token <0x0A>, which every model has. So newlines round-trip
-// in all kinds and cost exactly one token, with no placeholder to escape.
+// in all kinds and cost exactly one token, with nothing to escape.
 // Long lines are cut into pieces of at most 4096 bytes at spaces (or at a
 // UTF-8 boundary) before training instead of being dropped.
 #include <cstdint>
