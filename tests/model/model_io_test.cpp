@@ -5,7 +5,9 @@
 #include <algorithm>
 
 #include "checkpoint/safetensors.h"
+#include "model/activations_dump.h"
 #include "model/model_flops.h"
+#include "model/model_forward.h"
 #include "model/model_io.h"
 #include "support/temp_dir.h"
 
@@ -68,8 +70,6 @@ TEST_CASE("model flops: 6 N tokens for the matmuls, attention terms by hand") {
   CHECK(fr.attention == doctest::Approx(3.0 * 2 * per_head * 2 * 8));
 }
 
-#include "model/activations_dump.h"
-#include "model/model_forward.h"
 
 TEST_CASE("activations dump: every intermediate by name, with the forward's values") {
   ModelSpec spec = small_spec(AttentionKind::rfa_gate, true);
