@@ -24,7 +24,7 @@ case "$corpus" in
 esac
 
 echo "[quickstart] training $config into $run_dir"
-build/rfa train --config "$config" "$@"
+build/rfa train --config "$config" "$@" --overwrite  # the quick start always trains afresh
 echo "[quickstart] validation perplexity"
 build/rfa eval perplexity "$run_dir" --split val
 echo "[quickstart] a sample:"

@@ -16,11 +16,13 @@ namespace {
 struct TrainFlags {
   std::string resume;      // --resume; "" = a new run
   int64_t stop_after = 0;  // --stop-after
+  bool overwrite = false;  // --overwrite
 };
 
 void train_command_run(const ConfigOptions& config_options, const TrainFlags& flags) {
   TrainOptions options;
   options.stop_after = flags.stop_after;
+  options.overwrite = flags.overwrite;
   if (flags.resume.empty()) {
     std::optional<Config> config = config_options_load(config_options);
     if (config) train_run(*config, options);
@@ -57,6 +59,8 @@ void register_train_command(CLI::App& app, CommandAction& action) {
                     "Stop after this optimizer step as on SIGTERM: evaluate, save a checkpoint, exit 0")
       ->type_name("STEP")
       ->check(CLI::PositiveNumber);
+  train->add_flag("--overwrite", flags->overwrite,
+                  "Start afresh even if train.run_dir holds an earlier run: its checkpoints are deleted");
   train->callback([&action, options, flags] {
     action = [options, flags] { train_command_run(*options, *flags); };
   });

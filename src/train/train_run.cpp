@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/xxhash64.h"
 #include "config/config_enums.h"
 #include "config/config_load.h"
@@ -78,6 +79,19 @@ std::string save_checkpoint(TrainSession& session, const Config& config, const s
   return checkpoint_save(run_dir + "/checkpoints", contents, config.checkpoint);
 }
 
+// A new run must not silently mix with (or prune) an earlier run's checkpoints.
+void run_dir_claim(const std::string& run_dir, bool overwrite) {
+  const std::string checkpoints = run_dir + "/checkpoints";
+  const std::string latest = checkpoint_latest(checkpoints);
+  if (latest.empty()) return;
+  if (!overwrite)
+    fail("train.run_dir '{}' already holds a run (latest checkpoint {}); continue it with `rfa train --resume {}`, "
+         "pick another directory with --set train.run_dir=..., or pass --overwrite to delete it",
+         run_dir, latest, run_dir);
+  log_warn("train", "--overwrite: deleting the earlier run's checkpoints in {}", checkpoints);
+  std::filesystem::remove_all(checkpoints);
+}
+
 }  // namespace
 
 TrainResult train_run(const Config& config_in, const TrainOptions& options) {
@@ -87,6 +101,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   fs::create_directories(run_dir);
   log_add_file(run_dir + "/train.log");
   const bool resuming = !options.resume_checkpoint.empty();
+  if (!resuming) run_dir_claim(run_dir, options.overwrite);
   TrainData data = train_data_ensure(config_in, resuming ? options.resume_tokenizer : "");
   const Config config = resolve_vocab(config_in, data.tokenizer);
   const ModelSpec spec = model_spec_make(config.model, config.attention);

@@ -36,6 +36,9 @@ struct TrainOptions {
   std::string resume_tokenizer;  // the tokenizer model the checkpoint was trained with
   // Stop after this optimizer step as on SIGTERM (evaluate, save, return); 0 = never.
   int64_t stop_after = 0;
+  // A new run refuses a run directory that already holds checkpoints (nothing is
+  // lost by accident); overwrite deletes them first.
+  bool overwrite = false;
 };
 
 TrainResult train_run(const Config& config, const TrainOptions& options = {});

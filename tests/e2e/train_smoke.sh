@@ -54,7 +54,18 @@ expect_in "$tmp/bench.log" "ms/step"
 expect_in "$tmp/bench.log" "of the measured sgemm peak"
 
 # A config naming a missing corpus fails with its path.
-sed "s#$tmp/corpus.txt#$tmp/nope.txt#; s#$tmp/data/#$tmp/data2/#g" "$tmp/softmax.yaml" >"$tmp/missing.yaml"
+sed "s#$tmp/corpus.txt#$tmp/nope.txt#; s#$tmp/data/#$tmp/data2/#g; s#run-softmax#run-missing#" "$tmp/softmax.yaml" \
+  >"$tmp/missing.yaml"
 if "$rfa" train --config "$tmp/missing.yaml" 2>"$tmp/missing.log"; then fail "missing corpus accepted"; fi
 expect_in "$tmp/missing.log" "$tmp/nope.txt"
+
+# A new run into a directory that holds one is refused (nothing lost); --overwrite starts afresh.
+if "$rfa" train --config "$tmp/softmax.yaml" 2>"$tmp/again.log"; then fail "existing run overwritten silently"; fi
+expect_in "$tmp/again.log" "already holds a run"
+expect_in "$tmp/again.log" "--resume"
+[ -f "$tmp/run-softmax/checkpoints/step-000040/model.safetensors" ] || fail "refused run touched the old checkpoint"
+"$rfa" --threads 2 train --config "$tmp/softmax.yaml" --set train.steps=20 --overwrite 2>"$tmp/over.log" ||
+  { cat "$tmp/over.log" >&2; fail "--overwrite"; }
+[ ! -e "$tmp/run-softmax/checkpoints/step-000040" ] || fail "--overwrite kept the old run's checkpoint"
+[ -f "$tmp/run-softmax/checkpoints/step-000020/model.safetensors" ] || fail "--overwrite run saved no checkpoint"
 echo "train_smoke: ok"
