@@ -4,7 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/config_options.h"
-#include "cli/tokenizer_setup.h"
+#include "data/data_setup.h"
 
 namespace rfa {
 

@@ -1,7 +1,9 @@
 #pragma once
-// Config -> tokenizer: what `rfa tokenizer train` and `rfa data prepare` (and
-// later training) share. The tokenizer library itself knows nothing of Config files.
+// Config -> tokenizer and token file: what `rfa tokenizer train`, `rfa data
+// prepare` and `rfa train` share. The tokenizer and token-file libraries
+// themselves know nothing of Config.
 #include "config/config.h"
+#include "data/token_file.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_train.h"
 
@@ -18,5 +20,9 @@ void tokenizer_train_logged(const Config& config);
 // missing (as Marian builds a missing vocabulary). Warns when an existing
 // bpe/unigram model's vocab differs from tokenizer.vocab_size.
 Tokenizer tokenizer_ensure(const Config& config);
+
+// Encodes data.corpus with `tokenizer` into the token file (config_tokens_path),
+// replacing any file there, logging sizes, time and progress.
+TokenFileStats token_file_prepare_logged(const Config& config, const Tokenizer& tokenizer);
 
 }  // namespace rfa

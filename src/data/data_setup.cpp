@@ -1,12 +1,24 @@
-#include "cli/tokenizer_setup.h"
+#include "data/data_setup.h"
 
 #include <filesystem>
 
-#include "cli/heartbeat.h"
+#include "core/heartbeat.h"
 #include "config/config_enums.h"
+#include "core/error.h"
 #include "core/log.h"
+#include "core/timer.h"
 
 namespace rfa {
+namespace {
+
+void require_corpus(const std::string& path, const char* needed_for) {
+  if (!std::filesystem::exists(path))
+    fail("corpus '{}' (needed for {}) does not exist; fetch it with scripts/get-data.sh or point data.corpus at "
+         "a UTF-8 text file",
+         path, needed_for);
+}
+
+}  // namespace
 
 TokenizerTrainOptions tokenizer_train_options(const Config& config) {
   TokenizerTrainOptions o;
@@ -22,6 +34,7 @@ TokenizerTrainOptions tokenizer_train_options(const Config& config) {
 
 void tokenizer_train_logged(const Config& config) {
   TokenizerTrainOptions o = tokenizer_train_options(config);
+  require_corpus(o.corpus, "training the tokenizer");
   std::error_code ec;
   auto corpus_bytes = std::filesystem::file_size(o.corpus, ec);  // only for the log line
   std::string size = ec ? std::string("unreadable") : fmt::format("{:.1f} MB", corpus_bytes / 1e6);
@@ -44,6 +57,28 @@ Tokenizer tokenizer_ensure(const Config& config) {
     log_warn("tokenizer", "{} has vocab {} but tokenizer.vocab_size is {}; using the file (run `rfa tokenizer "
              "train` to rebuild it)", t.path, tokenizer.vocab_size(), t.vocab_size);
   return tokenizer;
+}
+
+TokenFileStats token_file_prepare_logged(const Config& config, const Tokenizer& tokenizer) {
+  Timer timer;
+  const std::string& corpus = config.data.corpus;
+  const std::string tokens_path = config_tokens_path(config.data);
+  require_corpus(corpus, "the token file");
+  log_info("data", "encoding {} with {} (vocab {}), validation fraction {} -> {}", corpus, tokenizer.origin(),
+           tokenizer.vocab_size(), config.data.val_fraction, tokens_path);
+  std::error_code ec;
+  auto parent = std::filesystem::path(tokens_path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // a failure shows when writing
+  TokenFileStats stats;
+  {
+    Heartbeat heartbeat("data", "encoding " + corpus);
+    stats = token_file_prepare(corpus, tokenizer, tokens_path, config.data.val_fraction);
+  }
+  // token_file_prepare logged the token counts; add the text each split holds and the total time.
+  log_info("data", "prepared {}: train {} tokens / {:.2f} MB of text, validation {} tokens / {:.2f} MB; {:.1f}s in all",
+           tokens_path, stats.train_tokens, stats.train_bytes / 1e6, stats.val_tokens, stats.val_bytes / 1e6,
+           timer.seconds());
+  return stats;
 }
 
 }  // namespace rfa

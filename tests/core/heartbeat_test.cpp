@@ -5,7 +5,7 @@
 #include <sstream>
 #include <thread>
 
-#include "cli/heartbeat.h"
+#include "core/heartbeat.h"
 #include "core/log.h"
 #include "support/test_files.h"
 

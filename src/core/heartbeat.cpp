@@ -1,4 +1,4 @@
-#include "cli/heartbeat.h"
+#include "core/heartbeat.h"
 
 #include <chrono>
 
