@@ -9,24 +9,14 @@
 #include "decode/decoder_state_io.h"
 #include "decode/generate.h"
 #include "support/temp_dir.h"
+#include "support/tiny_model.h"
 
 using namespace rfa;
 
 namespace {
 
 ModelSpec spec_of(AttentionKind kind) {
-  ModelConfig m;
-  m.vocab_size = 29;
-  m.d_model = 16;
-  m.n_heads = 2;
-  m.n_layers = 2;
-  m.context_length = 16;
-  m.init_std = 0.3;
-  AttentionConfig a;
-  a.kind = kind;
-  a.num_features = 5;
-  a.chunk_size = 4;
-  return model_spec_make(m, a);
+  return test::tiny_spec(kind, {.vocab = 29, .context = 16, .num_features = 5, .chunk_size = 4, .init_std = 0.3});
 }
 
 std::vector<int32_t> run(Decoder<float>& dec, const std::vector<int32_t>& prompt, int n) {

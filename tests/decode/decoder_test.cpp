@@ -11,6 +11,7 @@
 #include "model/model.h"
 #include "model/model_forward.h"
 #include "support/gradcheck.h"
+#include "support/tiny_model.h"
 
 using namespace rfa;
 
@@ -19,20 +20,12 @@ namespace {
 constexpr int kB = 2, kT = 13, kV = 17;
 
 ModelSpec small_spec(AttentionKind kind, FeatureMapKind map = FeatureMapKind::gaussian) {
-  ModelConfig m;
-  m.vocab_size = kV;
-  m.d_model = 16;
-  m.n_heads = 2;
-  m.n_layers = 2;
-  m.context_length = kT;
-  m.init_std = 0.3;  // large enough that logits vary strongly with the context
-  AttentionConfig a;
-  a.kind = kind;
-  a.feature_map = map;
-  a.num_features = 5;
-  a.chunk_size = 4;  // T = 13 spans four chunks, the last one partial
-  a.gate_bias_init = 0.5;
-  return model_spec_make(m, a);
+  // init_std 0.3: large enough that logits vary strongly with the context;
+  // chunk 4: T = 13 spans four chunks, the last one partial.
+  Config c = test::tiny_config(kind, {.vocab = kV, .context = kT, .num_features = 5, .chunk_size = 4, .init_std = 0.3});
+  c.attention.feature_map = map;
+  c.attention.gate_bias_init = 0.5;
+  return test::tiny_spec(c);
 }
 
 std::vector<int32_t> tokens_make(uint64_t seed) {

@@ -10,6 +10,7 @@
 #include "model/activations.h"
 #include "model/model_forward.h"
 #include "optim/adamw.h"
+#include "support/tiny_model.h"
 #include "tensor/param_table.h"
 
 using namespace rfa;
@@ -22,17 +23,7 @@ int32_t id_of(char c) { return static_cast<int32_t>(static_cast<unsigned char>(c
 char char_of(int32_t id) { return static_cast<char>(id + 32); }
 
 ModelSpec spec_of(AttentionKind kind) {
-  ModelConfig m;
-  m.vocab_size = 96;
-  m.d_model = 48;
-  m.n_heads = 2;
-  m.n_layers = 2;
-  m.context_length = 64;
-  AttentionConfig a;
-  a.kind = kind;
-  a.num_features = 16;
-  a.chunk_size = 16;
-  return model_spec_make(m, a);
+  return test::tiny_spec(kind, {.vocab = 96, .context = 64, .d_model = 48, .num_features = 16, .chunk_size = 16});
 }
 
 // Full-batch AdamW on the one sentence until it is memorised.

@@ -11,6 +11,7 @@
 #include "model/activations.h"
 #include "model/model_forward.h"
 #include "support/gradcheck.h"
+#include "support/tiny_model.h"
 
 using namespace rfa;
 
@@ -19,18 +20,7 @@ namespace {
 constexpr int kV = 13;
 
 ModelSpec spec_of(AttentionKind kind, int context) {
-  ModelConfig m;
-  m.vocab_size = kV;
-  m.d_model = 16;
-  m.n_heads = 2;
-  m.n_layers = 2;
-  m.context_length = context;
-  m.init_std = 0.3;
-  AttentionConfig a;
-  a.kind = kind;
-  a.num_features = 6;
-  a.chunk_size = 8;
-  return model_spec_make(m, a);
+  return test::tiny_spec(kind, {.vocab = kV, .context = context, .num_features = 6, .chunk_size = 8, .init_std = 0.3});
 }
 
 std::vector<int32_t> text(int n) {

@@ -7,24 +7,15 @@
 
 #include "model/model.h"
 #include "model/model_forward.h"
+#include "support/tiny_model.h"
 
 using namespace rfa;
 
 TEST_CASE("model: logits before a changed token are unchanged (causal), later ones change") {
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa, AttentionKind::rfa_gate}) {
     CAPTURE(static_cast<int>(kind));
-    ModelConfig m;
-    m.vocab_size = 13;
-    m.n_layers = 2;
-    m.d_model = 16;
-    m.n_heads = 2;
-    m.context_length = 12;
-    m.init_std = 0.3;
-    AttentionConfig a;
-    a.kind = kind;
-    a.num_features = 4;
-    a.chunk_size = 5;  // the change sits inside the second chunk
-    ModelSpec spec = model_spec_make(m, a);
+    // chunk 5: the change sits inside the second chunk
+    ModelSpec spec = test::tiny_spec(kind, {.vocab = 13, .context = 12, .chunk_size = 5, .init_std = 0.3});
     Model<float> model(spec);
     model_init(model, 9);
     const int B = 2, T = 12, p = 7;

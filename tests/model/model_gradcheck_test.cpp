@@ -8,31 +8,24 @@
 #include "model/model.h"
 #include "model/model_forward.h"
 #include "support/gradcheck.h"
+#include "support/tiny_model.h"
 
 using namespace rfa;
 
 namespace {
 
 ModelSpec tiny_spec(AttentionKind kind, FeatureMapKind map, bool tied, PositionKind positions) {
-  ModelConfig m;
-  m.vocab_size = 11;
-  m.d_model = 8;
-  m.n_heads = 2;
-  m.n_layers = 2;
-  m.ffn_hidden = 12;
-  m.context_length = 5;
-  m.tie_embeddings = tied;
-  m.init_std = 0.5;  // large enough that every path carries a visible gradient
-  AttentionConfig a;
-  a.kind = kind;
-  a.feature_map = map;
-  a.num_features = 3;
-  a.chunk_size = 2;  // T = 5 spans three chunks, the last one partial
-  a.positions = positions;
-  a.denominator_floor = 1e-6;
-  a.gate_bias_init = 0.5;
-  a.sigma_init = 1.3;
-  return model_spec_make(m, a);
+  // init_std 0.5: large enough that every path carries a visible gradient;
+  // chunk 2: T = 5 spans three chunks, the last one partial.
+  Config c = test::tiny_config(
+      kind, {.vocab = 11, .context = 5, .d_model = 8, .num_features = 3, .chunk_size = 2, .init_std = 0.5, .tied = tied});
+  c.model.ffn_hidden = 12;
+  c.attention.feature_map = map;
+  c.attention.positions = positions;
+  c.attention.denominator_floor = 1e-6;
+  c.attention.gate_bias_init = 0.5;
+  c.attention.sigma_init = 1.3;
+  return test::tiny_spec(c);
 }
 
 void check_model_gradients(const ModelSpec& spec) {

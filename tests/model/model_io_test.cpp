@@ -10,24 +10,13 @@
 #include "model/model_forward.h"
 #include "model/model_io.h"
 #include "support/temp_dir.h"
+#include "support/tiny_model.h"
 
 using namespace rfa;
 
 namespace {
 
-ModelSpec small_spec(AttentionKind kind, bool tied) {
-  ModelConfig m;
-  m.vocab_size = 30;
-  m.n_layers = 2;
-  m.d_model = 16;
-  m.n_heads = 2;
-  m.context_length = 8;
-  m.tie_embeddings = tied;
-  AttentionConfig a;
-  a.kind = kind;
-  a.num_features = 4;
-  return model_spec_make(m, a);
-}
+ModelSpec small_spec(AttentionKind kind, bool tied) { return test::tiny_spec(kind, {.vocab = 30, .tied = tied}); }
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include "model/model_spec.h"
 #include "support/corpus.h"
 #include "support/temp_dir.h"
+#include "support/tiny_model.h"
 #include "tokenizer/tokenizer_train.h"
 
 using namespace rfa;
@@ -39,13 +40,7 @@ struct Saved {
 // Saves a checkpoint of a fresh rfa_gate model under root; with_copy: include the tokenizer file.
 Saved save(const std::string& root, const std::string& tokenizer, bool with_copy, const std::string& config_tok) {
   Saved s;
-  s.config.model.n_layers = 2;
-  s.config.model.d_model = 16;
-  s.config.model.n_heads = 2;
-  s.config.model.context_length = 16;
-  s.config.model.vocab_size = 0;  // left to the tokenizer, as in training configs
-  s.config.attention.kind = AttentionKind::rfa_gate;
-  s.config.attention.num_features = 4;
+  s.config = test::tiny_config(AttentionKind::rfa_gate, {.vocab = 0, .context = 16});  // V left to the tokenizer
   s.config.tokenizer.path = config_tok;
   ModelConfig mc = s.config.model;
   mc.vocab_size = Tokenizer::load(tokenizer).vocab_size();

@@ -5,23 +5,15 @@
 #include <string>
 
 #include "model/model.h"
+#include "support/tiny_model.h"
 
 using namespace rfa;
 
 namespace {
 
 ModelSpec spec_of(AttentionKind kind, bool tied) {
-  ModelConfig m;
-  m.vocab_size = 65;
-  m.n_layers = 3;
-  m.d_model = 64;
-  m.n_heads = 4;
-  m.context_length = 16;
-  m.tie_embeddings = tied;
-  AttentionConfig a;
-  a.kind = kind;
-  a.num_features = 8;
-  return model_spec_make(m, a);
+  return test::tiny_spec(kind, {.vocab = 65, .context = 16, .d_model = 64, .n_heads = 4, .n_layers = 3,
+                                .num_features = 8, .tied = tied});
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "model/model_io.h"
 #include "model/model_spec.h"
 #include "support/temp_dir.h"
+#include "support/tiny_model.h"
 
 using namespace rfa;
 
@@ -83,16 +84,7 @@ RawTensor raw_tensor(const RawFile& f, const std::string& name) {
 TEST_CASE("model.safetensors: a minimal independent parser finds every tensor the model holds") {
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
     CAPTURE(attention_kind_name(kind));
-    ModelConfig m;
-    m.vocab_size = 20;
-    m.n_layers = 2;
-    m.d_model = 16;
-    m.n_heads = 2;
-    m.context_length = 8;
-    AttentionConfig a;
-    a.kind = kind;
-    a.num_features = 4;
-    const ModelSpec spec = model_spec_make(m, a);
+    const ModelSpec spec = test::tiny_spec(kind, {.vocab = 20});
     Model<float> model(spec);
     model_init(model, 7);
     std::vector<float> adam(static_cast<size_t>(model.param_size()), 0.0f);
