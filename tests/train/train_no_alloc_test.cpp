@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/model_forward.h"
+#include "support/train_fixtures.h"
 #include "train/train_session.h"
 
 namespace {
@@ -35,15 +36,7 @@ using namespace rfa;
 namespace {
 
 Config small_config(AttentionKind kind) {
-  Config c;
-  c.model.vocab_size = 20;
-  c.model.n_layers = 2;
-  c.model.d_model = 32;
-  c.model.n_heads = 2;
-  c.model.context_length = 16;
-  c.attention.kind = kind;
-  c.attention.num_features = 8;
-  c.attention.chunk_size = 8;
+  Config c = test::train_config(kind, 20);
   c.train.batch_size = 3;
   c.train.grad_accum = 2;
   return c;
@@ -78,7 +71,7 @@ TEST_CASE("train: every float training step makes the same allocations (oneDNN's
     Config c = small_config(kind);
     std::vector<uint16_t> tokens(500);
     for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint16_t>((i * 7) % 20);
-    TokenSplit split(reinterpret_cast<const unsigned char*>(tokens.data()), 2, 500, 500);
+    TokenSplit split = test::split_of(tokens);
     TrainSession session(c, model_spec_make(c.model, c.attention));
     BatchSampler sampler(split, 3, 16, 1);
     session.step(0, sampler);

@@ -16,9 +16,9 @@
 #include "checkpoint/xxhash64.h"
 #include "config/config_load.h"
 #include "core/error.h"
-#include "core/rng.h"
 #include "model/model_io.h"
 #include "support/temp_dir.h"
+#include "support/train_fixtures.h"
 #include "train/train_resume.h"
 #include "train/train_session.h"
 
@@ -26,18 +26,14 @@ using namespace rfa;
 
 namespace {
 
+using test::random_tokens;
+using test::split_of;
+
 Config tiny_config(AttentionKind kind) {
-  Config c;
-  c.model.vocab_size = 300;  // tokens are drawn below 16; 300 is the smallest tokenizer.vocab_size allowed
+  // Tokens are drawn below 16; 300 is the smallest tokenizer.vocab_size allowed.
+  Config c = test::train_config(kind, 300);
   c.tokenizer.kind = TokenizerKind::character;
   c.tokenizer.vocab_size = 300;
-  c.model.n_layers = 2;
-  c.model.d_model = 32;
-  c.model.n_heads = 2;
-  c.model.context_length = 16;
-  c.attention.kind = kind;
-  c.attention.num_features = 8;
-  c.attention.chunk_size = 8;
   c.train.batch_size = 3;
   c.train.grad_accum = 2;
   c.train.steps = 10;
@@ -46,18 +42,6 @@ Config tiny_config(AttentionKind kind) {
   c.optim.warmup_steps = 3;
   c.checkpoint.keep_last = 5;
   return c;
-}
-
-std::vector<uint16_t> random_tokens(int64_t n, uint64_t seed) {
-  CounterRng rng(seed);
-  std::vector<uint16_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = static_cast<uint16_t>(rng.below(16));
-  return t;
-}
-
-TokenSplit split_of(const std::vector<uint16_t>& tokens) {
-  return TokenSplit(reinterpret_cast<const unsigned char*>(tokens.data()), 2, static_cast<int64_t>(tokens.size()),
-                    static_cast<int64_t>(tokens.size()));
 }
 
 // Saves `session` after `step` steps the way train_run does; returns the checkpoint dir.

@@ -5,24 +5,20 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/rng.h"
+#include "support/train_fixtures.h"
 #include "train/train_session.h"
 
 using namespace rfa;
 
 namespace {
 
+using test::random_tokens;
+using test::split_of;
+
 Config tiny_config(AttentionKind kind) {
-  Config c;
-  c.model.vocab_size = 16;
-  c.model.n_layers = 2;
-  c.model.d_model = 32;
-  c.model.n_heads = 2;
-  c.model.context_length = 16;
+  Config c = test::train_config(kind, 16);
   c.model.init_std = 0.05;
-  c.attention.kind = kind;
   c.attention.num_features = 16;
-  c.attention.chunk_size = 8;
   c.train.batch_size = 4;
   c.train.steps = 300;
   c.train.seed = 5;
@@ -31,18 +27,6 @@ Config tiny_config(AttentionKind kind) {
   c.optim.warmup_steps = 10;
   c.optim.weight_decay = 0.0;
   return c;
-}
-
-std::vector<uint16_t> random_tokens(int64_t n, uint64_t seed) {
-  CounterRng rng(seed);
-  std::vector<uint16_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = static_cast<uint16_t>(rng.below(16));
-  return t;
-}
-
-TokenSplit split_of(const std::vector<uint16_t>& tokens) {
-  return TokenSplit(reinterpret_cast<const unsigned char*>(tokens.data()), 2, static_cast<int64_t>(tokens.size()),
-                    static_cast<int64_t>(tokens.size()));
 }
 
 double overfit(AttentionKind kind) {
