@@ -3,15 +3,7 @@
 # --set, and that configuration mistakes exit non-zero with the message on stderr.
 # Usage: cli_basics.sh <path-to-rfa> <source-dir>
 set -euo pipefail
-rfa=$1
-src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_in() {  # expect_in <file> <text>: the file contains the text
-  grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; cat "$1" >&2; fail "expected '$2' in $1"; }
-}
+source "$(dirname "$0")/lib/common.bash"
 
 # Help and version.
 "$rfa" --help >"$tmp/help" 2>&1 || fail "rfa --help exited non-zero"

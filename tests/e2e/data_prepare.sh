@@ -4,18 +4,9 @@
 # config says; a missing corpus fails with its path on stderr.
 # Usage: data_prepare.sh <path-to-rfa> <source-dir>
 set -euo pipefail
-rfa=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib/common.bash"
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_in() {
-  grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; cat "$1" >&2; fail "expected '$2' in $1"; }
-}
-
-for i in $(seq 1 3000); do
-  echo "Line $i: the quick brown fox jumps over the lazy dog, $((i * 7919 % 1000)) times; said Zoe."
-done >"$tmp/corpus.txt"
+corpus_write 3000
 
 cat >"$tmp/cfg.yaml" <<YAML
 tokenizer:

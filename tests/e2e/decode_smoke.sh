@@ -5,30 +5,14 @@
 # one uninterrupted generation, perplexity JSON, and clear errors.
 # Usage: decode_smoke.sh <path-to-rfa> <source-dir>
 set -euo pipefail
-rfa=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib/common.bash"
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_in() {
-  grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; cat "$1" >&2; fail "expected '$2' in $1"; }
-}
-
-for i in $(seq 1 1500); do
-  echo "Line $i: the quick brown fox jumps over the lazy dog, $((i * 7919 % 1000)) times; said Zoe."
-done >"$tmp/corpus.txt"
+corpus_write 1500
 
 for kind in rfa_gate softmax; do
   run="$tmp/run-$kind"
-  cat >"$tmp/$kind.yaml" <<YAML
-model: {n_layers: 2, d_model: 32, n_heads: 2, context_length: 32}
-attention: {kind: $kind, num_features: 8, chunk_size: 16}
-tokenizer: {path: $tmp/data/char.model, kind: char, vocab_size: 300}
-data: {corpus: $tmp/corpus.txt, tokens: $tmp/data/corpus.tokens, val_fraction: 0.1}
-train: {run_dir: $run, batch_size: 4, steps: 30, log_every: 10, eval_every: 0, eval_batches: 2}
-optim: {lr: 3.0e-3, warmup_steps: 5}
-checkpoint: {every: 0}
-YAML
+  config_write "$tmp/$kind.yaml" "$kind" \
+    "run_dir: $run, batch_size: 4, steps: 30, log_every: 10, eval_every: 0, eval_batches: 2"
   "$rfa" --threads 2 train --config "$tmp/$kind.yaml" 2>"$tmp/$kind.train.log" || { cat "$tmp/$kind.train.log" >&2; fail "train $kind"; }
 
   # Same seed, same text; the prompt is echoed and tokens follow; stats on stderr.

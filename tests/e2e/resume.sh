@@ -11,18 +11,8 @@
 # --config, and refusing a corrupted or truncated checkpoint with a clear message.
 # Usage: resume.sh <path-to-rfa> <source-dir>
 set -euo pipefail
-rfa=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib/common.bash"
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_in() {
-  grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; cat "$1" >&2; fail "expected '$2' in $1"; }
-}
-# metrics.jsonl lines (stdin) without the fields that measure time.
-untimed() { sed -E 's/,"(tokens_per_s|ms_per_step|elapsed_s)":[^,}]*//g'; }
-# The lines (stdin) of steps >= $1.
-from_step() { awk -v s="$1" 'match($0, /"step":[0-9]+/) { if (substr($0, RSTART + 7, RLENGTH - 7) + 0 >= s) print }'; }
 same() {  # what file-a file-b
   diff "$2" "$3" >"$tmp/diff.txt" || { cat "$tmp/diff.txt" >&2; fail "$1"; }
 }
@@ -37,20 +27,12 @@ train() {  # log-file args...
   "$rfa" --threads 2 train "$@" 2>"$log" || { cat "$log" >&2; fail "rfa train $*"; }
 }
 
-for i in $(seq 1 1500); do
-  echo "Line $i: the quick brown fox jumps over the lazy dog, $((i * 7919 % 1000)) times; said Zoe."
-done >"$tmp/corpus.txt"
+corpus_write 1500
 
 for kind in rfa_gate softmax; do
-  cat >"$tmp/$kind.yaml" <<YAML
-model: {n_layers: 2, d_model: 32, n_heads: 2, context_length: 32}
-attention: {kind: $kind, num_features: 8, chunk_size: 16}
-tokenizer: {path: $tmp/data/char.model, kind: char, vocab_size: 300}
-data: {corpus: $tmp/corpus.txt, tokens: $tmp/data/corpus.tokens, val_fraction: 0.1}
-train: {run_dir: $tmp/unused, batch_size: 4, grad_accum: 2, steps: 12, log_every: 1, eval_every: 4, eval_batches: 2}
-optim: {lr: 3.0e-3, warmup_steps: 3}
-checkpoint: {every: 3, keep_last: 10}
-YAML
+  config_write "$tmp/$kind.yaml" "$kind" \
+    "run_dir: $tmp/unused, batch_size: 4, grad_accum: 2, steps: 12, log_every: 1, eval_every: 4, eval_batches: 2" \
+    "lr: 3.0e-3, warmup_steps: 3" "every: 3, keep_last: 10"
   A=$tmp/$kind-A B=$tmp/$kind-B C=$tmp/$kind-C
   train "$tmp/A.log" --config "$tmp/$kind.yaml" --set train.run_dir="$A"
   [ "$(grep -c '"type":"train"' "$A/metrics.jsonl")" = 12 ] || fail "$kind: A should log 12 train lines"
@@ -92,7 +74,7 @@ for p in python3 /usr/bin/python3; do
   if command -v "$p" >/dev/null && "$p" -c 'import numpy' 2>/dev/null; then py=$p; break; fi
 done
 if [ -n "$py" ]; then
-  sed -n '/^```python$/,/^```$/p' "$2/README.md" | sed '1d;$d' |
+  sed -n '/^```python$/,/^```$/p' "$src/README.md" | sed '1d;$d' |
     sed "s#runs/x/checkpoints/step-000500#$A/checkpoints/step-000012#" >"$tmp/snippet.py"
   grep -q 'np.frombuffer' "$tmp/snippet.py" || fail "README numpy snippet not found"
   printf 'assert len(t) == 26 and t["layers.1.attn.random"].shape == (2, 8, 16), sorted(t)\n' >>"$tmp/snippet.py"

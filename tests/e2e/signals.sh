@@ -7,15 +7,8 @@
 #     names a complete checkpoint that loads, and the run resumes from it.
 # Usage: signals.sh <path-to-rfa> <source-dir>
 set -euo pipefail
-rfa=$1
-tmp=$(mktemp -d)
-pid=
-trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib/common.bash"
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_in() {
-  grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; cat "$1" >&2; fail "expected '$2' in $1"; }
-}
 # Waits (up to 20 s) until file $1 has a line matching $2.
 wait_for() {
   for _ in $(seq 1 200); do
@@ -26,18 +19,8 @@ wait_for() {
 }
 state_step() { sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$1/state.json"; }
 
-for i in $(seq 1 1500); do
-  echo "Line $i: the quick brown fox jumps over the lazy dog, $((i * 7919 % 1000)) times; said Zoe."
-done >"$tmp/corpus.txt"
-cat >"$tmp/c.yaml" <<YAML
-model: {n_layers: 2, d_model: 32, n_heads: 2, context_length: 32}
-attention: {kind: rfa_gate, num_features: 8, chunk_size: 16}
-tokenizer: {path: $tmp/data/char.model, kind: char, vocab_size: 300}
-data: {corpus: $tmp/corpus.txt, tokens: $tmp/data/corpus.tokens, val_fraction: 0.1}
-train: {run_dir: $tmp/unused, batch_size: 4, steps: 1000000, log_every: 1, eval_every: 0, eval_batches: 2}
-optim: {lr: 3.0e-3, warmup_steps: 5}
-checkpoint: {every: 0}
-YAML
+corpus_write 1500
+config_write "$tmp/c.yaml" rfa_gate "run_dir: $tmp/unused, batch_size: 4, steps: 1000000, log_every: 1, eval_every: 0, eval_batches: 2"
 # Prepare the data first so the timed runs below start training at once.
 "$rfa" data prepare --config "$tmp/c.yaml" 2>"$tmp/prep.log" || { cat "$tmp/prep.log" >&2; fail "data prepare"; }
 
@@ -102,8 +85,7 @@ for f in model.safetensors optimizer.safetensors; do
   cmp -s "$run/checkpoints/$ck/$f" "$straight/checkpoints/$ck/$f" || fail "$ck/$f after SIGTERM + resume differs"
 done
 untimed_from() {  # metrics file, first step: train lines without timing
-  grep '"type":"train"' "$1" | sed -E 's/,"(tokens_per_s|ms_per_step|elapsed_s)":[^,}]*//g' |
-    awk -v s="$2" 'match($0, /"step":[0-9]+/) { if (substr($0, RSTART + 7, RLENGTH - 7) + 0 >= s) print }'
+  grep '"type":"train"' "$1" | untimed | from_step "$2"
 }
 diff <(untimed_from "$run/metrics.jsonl" $((step + 1))) <(untimed_from "$straight/metrics.jsonl" $((step + 1))) \
   >"$tmp/diff.txt" || { cat "$tmp/diff.txt" >&2; fail "losses after SIGTERM + resume differ"; }
