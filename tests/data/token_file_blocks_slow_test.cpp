@@ -7,21 +7,16 @@
 #include "data/token_file.h"
 #include "support/corpus.h"
 #include "support/temp_dir.h"
+#include "support/trained_tokenizer.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/tokenizer_train.h"
 
 using namespace rfa;
 using rfa::test::TempDir;
 
 TEST_CASE("token file blocks (1 MiB): a 2.2 MB corpus gives the same tokens as one encode") {
   TempDir dir;
-  TokenizerTrainOptions o;
-  o.corpus = dir.write("train.txt", test::corpus_make(200));
-  o.model_path = dir.file("char.model");
-  o.kind = TokenizerKind::character;
-  o.vocab_size = 400;
-  tokenizer_train(o);
-  Tokenizer tok = Tokenizer::load(o.model_path);
+  const std::string train_text = dir.write("train.txt", test::corpus_make(200));
+  Tokenizer tok = test::tokenizer_trained(dir, train_text, "char.model", TokenizerKind::character, 400);
 
   std::string text = test::corpus_make(48000, 3);
   REQUIRE(text.size() > (2u << 20));

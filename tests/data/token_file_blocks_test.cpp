@@ -11,8 +11,8 @@
 #include "data/token_file_format.h"
 #include "support/corpus.h"
 #include "support/temp_dir.h"
+#include "support/trained_tokenizer.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/tokenizer_train.h"
 
 using namespace rfa;
 using rfa::test::TempDir;
@@ -20,13 +20,8 @@ using rfa::test::TempDir;
 namespace {
 
 Tokenizer train(const TempDir& dir, TokenizerKind kind, int vocab) {
-  TokenizerTrainOptions o;
-  o.corpus = dir.write("train.txt", test::corpus_make(200) + "中文字 é\n");
-  o.model_path = dir.file("tok.model");
-  o.kind = kind;
-  o.vocab_size = vocab;
-  tokenizer_train(o);
-  return Tokenizer::load(o.model_path);
+  const std::string corpus = dir.write("train.txt", test::corpus_make(200) + "中文字 é\n");
+  return test::tokenizer_trained(dir, corpus, "tok.model", kind, vocab);
 }
 
 std::vector<int32_t> prepare_all(const TempDir& dir, const Tokenizer& tok, const std::string& text, size_t block) {

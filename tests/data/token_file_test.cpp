@@ -10,8 +10,8 @@
 #include "data/token_file.h"
 #include "support/corpus.h"
 #include "support/temp_dir.h"
+#include "support/trained_tokenizer.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/tokenizer_train.h"
 
 using namespace rfa;
 using rfa::test::TempDir;
@@ -20,13 +20,7 @@ namespace {
 
 Tokenizer train(const TempDir& dir, const std::string& corpus, int vocab, const std::string& name,
                 TokenizerKind kind = TokenizerKind::bpe) {
-  TokenizerTrainOptions o;
-  o.corpus = corpus;
-  o.model_path = dir.file(name);
-  o.kind = kind;
-  o.vocab_size = vocab;
-  tokenizer_train(o);
-  return Tokenizer::load(o.model_path);
+  return test::tokenizer_trained(dir, corpus, name, kind, vocab);
 }
 
 void patch(const std::string& path, long offset, const std::string& bytes) {

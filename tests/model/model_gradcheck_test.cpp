@@ -17,8 +17,8 @@ namespace {
 ModelSpec tiny_spec(AttentionKind kind, FeatureMapKind map, bool tied, PositionKind positions) {
   // init_std 0.5: large enough that every path carries a visible gradient;
   // chunk 2: T = 5 spans three chunks, the last one partial.
-  Config c = test::tiny_config(
-      kind, {.vocab = 11, .context = 5, .d_model = 8, .num_features = 3, .chunk_size = 2, .init_std = 0.5, .tied = tied});
+  Config c = test::tiny_config(kind, {.vocab = 11, .context = 5, .d_model = 8, .num_features = 3, .chunk_size = 2,
+                                      .init_std = 0.5, .tied = tied});
   c.model.ffn_hidden = 12;
   c.attention.feature_map = map;
   c.attention.positions = positions;

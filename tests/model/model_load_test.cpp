@@ -16,20 +16,15 @@
 #include "support/corpus.h"
 #include "support/temp_dir.h"
 #include "support/tiny_model.h"
-#include "tokenizer/tokenizer_train.h"
+#include "support/trained_tokenizer.h"
 
 using namespace rfa;
 
 namespace {
 
 std::string train_tokenizer(const test::TempDir& dir, const std::string& name, uint64_t corpus_seed) {
-  TokenizerTrainOptions o;
-  o.corpus = dir.write(name + ".txt", test::corpus_make(150, corpus_seed));
-  o.model_path = dir.file(name + ".model");
-  o.kind = TokenizerKind::character;
-  o.vocab_size = 320;
-  tokenizer_train(o);
-  return o.model_path;
+  return test::tokenizer_train_into(dir, dir.write(name + ".txt", test::corpus_make(150, corpus_seed)), name + ".model",
+                                    TokenizerKind::character, 320);
 }
 
 struct Saved {

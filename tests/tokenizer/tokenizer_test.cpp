@@ -8,6 +8,7 @@
 #include "core/file_util.h"
 #include "support/corpus.h"
 #include "support/temp_dir.h"
+#include "support/trained_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_train.h"
 
@@ -34,14 +35,7 @@ const std::vector<std::string> kHardTexts = {
 };
 
 Tokenizer train_small(const TempDir& dir, TokenizerKind kind, int vocab, const std::string& name) {
-  std::string corpus = dir.write("corpus.txt", test::corpus_make(200));
-  TokenizerTrainOptions o;
-  o.corpus = corpus;
-  o.model_path = dir.file(name);
-  o.kind = kind;
-  o.vocab_size = vocab;
-  tokenizer_train(o);
-  return Tokenizer::load(o.model_path);
+  return test::tokenizer_trained(dir, dir.write("corpus.txt", test::corpus_make(200)), name, kind, vocab);
 }
 
 void check_round_trips(const Tokenizer& tok) {
