@@ -16,6 +16,15 @@ namespace {
 // softmax: 0.5, 0.25, 0.125, 0.0625, 0.0625 at temperature 1.
 const std::vector<float> kLogits = {std::log(0.25f), std::log(0.5f), std::log(0.0625f), std::log(0.125f),
                                     std::log(0.0625f)};
+
+// Sampling from softmax(logits) itself: temperature 1, no top-k or top-p cut.
+SamplerConfig plain_sampling() {
+  SamplerConfig c;
+  c.temperature = 1;
+  c.top_k = 0;
+  c.top_p = 1;
+  return c;
+}
 }  // namespace
 
 TEST_CASE("sampler: greedy picks the argmax; temperature 0 is greedy") {
@@ -30,10 +39,7 @@ TEST_CASE("sampler: greedy picks the argmax; temperature 0 is greedy") {
 }
 
 TEST_CASE("sampler: same seed, same draws; another seed differs") {
-  SamplerConfig c;
-  c.temperature = 1;
-  c.top_k = 0;
-  c.top_p = 1;
+  SamplerConfig c = plain_sampling();
   c.seed = 42;
   Sampler a(5, c), b(5, c);
   c.seed = 43;
@@ -48,10 +54,7 @@ TEST_CASE("sampler: same seed, same draws; another seed differs") {
 }
 
 TEST_CASE("sampler: frequencies follow softmax(logits / T)") {
-  SamplerConfig c;
-  c.temperature = 1;
-  c.top_k = 0;
-  c.top_p = 1;
+  SamplerConfig c = plain_sampling();
   c.seed = 1;
   Sampler s(5, c);
   const int n = 40000;
@@ -68,9 +71,7 @@ TEST_CASE("sampler: frequencies follow softmax(logits / T)") {
 }
 
 TEST_CASE("sampler: top-k and top-p restrict the candidates") {
-  SamplerConfig c;
-  c.temperature = 1;
-  c.top_p = 1;
+  SamplerConfig c = plain_sampling();
   c.top_k = 2;  // tokens 1 and 0
   Sampler k2(5, c);
   int zeros = 0;
