@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   int threads = 0;
   std::string log_level = "info";
   std::string log_file;
-  app.add_option("--threads", threads, "Worker threads (default: physical cores)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", threads, "Worker threads (default: physical cores)")->check(CLI::Range(0, 1024));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")->capture_default_str();
   app.add_option("--log-file", log_file, "Also append log lines to this file");
 
