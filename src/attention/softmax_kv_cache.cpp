@@ -11,11 +11,11 @@
 namespace rfa {
 
 template <typename T>
-KvCache<T> kv_cache_create(int B, int H, int Dh, int max_len) {
+KvCache<T> kv_cache_create(int B, int H, int Dh, int max_len, bool ring) {
   if (B <= 0 || H <= 0 || Dh <= 0 || max_len <= 0)
     fail("kv cache: B={} H={} Dh={} max_len={} must all be positive", B, H, Dh, max_len);
   KvCache<T> c;
-  c.B = B, c.H = H, c.Dh = Dh, c.max_len = max_len;
+  c.B = B, c.H = H, c.Dh = Dh, c.max_len = max_len, c.ring = ring;
   c.k.assign(static_cast<size_t>(B) * H * max_len * Dh, T(0));
   c.v.assign(c.k.size(), T(0));
   c.scores.assign(static_cast<size_t>(B) * H * max_len, T(0));
@@ -29,6 +29,7 @@ void kv_cache_reset(KvCache<T>& cache) {
 
 template <typename T>
 void softmax_attention_step(T* out, KvCache<T>& cache, const T* q, const T* k, const T* v) {
+  RFA_ASSERT(!cache.ring, "softmax_attention_step is the linear-cache reference; ring caches use softmax_decode_step");
   if (cache.len >= cache.max_len)
     fail("kv cache full at {} positions; create it with a larger max_len (decode length + prompt)",
          cache.max_len);
@@ -59,7 +60,7 @@ void softmax_attention_step(T* out, KvCache<T>& cache, const T* q, const T* k, c
 }
 
 #define RFA_INSTANTIATE(T)                                           \
-  template KvCache<T> kv_cache_create<T>(int, int, int, int);        \
+  template KvCache<T> kv_cache_create<T>(int, int, int, int, bool);  \
   template void kv_cache_reset<T>(KvCache<T>&);                      \
   template void softmax_attention_step<T>(T*, KvCache<T>&, const T*, const T*, const T*);
 RFA_INSTANTIATE(float)

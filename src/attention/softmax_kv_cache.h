@@ -2,6 +2,12 @@
 // Decoding with softmax attention: a KV cache holds the keys and values of the
 // tokens seen so far; each step appends one token per batch row and attends over
 // all of them (O(t) per token). Memory grows with position, unlike RFA's state.
+//
+// A ring cache (window > 0) keeps only the last `max_len` positions: position p
+// lives in slot p % max_len and a step attends over min(p+1, max_len) slots. The
+// slot order does not matter: RoPE rotated each key at its own absolute position
+// before it was cached, and softmax attention is a sum over keys. Relative
+// distances stay < max_len, as in training with context max_len.
 #include <vector>
 
 #include "attention/attention_dims.h"
@@ -11,21 +17,29 @@ namespace rfa {
 template <typename T>
 struct KvCache {
   int B = 0, H = 0, Dh = 0;
-  int max_len = 0;     // positions the cache can hold
-  int len = 0;         // positions filled so far (same for every batch row)
+  int max_len = 0;     // slots: positions the cache can hold (ring: the window)
+  bool ring = false;   // slot = position % max_len, attend over the last max_len positions
+  int len = 0;         // positions appended so far (same for every batch row); ring: may exceed max_len
   std::vector<T> k;    // (B, H, max_len, Dh)
   std::vector<T> v;    // (B, H, max_len, Dh)
   std::vector<T> scores;  // (B, H, max_len) step scratch, owned so the step never allocates
 };
 
+// ring = false: a linear cache of max_len positions; ring = true: a window of the last max_len.
 template <typename T>
-KvCache<T> kv_cache_create(int B, int H, int Dh, int max_len);
+KvCache<T> kv_cache_create(int B, int H, int Dh, int max_len, bool ring = false);
 template <typename T>
 void kv_cache_reset(KvCache<T>& cache);  // len = 0
 
+// Slots holding a position now: min(len, max_len) for a ring, len otherwise.
+template <typename T>
+int kv_cache_filled(const KvCache<T>& cache) {
+  return cache.len < cache.max_len ? cache.len : cache.max_len;
+}
+
 // Appends k, v at position cache.len, attends q over positions 0..len, writes out; len += 1.
 // out, q, k, v: (B, C) one token per batch row (RoPE already applied at that position).
-// Throws rfa::Error when the cache is full.
+// Throws rfa::Error when the cache is full. The plain reference: linear caches only.
 template <typename T>
 void softmax_attention_step(T* out, KvCache<T>& cache, const T* q, const T* k, const T* v);
 

@@ -100,10 +100,13 @@ void rfa_decode_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaP
 
 template <typename T>
 void softmax_decode_step(T* out, KvCache<T>& cache, const T* q, const T* k, const T* v) {
-  if (cache.len >= cache.max_len)
+  if (!cache.ring && cache.len >= cache.max_len)
     fail("kv cache full at {} positions; create the decoder with a larger max_positions (prompt + generated)",
          cache.max_len);
-  const int H = cache.H, Dh = cache.Dh, C = H * Dh, L = cache.max_len, t = cache.len, n = t + 1;
+  const int H = cache.H, Dh = cache.Dh, C = H * Dh, L = cache.max_len, t = cache.len;
+  // Ring: position t goes to slot t % L and the step attends over every filled
+  // slot (positions t-L+1 .. t once full; slot order is irrelevant to softmax).
+  const int slot = cache.ring ? t % L : t, n = cache.ring ? std::min(t + 1, L) : t + 1;
   const T scale = T(1) / std::sqrt(T(Dh));
   // Per (b, h), two matrix-vector products over the cache (oneDNN streams them;
   // threaded only when long): s = scale K q, out = softmax(s)ᵀ V.
@@ -112,8 +115,8 @@ void softmax_decode_step(T* out, KvCache<T>& cache, const T* q, const T* k, cons
     const size_t row = static_cast<size_t>(b) * C + static_cast<size_t>(h) * Dh;
     T* kc = cache.k.data() + static_cast<size_t>(task) * L * Dh;  // (max_len, Dh)
     T* vc = cache.v.data() + static_cast<size_t>(task) * L * Dh;
-    std::copy(k + row, k + row + Dh, kc + static_cast<size_t>(t) * Dh);
-    std::copy(v + row, v + row + Dh, vc + static_cast<size_t>(t) * Dh);
+    std::copy(k + row, k + row + Dh, kc + static_cast<size_t>(slot) * Dh);
+    std::copy(v + row, v + row + Dh, vc + static_cast<size_t>(slot) * Dh);
     T* s = cache.scores.data() + static_cast<size_t>(task) * L;  // (n)
     gemm_decode<T>(false, true, 1, n, Dh, scale, q + row, Dh, kc, Dh, T(0), s, n);
     const T max = row_max(s, n);
@@ -123,7 +126,7 @@ void softmax_decode_step(T* out, KvCache<T>& cache, const T* q, const T* k, cons
     const T inv = T(1) / row_sum(s, n);
     gemm_decode<T>(false, false, 1, Dh, n, inv, s, n, vc, Dh, T(0), out + row, C);
   }
-  cache.len = n;
+  cache.len = t + 1;
 }
 
 #define RFA_INSTANTIATE(T)                                                                                   \

@@ -22,7 +22,9 @@ template <typename T>
 void rfa_random_transpose(T* Wt, const T* W, int H, int D, int Dh);
 
 // Softmax over the KV cache: appends k, v at cache.len and attends q over 0..len.
-// out, q, k, v: (B, C). Throws Error when the cache is full.
+// A ring cache appends at slot len % max_len and attends over the last max_len
+// positions (min(len+1, max_len) slots); it never fills. out, q, k, v: (B, C).
+// Throws Error when a linear cache is full.
 template <typename T>
 void softmax_decode_step(T* out, KvCache<T>& cache, const T* q, const T* k, const T* v);
 

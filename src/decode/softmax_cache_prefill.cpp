@@ -11,16 +11,69 @@
 
 namespace rfa {
 
+namespace {
+
+// One block of b <= L new tokens (rows t0 .. t0+b-1 of the segment) through a
+// ring cache of L slots holding positions < p0 = cache.len. Row t (position
+// p0+t) sees the cached positions >= p0+t-L+1 and the block's keys 0..t; the
+// block's keys are read from k, v directly and written to the ring only after
+// every row attended, so no key a row needs is overwritten first. Per (b, h):
+//   P = softmax(mask(Q [K_ring; K_block]ᵀ / sqrt(Dh))) (b, filled + b),
+//   out = P[:, :filled] V_ring + P[:, filled:] V_block.
+template <typename T>
+void ring_prefill_block(T* out, KvCache<T>& cache, T* P, const T* q, const T* k, const T* v, int S, int t0, int b) {
+  const int H = cache.H, Dh = cache.Dh, C = H * Dh, L = cache.max_len, p0 = cache.len;
+  const int filled = std::min(p0, L), n = filled + b;
+  const T scale = T(1) / std::sqrt(T(Dh));
+  for (int64_t task = 0; task < int64_t(cache.B) * H; ++task) {
+    const int bi = static_cast<int>(task / H), h = static_cast<int>(task % H);
+    T* kc = cache.k.data() + static_cast<size_t>(task) * L * Dh;  // (L, Dh) slots
+    T* vc = cache.v.data() + static_cast<size_t>(task) * L * Dh;
+    // Row 0 of the block's (b, Dh) head slice at stride C.
+    const size_t head = static_cast<size_t>(bi) * S * C + static_cast<size_t>(t0) * C + static_cast<size_t>(h) * Dh;
+    if (filled > 0) gemm<T>(false, true, b, filled, Dh, scale, q + head, C, kc, Dh, T(0), P, n);
+    gemm<T>(false, true, b, b, Dh, scale, q + head, C, k + head, C, T(0), P + filled, n);
+    parallel_for(b, [&](int64_t t) {
+      T* p = P + t * n;
+      const int64_t first = int64_t(p0) + t - L + 1;  // oldest position row t may see
+      // Slot s (< filled) holds position p0-1 - ((p0-1-s) mod L), the newest one congruent to s.
+      for (int s = 0; s < filled; ++s)
+        if (p0 - 1 - ((p0 - 1 - s) % L) < first) p[s] = -INFINITY;
+      for (int j = static_cast<int>(t) + 1; j < b; ++j) p[filled + j] = -INFINITY;
+      const T max = row_max(p, n);  // finite: the row's own key is always visible
+      for (int j = 0; j < n; ++j) p[j] = p[j] == -INFINITY ? T(0) : std::exp(p[j] - max);
+      const T inv = T(1) / row_sum(p, n);
+      for (int j = 0; j < n; ++j) p[j] *= inv;
+    });
+    if (filled > 0) gemm<T>(false, false, b, Dh, filled, T(1), P, n, vc, Dh, T(0), out + head, C);
+    gemm<T>(false, false, b, Dh, b, T(1), P + filled, n, v + head, C, filled > 0 ? T(1) : T(0), out + head, C);
+    for (int j = 0; j < b; ++j) {
+      const size_t slot = static_cast<size_t>((p0 + j) % L) * Dh, src = head + static_cast<size_t>(j) * C;
+      std::copy(k + src, k + src + Dh, kc + slot);
+      std::copy(v + src, v + src + Dh, vc + slot);
+    }
+  }
+  cache.len = p0 + b;
+}
+
+}  // namespace
+
 template <typename T>
 void softmax_cache_prefill(T* out, KvCache<T>& cache, Workspace<T> scores, const T* q, const T* k, const T* v,
                            int S) {
   if (S <= 0) fail("softmax prefill: segment length {} must be positive", S);
+  RFA_ASSERT(scores.size >= softmax_cache_prefill_scratch(S, cache.max_len, cache.ring), "prefill scores {} < {}",
+             scores.size, softmax_cache_prefill_scratch(S, cache.max_len, cache.ring));
+  if (cache.ring) {
+    // Blocks of at most L tokens: a block's keys all lie within the window of its rows.
+    for (int t0 = 0; t0 < S; t0 += cache.max_len)
+      ring_prefill_block(out, cache, scores.data, q, k, v, S, t0, std::min(cache.max_len, S - t0));
+    return;
+  }
   if (int64_t(cache.len) + S > cache.max_len)
     fail("kv cache holds {} positions; {} filled + {} new do not fit. Create the decoder with a larger "
          "max_positions (prompt + tokens to generate)",
          cache.max_len, cache.len, S);
-  RFA_ASSERT(scores.size >= softmax_cache_prefill_scratch(S, cache.max_len), "prefill scores {} < {}", scores.size,
-             softmax_cache_prefill_scratch(S, cache.max_len));
   const int H = cache.H, Dh = cache.Dh, C = H * Dh, L = cache.max_len, len0 = cache.len, n = len0 + S;
   const T scale = T(1) / std::sqrt(T(Dh));
   for (int64_t task = 0; task < int64_t(cache.B) * H; ++task) {
