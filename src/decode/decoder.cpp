@@ -30,7 +30,12 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
       fail("decoder: a softmax model needs max_positions (prompt + tokens to generate) for its KV cache, got {}",
            o.max_positions);
     if (o.max_positions > (int64_t(1) << 31) - 1) fail("decoder: max_positions {} too large", o.max_positions);
-    for (int l = 0; l < s.L; ++l) kv_.push_back(kv_cache_create<T>(B_, s.H, s.Dh, static_cast<int>(o.max_positions)));
+    if (o.window < 0) fail("decoder: window {} must be >= 0 (0 = the whole text)", o.window);
+    max_positions_ = o.max_positions;
+    // Windowed: W slots allocated once, whatever the length of the text.
+    const bool ring = o.window > 0;
+    const int slots = static_cast<int>(ring ? std::min<int64_t>(o.window, o.max_positions) : o.max_positions);
+    for (int l = 0; l < s.L; ++l) kv_.push_back(kv_cache_create<T>(B_, s.H, s.Dh, slots, ring));
     if (s.rope) rope_ = RopeTable::build(o.max_positions, s.Dh, s.attention.rope_theta);
   }
   const int64_t N = int64_t(B_) * S_max_, C = s.C, Hf = s.Hf, V = s.V;
@@ -38,7 +43,8 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
     AttentionDims d{B_, S_max_, s.H, s.Dh};
     workspace_size_ = static_cast<int64_t>(rfa_workspace_size(rfa_config_, d, thread_count()));
   } else {
-    workspace_size_ = static_cast<int64_t>(softmax_cache_prefill_scratch(S_max_, static_cast<int>(o.max_positions)));
+    workspace_size_ =
+        static_cast<int64_t>(softmax_cache_prefill_scratch(S_max_, kv_[0].max_len, kv_[0].ring));
   }
   ArenaPlan<T> plan;
   const int64_t ox = plan.take(N * C), on = plan.take(N * C), oq = plan.take(N * C), ok = plan.take(N * C),
@@ -77,6 +83,10 @@ void Decoder<T>::set_position(int64_t p) {
   if (!kv_.empty())
     for (KvCache<T>& kv : kv_) {
       if (p > kv.len) fail("decoder: cannot move to position {} with only {} cached", p, kv.len);
+      // A ring that wrapped has overwritten the positions an earlier one would need.
+      if (kv.ring && p < kv.len && kv.len > kv.max_len)
+        fail("decoder: cannot move back to position {} from {}: the window of {} has moved on", p, kv.len,
+             kv.max_len);
       kv.len = static_cast<int>(p);  // truncating a cache gives exactly the state at p
     }
   position_ = p;
@@ -86,7 +96,7 @@ template <typename T>
 int64_t Decoder<T>::state_bytes() const {
   int64_t n = 0;
   for (const RfaState<T>& st : rfa_) n += static_cast<int64_t>(st.S.size());
-  for (const KvCache<T>& kv : kv_) n += 2 * int64_t(kv.B) * kv.H * kv.len * kv.Dh;
+  for (const KvCache<T>& kv : kv_) n += 2 * int64_t(kv.B) * kv.H * kv_cache_filled(kv) * kv.Dh;
   return n * static_cast<int64_t>(sizeof(T));
 }
 
@@ -135,9 +145,9 @@ const T* Decoder<T>::run(const int32_t* tokens, int S, bool recurrent) {
   for (int64_t i = 0; i < N; ++i)
     if (tokens[i] < 0 || tokens[i] >= s.V)
       fail("token id {} at index {} is outside the vocabulary [0, {})", tokens[i], i, s.V);
-  if (!kv_.empty() && position_ + S > kv_[0].max_len)
-    fail("softmax decoder: position {} + {} tokens exceeds its KV cache of {} positions; raise max_positions",
-         position_, S, kv_[0].max_len);
+  if (!kv_.empty() && position_ + S > max_positions_)
+    fail("softmax decoder: position {} + {} tokens exceeds its max_positions {}; raise max_positions", position_, S,
+         max_positions_);
   if (recurrent) {
     step_layers(tokens);
   } else {

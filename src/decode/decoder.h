@@ -4,7 +4,9 @@
 // is one recurrent step per layer:
 //   RFA kinds: state S (B, H, F, Dh+1) per layer, O(F·Dh) work and memory per
 //              head and token whatever the position; no length limit.
-//   softmax:   a KV cache per layer (B, H, max_positions, Dh), O(t) per token.
+//   softmax:   a KV cache per layer (B, H, max_positions, Dh), O(t) per token;
+//              with a window W, a ring cache (B, H, W, Dh) of the last W
+//              positions, O(W) per token (softmax_kv_cache.h).
 // Uses the model's FIXED evaluation random matrices, copied (transposed, for the
 // step's feature map) at construction: build the decoder after loading the
 // weights. Other weights are read live from the model. Everything (activations of
@@ -28,7 +30,10 @@ namespace rfa {
 struct DecoderOptions {
   int batch = 1;               // B sequences decoded in lockstep
   int max_segment = 256;       // most tokens per prefill() call (longer prompts go in pieces)
-  int64_t max_positions = 0;   // softmax: KV cache length (prompt + generated); RFA kinds: unused
+  int64_t max_positions = 0;   // softmax: positions to decode (prompt + generated; the RoPE table and,
+                               // without a window, the KV cache); RFA kinds: unused
+  int window = 0;              // softmax: attend over the last `window` positions (a ring KV cache of
+                               // min(window, max_positions) slots); 0 = the whole text. RFA kinds: unused
 };
 
 template <typename T>
@@ -79,6 +84,7 @@ class Decoder {
   ModelSpec spec_;
   int B_ = 0, S_max_ = 0;
   int64_t position_ = 0;
+  int64_t max_positions_ = 0;       // softmax: the bound on position_
   RfaConfig rfa_config_;
   RopeTable rope_;                  // max_positions rows when spec.rope
   std::vector<RfaState<T>> rfa_;    // (L)

@@ -45,12 +45,14 @@ std::vector<T> full_forward(Model<T>& model, const std::vector<int32_t>& tokens)
 
 // Decodes tokens (B, T): prefill the first `prefill` positions in segments of
 // at most `segment`, then step through the rest. Returns logits (B, T, V).
+// window > 0: softmax attends over the last `window` positions (a ring KV cache).
 template <typename T>
-std::vector<T> decode(Model<T>& model, const std::vector<int32_t>& tokens, int prefill, int segment) {
+std::vector<T> decode(Model<T>& model, const std::vector<int32_t>& tokens, int prefill, int segment, int window = 0) {
   DecoderOptions o;
   o.batch = kB;
   o.max_segment = segment;
   o.max_positions = kT;
+  o.window = window;
   Decoder<T> dec(model, o);
   std::vector<T> out(static_cast<size_t>(kB) * kT * kV);
   std::vector<int32_t> seg(static_cast<size_t>(kB) * segment);
@@ -106,6 +108,26 @@ TEST_CASE("decoder equals the full forward: softmax with rope (KV cache)") {
   check_kind<float>(small_spec(AttentionKind::softmax), 5e-4, 5e-5);
 }
 
+TEST_CASE("decoder: windowed softmax prefills as it steps; a window past the text is the full forward") {
+  Model<double> model(small_spec(AttentionKind::softmax));
+  model_init(model, 11);
+  const std::vector<int32_t> tokens = tokens_make(5);
+  const size_t n = size_t(kB) * kT * kV;
+  const std::vector<double> full = full_forward(model, tokens);
+  const std::vector<double> wide = decode(model, tokens, 6, 4, kT + 3);
+  test::check_close("window > T vs full forward", wide.data(), full.data(), n, 1e-10, 1e-12);
+  // Window 4 over 13 positions: prompts longer than the window, in any segmentation.
+  const std::vector<double> steps = decode(model, tokens, 0, 1, 4);
+  for (auto [prefill, segment] : {std::pair{kT, kT}, std::pair{kT, 5}, std::pair{9, 3}, std::pair{4, 4}}) {
+    INFO("prefill ", prefill, " in segments of ", segment);
+    const std::vector<double> got = decode(model, tokens, prefill, segment, 4);
+    test::check_close("windowed prefill vs steps", got.data(), steps.data(), n, 1e-10, 1e-12);
+  }
+  double spread = 0;  // the window must change the logits past position 4
+  for (size_t i = 0; i < n; ++i) spread = std::max(spread, std::abs(steps[i] - full[i]));
+  CHECK(spread > 1e-3);
+}
+
 TEST_CASE("decoder equals the full forward: rfa gaussian") {
   check_kind<double>(small_spec(AttentionKind::rfa), 1e-10, 1e-12);
   check_kind<float>(small_spec(AttentionKind::rfa), 5e-4, 5e-5);
@@ -143,6 +165,17 @@ TEST_CASE("decoder: RFA state size does not grow with position; softmax cache do
   for (int i = 0; i < 4; ++i) sm_dec.step(&tok);
   CHECK(sm_dec.state_bytes() == 2 * 2 * 4 * 2 * 8 * 4);  // L * (k, v) * H * len * Dh * 4
   CHECK_THROWS_AS(sm_dec.step(&tok), Error);  // cache full: an error, not a silent overwrite
+
+  // Windowed: the cache holds the window, allocated once, however far the text goes.
+  o.max_positions = 100;
+  o.window = 3;
+  Decoder<float> win_dec(sm_model, o);
+  const int64_t capacity = win_dec.state_capacity_bytes();
+  CHECK(capacity == 2 * 2 * 3 * 2 * 8 * 4);
+  for (int i = 0; i < 100; ++i) win_dec.step(&tok);
+  CHECK(win_dec.state_bytes() == capacity);
+  CHECK(win_dec.state_capacity_bytes() == capacity);
+  CHECK_THROWS_AS(win_dec.step(&tok), Error);  // past max_positions (the RoPE table)
   int32_t bad = kV;
   CHECK_THROWS_AS(rfa_dec.step(&bad), Error);
 }
