@@ -1,5 +1,5 @@
 // rfa generate RUN_OR_CHECKPOINT --prompt TEXT | --prompt-file FILE [-n N] [--temperature T]
-//   [--top-k K] [--top-p P] [--seed S] [--greedy] [--num-samples N] [--save-state F] [--load-state F]
+//   [--top-k K] [--top-p P] [--seed S] [--greedy] [--num-samples N] [--window W] [--save-state F] [--load-state F]
 // Tokens stream to stdout as they are produced; statistics go to stderr at the end.
 #include <cstdio>
 #include <string>
@@ -24,6 +24,7 @@ struct GenerateArgs {
   SamplerConfig sampler;
   int num_samples = 1;
   int prefill_segment = 512;
+  int window = -1;  // softmax attention window; -1 = the model's context length, 0 = unlimited
   std::string save_state;
   std::string load_state;
 };
@@ -50,11 +51,22 @@ void run_generate(const GenerateArgs& a) {
   DecoderOptions o;
   o.batch = 1;
   o.max_segment = a.prefill_segment;
-  o.max_positions = static_cast<int64_t>(prompt.size()) + a.max_new_tokens;  // softmax's KV cache
-  if (!model.spec.is_rfa() && o.max_positions > model.spec.model.context_length)
-    log_warn("generate", "softmax model trained on {} positions decodes {} with its KV cache; quality degrades "
-             "past the training context (RFA kinds have no such limit)",
-             model.spec.model.context_length, o.max_positions);
+  o.max_positions = static_cast<int64_t>(prompt.size()) + a.max_new_tokens;  // softmax's positions
+  const int context = model.spec.model.context_length;
+  if (!model.spec.is_rfa()) {
+    // Softmax sees at most `window` positions, so relative distances stay within training's.
+    o.window = a.window < 0 ? context : a.window;
+    if (o.window == 0 && o.max_positions > context)
+      log_warn("generate", "softmax model trained on {} positions decodes {} with its whole KV cache (--window 0); "
+               "quality degrades past the training context (RFA kinds have no such limit)",
+               context, o.max_positions);
+    if (o.window > context)
+      log_warn("generate", "--window {} is wider than the {} positions the model was trained on; quality degrades "
+               "past the training context", o.window, context);
+  } else if (a.window >= 0) {
+    log_info("generate", "--window {} ignored: {} attention keeps a fixed-size state, no KV cache", a.window,
+             attention_kind_name(model.spec.attention.kind));
+  }
   Decoder<float> dec(model, o);
   Sampler sampler(model.spec.V, a.sampler);
   const std::string checksum = (a.save_state.empty() && a.load_state.empty()) ? "" : model_checksum(model);
@@ -97,6 +109,9 @@ void run_generate(const GenerateArgs& a) {
   if (model.spec.is_rfa())
     log_info("generate", "state: {} ({} recurrent state, fixed size whatever the length)",
              bytes_human(total.state_bytes), kind);
+  else if (o.window > 0)
+    log_info("generate", "state: {} ({} KV cache at position {}; a window of the last {} positions, fixed size)",
+             bytes_human(total.state_bytes), kind, dec.position(), o.window);
   else
     log_info("generate", "state: {} ({} KV cache at position {}; grows with the text)", bytes_human(total.state_bytes),
              kind, dec.position());
@@ -125,6 +140,11 @@ void register_generate_command(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   cmd->add_option("--prefill-segment", args->prefill_segment, "Prompt tokens per parallel prefill call")
       ->capture_default_str();
+  cmd->add_option("--window", args->window,
+                  "Softmax: attend over the last N positions (a ring KV cache of N slots); 0 = the whole text "
+                  "(quality degrades past the training context). Default: the model's context length. "
+                  "RFA kinds ignore it (fixed-size state)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--save-state", args->save_state, "After generating, save the RFA state to this file");
   cmd->add_option("--load-state", args->load_state, "Continue from a state saved with --save-state");
   cmd->callback([args, &action] { action = [args] { run_generate(*args); }; });

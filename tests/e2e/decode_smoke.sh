@@ -2,7 +2,8 @@
 # `rfa generate`, `rfa eval perplexity` and `rfa bench decode` on tiny models
 # trained here for a few steps (rfa_gate and softmax): streaming output, same
 # seed same text, statistics on stderr, save/continue of an RFA state equal to
-# one uninterrupted generation, perplexity JSON, and clear errors.
+# one uninterrupted generation, softmax's --window past the training context,
+# perplexity JSON, and clear errors.
 # Usage: decode_smoke.sh <path-to-rfa> <source-dir>
 set -euo pipefail
 source "$(dirname "$0")/lib/common.bash"
@@ -45,6 +46,27 @@ run="$tmp/run-rfa_gate"
 cmp -s "$tmp/whole.txt" "$tmp/joined.txt" || { diff "$tmp/whole.txt" "$tmp/joined.txt" >&2 || true; fail "continued text differs"; }
 expect_in "$tmp/cont.log" "continuing from"
 
+# Softmax generates past its training context (32) in a window of the last 32
+# positions by default, without the warning; --window 0 is the whole growing cache.
+sm="$tmp/run-softmax"
+"$rfa" generate "$sm" -p "Line 7" -n 120 --seed 3 >"$tmp/w.txt" 2>"$tmp/w.log" || { cat "$tmp/w.log" >&2; fail "windowed generate"; }
+[ "$(wc -c <"$tmp/w.txt")" -gt 100 ] || fail "softmax: too little output past the context"
+grep -q "quality degrades" "$tmp/w.log" && fail "softmax: default window still warns"
+expect_in "$tmp/w.log" "generated: 120 tokens"
+expect_in "$tmp/w.log" "a window of the last 32 positions"
+"$rfa" generate "$sm" -p "Line 7" -n 120 --seed 3 --window 16 >/dev/null 2>"$tmp/w.log" || fail "--window 16"
+expect_in "$tmp/w.log" "a window of the last 16 positions"
+"$rfa" generate "$sm" -p "Line 7" -n 120 --seed 3 --window 0 >/dev/null 2>"$tmp/w.log" || fail "--window 0"
+expect_in "$tmp/w.log" "quality degrades"
+# A prompt longer than the window prefills as it would step: any segmentation, the same text.
+long="$(head -c 90 "$tmp/corpus.txt" | tr '\n' ' ')"
+"$rfa" generate "$sm" -p "$long" -n 40 --greedy >"$tmp/p1.txt" 2>/dev/null
+"$rfa" generate "$sm" -p "$long" -n 40 --greedy --prefill-segment 7 >"$tmp/p2.txt" 2>/dev/null
+cmp -s "$tmp/p1.txt" "$tmp/p2.txt" || fail "softmax: windowed prefill depends on the segment length"
+"$rfa" generate "$run" -p "Line 7" -n 10 --window 8 >/dev/null 2>"$tmp/w.log" || fail "rfa_gate --window"
+expect_in "$tmp/w.log" "--window 8 ignored"
+if "$rfa" generate "$sm" -p x -n 2 --window -3 >/dev/null 2>"$tmp/err.log"; then fail "negative --window accepted"; fi
+
 # Errors name the problem.
 if "$rfa" generate "$tmp/nowhere" -p x >/dev/null 2>"$tmp/err.log"; then fail "missing run accepted"; fi
 expect_in "$tmp/err.log" "does not exist"
@@ -56,5 +78,6 @@ expect_in "$tmp/err.log" "prompt is empty"
 "$rfa" bench decode --positions 16,64 --steps 4 --repeats 1 --set model.d_model=32 --set model.n_heads=2 \
   --set model.n_layers=2 --vocab 50 >"$tmp/bench.txt" 2>"$tmp/bench.log" || { cat "$tmp/bench.log" >&2; fail "bench decode"; }
 expect_in "$tmp/bench.txt" "softmax/rfa_gate"
+expect_in "$tmp/bench.txt" "full KV cache (no window"
 expect_in "$tmp/bench.txt" '"bench": "decode"'
 echo "decode_smoke: ok"
