@@ -77,7 +77,6 @@ void block_backward(const BlockContext<T>& ctx, const BlockWeights<T>& w, const 
   const int C = s.C, Hf = s.Hf;
   // x_out = x_mid + W2 · act: d x_mid starts as d x_out (kept in g.dresid).
   linear_backward_overwrite(g.dact, dw.w2, g.dresid, a.ffn_act, w.w2, N, Hf, C);
-  fill_zero(g.dgate_up, N * 2 * Hf);
   swiglu_backward(g.dgate_up, g.dact, a.ffn_gate_up, N, Hf);
   linear_backward_overwrite(g.dnorm, dw.w13, g.dgate_up, a.ffn_norm, w.w13, N, C, 2 * Hf);
   rmsnorm_backward(g.dresid, dw.ffn_norm, g.dnorm, a.resid_mid, w.ffn_norm, a.ffn_rstd, N, C);
