@@ -121,6 +121,13 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
       const T* P = saved + L.P + (static_cast<size_t>(bh) * L.n_chunks + ci) * Cc * Cc;  // (c, c) from the forward
       auto row_of = [&](int i) { return (static_cast<size_t>(b) * Tn + t0 + i) * C + static_cast<size_t>(h) * Dh; };
 
+      // The chunk's q and k rows are read only at its end (x̄ = r x) and are long out of
+      // cache since the forward: request them now, the matmuls below hide the latency.
+      for (int i = 0; i < n; ++i)
+        for (int e = 0; e < Dh; e += 16) {
+          __builtin_prefetch(in.q + row_of(i) + e);
+          __builtin_prefetch(in.k + row_of(i) + e);
+        }
       // Recompute the chunk: gates, k̃, v'; and dY from dout through the floor.
       gate_rows(g, beta, eG, c.gated ? saved + L.gate_a + bht0 : nullptr, n);
       for (int i = 0; i < n; ++i) {
