@@ -22,7 +22,7 @@ void l2_normalize_backward(T* dx, const T* dxbar, const T* xbar, T r, int Dh) {
   // x̄ = r x, r = (|x|² + eps)^(-1/2):  dx = r (dx̄ - x̄ (x̄·dx̄)).
   const T xd = dot(xbar, dxbar, Dh);
 #pragma omp simd  // dx never overlaps dxbar or xbar
-  for (int j = 0; j < Dh; ++j) dx[j] += r * (dxbar[j] - xbar[j] * xd);
+  for (int j = 0; j < Dh; ++j) dx[j] = r * (dxbar[j] - xbar[j] * xd);
 }
 
 size_t feature_map_packed_size(int D, int Dh) {

@@ -231,7 +231,7 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
         // omp simd: the buffers never overlap, but the compiler cannot prove it through
         // the scratch pointers and would run these loops scalar (~25% of this kernel).
 #pragma omp simd
-        for (int e = 0; e < Dh; ++e) grads.dv[row + e] += dV[size_t(i) * E + e];
+        for (int e = 0; e < Dh; ++e) grads.dv[row + e] = dV[size_t(i) * E + e];  // each row once: overwrite
         for (int side = 0; side < 2; ++side) {
           // u = W (sigma ⊙ x̄), x̄ = r x:  dx̄ = sigma ⊙ w, dsigma += x̄ ⊙ w, then the normalisation.
           const T r = saved[(side ? L.r_k : L.r_q) + bht0 + i];

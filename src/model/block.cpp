@@ -85,9 +85,7 @@ void block_backward(const BlockContext<T>& ctx, const BlockWeights<T>& w, const 
   rmsnorm_backward(g.dresid, dw.ffn_norm, g.dnorm, a.resid_mid, w.ffn_norm, a.ffn_rstd, N, C);
   // x_mid = x + Wo · attn_out: g.dresid now holds d x_mid, which is also d x's residual part.
   linear_backward_overwrite(g.dattn_out, dw.wo, g.dresid, a.attn_out, w.wo, N, C, C);
-  fill_zero(g.dq, N * C);
-  fill_zero(g.dk, N * C);
-  fill_zero(g.dv, N * C);
+  // The attention cores overwrite dq, dk, dv (no zeroing: ~0.6 ms/step of memsets at the nano shape).
   if (s.is_gated()) fill_zero(g.dnorm, N * C);  // the gate adds its part of dn first
   attention_layer_backward(s, w, dw, g.dq, g.dk, g.dv, g.dnorm, g.dattn_out, a.attn_out, attention_args(ctx, a));
   T* dq = g.dq;
