@@ -33,7 +33,8 @@ bool all_zero(const T* x, size_t n) {
 }
 
 // The gate's gradients once all heads of batch row b have their da (B,H,T):
-//   a = gate_w[h]·n_t + gate_b[h]:  dn_t += sum_h da gate_w[h];  dgate_w[h] += sum da n_t;  dgate_b[h] += sum da
+//   a = gate_w[h]·n_t + gate_b[h]:  dn_t = sum_h da gate_w[h] (head 0 overwrites: no zeroing);
+//   dgate_w[h] += sum da n_t;  dgate_b[h] += sum da
 // dgate goes to this thread's partial sums (H, C+1): [dgate_w[h], dgate_b[h]] rows.
 template <typename T>
 void gate_row_backward(T* dn, T* partial, const T* da, const T* n, const T* gate_w, int b, const AttentionDims& d) {
@@ -45,7 +46,14 @@ void gate_row_backward(T* dn, T* partial, const T* da, const T* n, const T* gate
       const size_t row = (static_cast<size_t>(b) * Tn + t) * C;
       axpy(dw, da_bh[t], n + row, C);
       dw[C] += da_bh[t];
-      if (dn) axpy(dn + row, da_bh[t], gate_w + static_cast<size_t>(h) * C, C);
+      if (dn && h == 0) {
+        const T s = da_bh[t];
+        const T* w0 = gate_w;
+#pragma omp simd
+        for (int c = 0; c < C; ++c) dn[row + c] = s * w0[c];
+      } else if (dn) {
+        axpy(dn + row, da_bh[t], gate_w + static_cast<size_t>(h) * C, C);
+      }
     }
   }
 }
