@@ -18,7 +18,7 @@ int feature_count(FeatureMapKind kind, int D);
 template <typename T>
 T l2_normalize_forward(T* xbar /*(Dh)*/, const T* x /*(Dh)*/, int Dh, T eps_n);
 
-// Adds dx += r (dx̄ - x̄ (x̄·dx̄)).
+// Overwrites dx = r (dx̄ - x̄ (x̄·dx̄)).
 template <typename T>
 void l2_normalize_backward(T* dx /*(Dh)*/, const T* dxbar /*(Dh)*/, const T* xbar /*(Dh)*/, T r, int Dh);
 

@@ -57,7 +57,8 @@ struct RfaInputs {
   const T* n = nullptr;
 };
 
-// Gradients of the inputs, each (B, T, C); backward adds (+=). dn only when gated.
+// Gradients of the inputs, each (B, T, C): backward overwrites them all (no zeroing
+// needed; the layer adds the projections' parts to dn afterwards). dn only when gated.
 template <typename T>
 struct RfaInputGrads {
   T* dq = nullptr;

@@ -33,7 +33,8 @@ bool all_zero(const T* x, size_t n) {
 }
 
 // The gate's gradients once all heads of batch row b have their da (B,H,T):
-//   a = gate_w[h]·n_t + gate_b[h]:  dn_t += sum_h da gate_w[h];  dgate_w[h] += sum da n_t;  dgate_b[h] += sum da
+//   a = gate_w[h]·n_t + gate_b[h]:  dn_t = sum_h da gate_w[h] (head 0 overwrites: no zeroing);
+//   dgate_w[h] += sum da n_t;  dgate_b[h] += sum da
 // dgate goes to this thread's partial sums (H, C+1): [dgate_w[h], dgate_b[h]] rows.
 template <typename T>
 void gate_row_backward(T* dn, T* partial, const T* da, const T* n, const T* gate_w, int b, const AttentionDims& d) {
@@ -45,7 +46,14 @@ void gate_row_backward(T* dn, T* partial, const T* da, const T* n, const T* gate
       const size_t row = (static_cast<size_t>(b) * Tn + t) * C;
       axpy(dw, da_bh[t], n + row, C);
       dw[C] += da_bh[t];
-      if (dn) axpy(dn + row, da_bh[t], gate_w + static_cast<size_t>(h) * C, C);
+      if (dn && h == 0) {
+        const T s = da_bh[t];
+        const T* w0 = gate_w;
+#pragma omp simd
+        for (int c = 0; c < C; ++c) dn[row + c] = s * w0[c];
+      } else if (dn) {
+        axpy(dn + row, da_bh[t], gate_w + static_cast<size_t>(h) * C, C);
+      }
     }
   }
 }
@@ -121,6 +129,13 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
       const T* P = saved + L.P + (static_cast<size_t>(bh) * L.n_chunks + ci) * Cc * Cc;  // (c, c) from the forward
       auto row_of = [&](int i) { return (static_cast<size_t>(b) * Tn + t0 + i) * C + static_cast<size_t>(h) * Dh; };
 
+      // The chunk's q and k rows are read only at its end (x̄ = r x) and are long out of
+      // cache since the forward: request them now, the matmuls below hide the latency.
+      for (int i = 0; i < n; ++i)
+        for (int e = 0; e < Dh; e += 16) {
+          __builtin_prefetch(in.q + row_of(i) + e);
+          __builtin_prefetch(in.k + row_of(i) + e);
+        }
       // Recompute the chunk: gates, k̃, v'; and dY from dout through the floor.
       gate_rows(g, beta, eG, c.gated ? saved + L.gate_a + bht0 : nullptr, n);
       for (int i = 0; i < n; ++i) {
@@ -134,6 +149,7 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
         T* dYi = dY + i * EP;
         const bool above = den > eps_d;
         const T inv = T(1) / (above ? den : eps_d);
+#pragma omp simd  // (no overlap; see the per-token loop at the end)
         for (int e = 0; e < Dh; ++e) dYi[e] = dh[e] * inv;
         dYi[Dh] = above ? -dot(dh, out + row_of(i), Dh) * inv : T(0);
       }
@@ -220,12 +236,16 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
       feature_map_backward_rows(Wq + size_t(Cc) * Dh, DU, dK, phik, Wp, c.feature_map, n, D, Dh);
       for (int i = 0; i < n; ++i) {
         const size_t row = row_of(i);
-        for (int e = 0; e < Dh; ++e) grads.dv[row + e] += dV[size_t(i) * E + e];
+        // omp simd: the buffers never overlap, but the compiler cannot prove it through
+        // the scratch pointers and would run these loops scalar (~25% of this kernel).
+#pragma omp simd
+        for (int e = 0; e < Dh; ++e) grads.dv[row + e] = dV[size_t(i) * E + e];  // each row once: overwrite
         for (int side = 0; side < 2; ++side) {
           // u = W (sigma ⊙ x̄), x̄ = r x:  dx̄ = sigma ⊙ w, dsigma += x̄ ⊙ w, then the normalisation.
           const T r = saved[(side ? L.r_k : L.r_q) + bht0 + i];
           const T* x = (side ? in.k : in.q) + row;
           const T* w = Wq + (size_t(side) * Cc + i) * Dh;
+#pragma omp simd
           for (int e = 0; e < Dh; ++e) {
             xbar[e] = x[e] * r;
             dxbar[e] = sigma[e] * w[e];

@@ -83,9 +83,13 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
       for (int i = 0; i < n; ++i) {
         const size_t row = (static_cast<size_t>(b) * Tn + t0 + i) * C + static_cast<size_t>(h) * Dh;
         T r = l2_normalize_forward(xbar, in.q + row, Dh, eps_n);
+        // omp simd on the per-row loops: the buffers never overlap, but the compiler
+        // cannot prove it through the scratch pointers and would run them scalar.
+#pragma omp simd
         for (int e = 0; e < Dh; ++e) SX[size_t(i) * Dh + e] = sigma[e] * xbar[e];
         if (saved) saved[L.r_q + bht0 + i] = r;
         r = l2_normalize_forward(xbar, in.k + row, Dh, eps_n);
+#pragma omp simd
         for (int e = 0; e < Dh; ++e) SX[size_t(Cc + i) * Dh + e] = sigma[e] * xbar[e];
         if (saved) saved[L.r_k + bht0 + i] = r;
         if (c.gated) {
@@ -140,6 +144,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
         if (saved) saved[L.den + bht0 + i] = den;
         const T inv = T(1) / (den > eps_d ? den : eps_d);
         T* o = out + (static_cast<size_t>(b) * Tn + t0 + i) * C + static_cast<size_t>(h) * Dh;
+#pragma omp simd
         for (int e = 0; e < Dh; ++e) o[e] = Yi[e] * inv;
       }
 

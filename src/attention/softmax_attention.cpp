@@ -113,14 +113,14 @@ void softmax_attention_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, con
       for (int j = 0; j <= i; ++j) pdp += p[j] * dsi[j];
       for (int j = 0; j <= i; ++j) dsi[j] = p[j] * (dsi[j] - pdp);
       for (int j = 0; j <= i; ++j) dsT[static_cast<size_t>(j) * Tn + i] = dsi[j], pT[static_cast<size_t>(j) * Tn + i] = p[j];
-      // s_ij = scale q_i·k_j:  dq_i += scale sum_j ds_ij k_j
-      vecmat(dq + head + static_cast<size_t>(i) * C, dsi, kp, i + 1, Dh, DP, scale, true);
+      // s_ij = scale q_i·k_j:  dq_i = scale sum_j ds_ij k_j (each row written once: overwrite)
+      vecmat(dq + head + static_cast<size_t>(i) * C, dsi, kp, i + 1, Dh, DP, scale, false);
     }
     for (int j = 0; j < Tn; ++j) {
       const size_t at = static_cast<size_t>(j) * Tn + j;
-      // dk_j += scale sum_{i>=j} ds_ij q_i;  dv_j += sum_{i>=j} p_ij dout_i
-      vecmat(dk + head + static_cast<size_t>(j) * C, dsT + at, qp + j * DP, Tn - j, Dh, DP, scale, true);
-      vecmat(dv + head + static_cast<size_t>(j) * C, pT + at, dop + j * DP, Tn - j, Dh, DP, T(1), true);
+      // dk_j = scale sum_{i>=j} ds_ij q_i;  dv_j = sum_{i>=j} p_ij dout_i
+      vecmat(dk + head + static_cast<size_t>(j) * C, dsT + at, qp + j * DP, Tn - j, Dh, DP, scale, false);
+      vecmat(dv + head + static_cast<size_t>(j) * C, pT + at, dop + j * DP, Tn - j, Dh, DP, T(1), false);
     }
   });
 }

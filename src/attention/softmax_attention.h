@@ -20,7 +20,7 @@ size_t softmax_attention_workspace_size(const AttentionDims& d, int threads);
 template <typename T>
 void softmax_attention_forward(T* out, T* probs, Workspace<T> workspace, const T* q, const T* k, const T* v, const AttentionDims& d);
 
-// Adds (+=) into dq, dk, dv: (B, T, C). dout: (B, T, C). probs from the forward.
+// Overwrites dq, dk, dv: (B, T, C) (no zeroing needed). dout: (B, T, C). probs from the forward.
 template <typename T>
 void softmax_attention_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T* dout, const T* probs,
                                 const T* q, const T* k, const T* v, const AttentionDims& d);

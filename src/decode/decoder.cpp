@@ -168,8 +168,8 @@ const T* Decoder<T>::run(const int32_t* tokens, int S, bool recurrent) {
       rmsnorm_forward(n_, rstd_, x_, w.ffn_norm, N, C, s.model.norm_eps);
       linear_forward(gate_up_, n_, w.w13, N, C, 2 * Hf);
       swiglu_forward(act_, gate_up_, N, Hf);
-      // x += act · W2ᵀ
-      gemm<T>(false, true, N, C, Hf, T(1), act_, Hf, w.w2, Hf, T(1), x_, C);
+      // x += act · W2 (W2 is stored (Hf, C), input-major)
+      gemm<T>(false, false, N, C, Hf, T(1), act_, Hf, w.w2, C, T(1), x_, C);
     }
     rmsnorm_forward(n_, rstd_, x_, model_.w.final_norm, N, C, s.model.norm_eps);
     linear_forward(logits_, n_, model_.w.lm_head, N, C, s.V);
@@ -208,7 +208,8 @@ void Decoder<T>::step_layers(const int32_t* tokens) {
     rmsnorm_rows(n_, x_, w.ffn_norm, B, C, s.model.norm_eps);
     matvec_forward(gate_up_, n_, w.w13, B, C, 2 * Hf, false);
     swiglu_rows(act_, gate_up_, B, Hf);
-    matvec_forward(x_, act_, w.w2, B, Hf, C, true);  // x += act · W2ᵀ
+    // x += act · W2 (W2 is stored (Hf, C), input-major)
+    gemm_decode<T>(false, false, B, C, Hf, T(1), act_, Hf, w.w2, C, T(1), x_, C);
   }
   rmsnorm_rows(n_, x_, model_.w.final_norm, B, C, s.model.norm_eps);
   matvec_forward(logits_, n_, model_.w.lm_head, B, C, s.V, false);

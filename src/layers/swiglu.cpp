@@ -25,8 +25,8 @@ void backward_row(T* dgate, T* dup, const T* dy, const T* gate, const T* up, int
   for (int i = 0; i < Hf; ++i) {
     T g = gate[i];
     T s = T(1) / (T(1) + exp_of(-g));
-    dgate[i] += dy[i] * up[i] * s * (T(1) + g * (T(1) - s));
-    dup[i] += dy[i] * g * s;
+    dgate[i] = dy[i] * up[i] * s * (T(1) + g * (T(1) - s));
+    dup[i] = dy[i] * g * s;
   }
 }
 

@@ -12,7 +12,7 @@ void swiglu_forward(T* out,            // (N, Hf)
                     int64_t N, int Hf);
 
 template <typename T>
-void swiglu_backward(T* dgate_up,        // (N, 2*Hf) +=
+void swiglu_backward(T* dgate_up,        // (N, 2*Hf) = (overwritten: no zeroing needed)
                      const T* dout,      // (N, Hf)
                      const T* gate_up,   // (N, 2*Hf)
                      int64_t N, int Hf);

@@ -24,7 +24,7 @@ ParamTable model_param_table(const ModelSpec& s) {
     }
     t.add(layer_name(l, "ffn_norm"), {s.C}, false);
     t.add(layer_name(l, "ffn.w13"), {2 * s.Hf, s.C}, true);
-    t.add(layer_name(l, "ffn.w2"), {s.C, s.Hf}, true);
+    t.add(layer_name(l, "ffn.w2"), {s.Hf, s.C}, true);  // input-major: see model_params.h
   }
   t.add("final_norm", {s.C}, false);
   if (!s.model.tie_embeddings) t.add("lm_head", {s.V, s.C}, true);

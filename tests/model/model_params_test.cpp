@@ -49,7 +49,7 @@ TEST_CASE("model params: shapes and names follow the LLaMA layout") {
   ParamTable t = model_param_table(spec_of(AttentionKind::rfa_gate, false));
   CHECK(t.get("tok_embedding").shape == std::vector<int64_t>{65, 64});
   CHECK(t.get("layers.2.ffn.w13").shape == std::vector<int64_t>{2 * 192, 64});
-  CHECK(t.get("layers.2.ffn.w2").shape == std::vector<int64_t>{64, 192});
+  CHECK(t.get("layers.2.ffn.w2").shape == std::vector<int64_t>{192, 64});  // input-major (Hf, C)
   CHECK(t.get("layers.0.attn.sigma").shape == std::vector<int64_t>{4, 16});
   CHECK(t.get("layers.0.attn.gate_w").shape == std::vector<int64_t>{4, 64});
   CHECK(t.get("lm_head").shape == std::vector<int64_t>{65, 64});

@@ -121,3 +121,27 @@ TEST_CASE("adamw: step from config carries the hyper-parameters") {
   CHECK(s.weight_decay == 0.3);
   CHECK(s.t == 7);
 }
+
+TEST_CASE("adamw: the vector body and the scalar tail give the same bits for the same inputs") {
+  // 16-wide body [0, 32), tail [32, 37): tail element 32 + j repeats body element 5 * j + 3.
+  const int64_t n = 37;
+  DecayMask mask = decay_mask_build({{0, n, true}}, n);
+  std::vector<float> p(n), g(n), m(n), v(n);
+  for (int64_t i = 0; i < 32; ++i) {
+    p[i] = 0.3f + 0.011f * float(i);
+    g[i] = std::sin(1.7f * float(i)) * 0.37f;
+    m[i] = 0.01f * std::cos(float(i));
+    v[i] = 1e-4f * float(i % 7 + 1);
+  }
+  for (int64_t j = 0; j < 5; ++j) {
+    const int64_t s = 5 * j + 3;
+    p[32 + j] = p[s], g[32 + j] = g[s], m[32 + j] = m[s], v[32 + j] = v[s];
+  }
+  adamw_update(hyper(3), mask, p.data(), g.data(), m.data(), v.data(), n);
+  for (int64_t j = 0; j < 5; ++j) {
+    const int64_t s = 5 * j + 3;
+    CHECK(p[32 + j] == p[s]);
+    CHECK(m[32 + j] == m[s]);
+    CHECK(v[32 + j] == v[s]);
+  }
+}
