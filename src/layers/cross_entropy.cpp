@@ -33,7 +33,11 @@ T forward_row(T* p, const T* z, int32_t target, int V) {
 template <typename T>
 void backward_row(T* dz, const T* p, int32_t target, T dl, int V) {
   // forward: loss = -log softmax(z)_t  =>  dloss/dz_v = p_v - [v == t]
-  for (int v = 0; v < V; ++v) dz[v] += dl * p[v];
+  if (target < 0) {  // ignored row: no gradient
+    for (int v = 0; v < V; ++v) dz[v] = T(0);
+    return;
+  }
+  for (int v = 0; v < V; ++v) dz[v] = dl * p[v];
   dz[target] -= dl;
 }
 
@@ -51,10 +55,7 @@ void cross_entropy_forward(T* losses, T* probs, const T* logits, const int32_t* 
 template <typename T>
 void cross_entropy_backward(T* dlogits, const T* probs, const int32_t* targets, const T* dlosses, int64_t N,
                             int V) {
-  parallel_for(N, [&](int64_t n) {
-    if (targets[n] < 0) return;  // ignored row: no gradient
-    backward_row(dlogits + n * V, probs + n * V, targets[n], dlosses[n], V);
-  });
+  parallel_for(N, [&](int64_t n) { backward_row(dlogits + n * V, probs + n * V, targets[n], dlosses[n], V); });
 }
 
 template void cross_entropy_forward<float>(float*, float*, const float*, const int32_t*, int64_t, int);

@@ -14,9 +14,10 @@ void cross_entropy_forward(T* losses,               // (N)
                            const int32_t* targets,  // (N)
                            int64_t N, int V);
 
-// dlogits[n] += dlosses[n] * (probs[n] - onehot(targets[n])); skipped for ignored rows.
+// dlogits[n] = dlosses[n] * (probs[n] - onehot(targets[n])); 0 for ignored rows.
+// Overwrites (the logits' only consumer): the caller needs no zeroed buffer.
 template <typename T>
-void cross_entropy_backward(T* dlogits,              // (N, V) +=
+void cross_entropy_backward(T* dlogits,              // (N, V) =
                             const T* probs,          // (N, V)
                             const int32_t* targets,  // (N)
                             const T* dlosses,        // (N)

@@ -37,13 +37,52 @@ void forward_row(T* y, T* rstd, const T* x, const T* weight, int C, double eps) 
   for (int c = 0; c < C; ++c) y[c] = x[c] * r * weight[c];
 }
 
+// x += residual, then y = x r w: the residual add fused into the norm's row pass.
 template <typename T>
+void residual_forward_row(T* y, T* rstd, T* x, const T* residual, const T* weight, int C, double eps) {
+#pragma omp simd
+  for (int c = 0; c < C; ++c) x[c] += residual[c];
+  forward_row(y, rstd, x, weight, C, eps);
+}
+
+template <typename T, bool kOverwrite>
 void backward_row(T* dx, const T* dy, const T* x, const T* weight, T r, int C) {
   T dot = 0;  // sum_j dy_j w_j x_j
 #pragma omp simd reduction(+ : dot)
   for (int c = 0; c < C; ++c) dot += dy[c] * weight[c] * x[c];
   T k = r * r * r * dot / static_cast<T>(C);
-  for (int c = 0; c < C; ++c) dx[c] += r * weight[c] * dy[c] - k * x[c];
+  for (int c = 0; c < C; ++c) {
+    T d = r * weight[c] * dy[c] - k * x[c];
+    dx[c] = kOverwrite ? d : dx[c] + d;
+  }
+}
+
+// forward: y_c = x_c r w_c,  r = (mean_j x_j^2 + eps)^(-1/2),  dr/dx_c = -r^3 x_c / C
+// dx_c = r w_c dy_c - x_c r^3 / C * sum_j dy_j w_j x_j
+// dw_c += sum_n dy_nc x_nc r_n.
+// One parallel region for both passes (one fork/join less per call): neither
+// reads what the other writes. Thread t takes a static share of the rows, then
+// the channel blocks t, t + nt, ...: blocks (not rows) so no two threads add
+// into the same dweight entry, and each block sums its rows in a fixed order.
+template <typename T, bool kOverwrite>
+void backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const T* rstd, int64_t N,
+              int C) {
+  const int blocks = (C + kColumnBlock - 1) / kColumnBlock;
+  parallel_region([&](int t, int nt) {
+    const int64_t n_begin = N * t / nt, n_end = N * (t + 1) / nt;
+    for (int64_t n = n_begin; n < n_end; ++n)
+      backward_row<T, kOverwrite>(dinp + n * C, dout + n * C, inp + n * C, weight, rstd[n], C);
+    for (int b = t; b < blocks; b += nt) {
+      int c0 = b * kColumnBlock;
+      int width = std::min(kColumnBlock, C - c0);
+      T acc[kColumnBlock] = {};
+      if (width == kColumnBlock)
+        dweight_block<T, kColumnBlock>(acc, dout, inp, rstd, N, C, c0, width);
+      else
+        dweight_block<T, 0>(acc, dout, inp, rstd, N, C, c0, width);
+      for (int c = 0; c < width; ++c) dweight[c0 + c] += acc[c];
+    }
+  });
 }
 
 }  // namespace
@@ -54,28 +93,35 @@ void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int64_t N, 
 }
 
 template <typename T>
+void residual_rmsnorm_forward(T* out, T* rstd, T* inp, const T* residual, const T* weight, int64_t N, int C,
+                              double eps) {
+  parallel_for(N, [&](int64_t n) {
+    residual_forward_row(out + n * C, rstd + n, inp + n * C, residual + n * C, weight, C, eps);
+  });
+}
+
+template <typename T>
 void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const T* rstd, int64_t N,
                       int C) {
-  // forward: y_c = x_c r w_c,  r = (mean_j x_j^2 + eps)^(-1/2),  dr/dx_c = -r^3 x_c / C
-  // dx_c = r w_c dy_c - x_c r^3 / C * sum_j dy_j w_j x_j
-  parallel_for(N, [&](int64_t n) { backward_row(dinp + n * C, dout + n * C, inp + n * C, weight, rstd[n], C); });
-  // dw_c += sum_n dy_nc x_nc r_n. Split by channel block (not row) so no two
-  // threads add into the same dweight entry; the row order is fixed.
-  int64_t blocks = (C + kColumnBlock - 1) / kColumnBlock;
-  parallel_for(blocks, [&](int64_t b) {
-    int c0 = static_cast<int>(b) * kColumnBlock;
-    int width = std::min(kColumnBlock, C - c0);
-    T acc[kColumnBlock] = {};
-    if (width == kColumnBlock)
-      dweight_block<T, kColumnBlock>(acc, dout, inp, rstd, N, C, c0, width);
-    else
-      dweight_block<T, 0>(acc, dout, inp, rstd, N, C, c0, width);
-    for (int c = 0; c < width; ++c) dweight[c0 + c] += acc[c];
-  });
+  backward<T, false>(dinp, dweight, dout, inp, weight, rstd, N, C);
+}
+
+template <typename T>
+void rmsnorm_backward_overwrite(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const T* rstd,
+                                int64_t N, int C) {
+  backward<T, true>(dinp, dweight, dout, inp, weight, rstd, N, C);
 }
 
 template void rmsnorm_forward<float>(float*, float*, const float*, const float*, int64_t, int, double);
 template void rmsnorm_forward<double>(double*, double*, const double*, const double*, int64_t, int, double);
+template void residual_rmsnorm_forward<float>(float*, float*, float*, const float*, const float*, int64_t, int,
+                                              double);
+template void residual_rmsnorm_forward<double>(double*, double*, double*, const double*, const double*, int64_t,
+                                               int, double);
+template void rmsnorm_backward_overwrite<float>(float*, float*, const float*, const float*, const float*,
+                                                const float*, int64_t, int);
+template void rmsnorm_backward_overwrite<double>(double*, double*, const double*, const double*, const double*,
+                                                 const double*, int64_t, int);
 template void rmsnorm_backward<float>(float*, float*, const float*, const float*, const float*, const float*,
                                       int64_t, int);
 template void rmsnorm_backward<double>(double*, double*, const double*, const double*, const double*,

@@ -11,6 +11,16 @@ void rmsnorm_forward(T* out,          // (N, C)
                      const T* weight, // (C)
                      int64_t N, int C, double eps);
 
+// inp += residual (in place, the residual stream's add), then the rmsnorm_forward
+// of the sum: one row pass instead of add_inplace + rmsnorm_forward.
+template <typename T>
+void residual_rmsnorm_forward(T* out,            // (N, C)
+                              T* rstd,           // (N) saved for the backward
+                              T* inp,            // (N, C) += residual
+                              const T* residual, // (N, C)
+                              const T* weight,   // (C)
+                              int64_t N, int C, double eps);
+
 template <typename T>
 void rmsnorm_backward(T* dinp,          // (N, C) +=
                       T* dweight,       // (C) +=
@@ -19,5 +29,16 @@ void rmsnorm_backward(T* dinp,          // (N, C) +=
                       const T* weight,  // (C)
                       const T* rstd,    // (N) from the forward
                       int64_t N, int C);
+
+// rmsnorm_backward with dinp overwritten instead of accumulated: the caller
+// needs no zeroed buffer.
+template <typename T>
+void rmsnorm_backward_overwrite(T* dinp,          // (N, C) =
+                                T* dweight,       // (C) +=
+                                const T* dout,    // (N, C)
+                                const T* inp,     // (N, C)
+                                const T* weight,  // (C)
+                                const T* rstd,    // (N) from the forward
+                                int64_t N, int C);
 
 }  // namespace rfa

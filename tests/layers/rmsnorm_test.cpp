@@ -85,3 +85,35 @@ TEST_CASE("rmsnorm: backward gives bit-identical gradients for 1 and 2 threads")
   };
   CHECK(run(1) == run(2));
 }
+
+TEST_CASE("rmsnorm: residual_rmsnorm_forward equals the add then rmsnorm_forward, bit for bit") {
+  const int64_t N = 37;
+  const int C = 83;
+  auto x = random_vector<float>(N * C, 13), residual = random_vector<float>(N * C, 14);
+  auto weight = random_vector<float>(C, 15);
+  std::vector<float> sum(N * C), out(N * C), rstd(N), fused = x, out_f(N * C), rstd_f(N);
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] = x[i] + residual[i];
+  rfa::rmsnorm_forward(out.data(), rstd.data(), sum.data(), weight.data(), N, C, 1e-5);
+  rfa::residual_rmsnorm_forward(out_f.data(), rstd_f.data(), fused.data(), residual.data(), weight.data(), N, C,
+                                1e-5);
+  CHECK(fused == sum);  // the input becomes the residual stream's sum
+  CHECK(out_f == out);
+  CHECK(rstd_f == rstd);
+}
+
+TEST_CASE("rmsnorm: backward_overwrite writes dinp whatever it held, and adds into dweight") {
+  const int64_t N = 41;
+  const int C = 83;
+  auto inp = random_vector<float>(N * C, 16), weight = random_vector<float>(C, 17);
+  auto dout = random_vector<float>(N * C, 18);
+  std::vector<float> out(N * C), rstd(N);
+  rfa::rmsnorm_forward(out.data(), rstd.data(), inp.data(), weight.data(), N, C, 1e-5);
+  std::vector<float> dinp(N * C, 0.0f), dweight(C, 0.5f);
+  rfa::rmsnorm_backward(dinp.data(), dweight.data(), dout.data(), inp.data(), weight.data(), rstd.data(), N, C);
+  auto dinp_o = random_vector<float>(N * C, 19);  // garbage to be overwritten
+  std::vector<float> dweight_o(C, 0.5f);
+  rfa::rmsnorm_backward_overwrite(dinp_o.data(), dweight_o.data(), dout.data(), inp.data(), weight.data(),
+                                  rstd.data(), N, C);
+  CHECK(dinp_o == dinp);
+  CHECK(dweight_o == dweight);
+}
