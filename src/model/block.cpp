@@ -2,7 +2,6 @@
 
 #include <cstring>
 
-#include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "layers/linear.h"
 #include "layers/rmsnorm.h"
@@ -49,7 +48,11 @@ void block_forward(const BlockContext<T>& ctx, const BlockWeights<T>& w, BlockAc
   const ModelSpec& s = *ctx.spec;
   const int64_t N = int64_t(ctx.B) * ctx.T_len;
   const int C = s.C, Hf = s.Hf;
-  rmsnorm_forward(a.attn_norm, a.attn_rstd, a.resid_in, w.attn_norm, N, C, s.model.norm_eps);
+  if (ctx.resid_pending)  // x = x_prev_mid + W2_prev · act_prev, then n = RMSNorm(x)
+    residual_rmsnorm_forward(a.attn_norm, a.attn_rstd, a.resid_in, ctx.resid_pending, w.attn_norm, N, C,
+                             s.model.norm_eps);
+  else
+    rmsnorm_forward(a.attn_norm, a.attn_rstd, a.resid_in, w.attn_norm, N, C, s.model.norm_eps);
   linear_forward(a.q, a.attn_norm, w.wq, N, C, C);
   linear_forward(a.k, a.attn_norm, w.wk, N, C, C);
   linear_forward(a.v, a.attn_norm, w.wv, N, C, C);
@@ -59,15 +62,14 @@ void block_forward(const BlockContext<T>& ctx, const BlockWeights<T>& w, BlockAc
   }
   attention_layer_forward(s, w, a.attn_out, attention_args(ctx, a));
   // x_mid = x + Wo · attn_out
+  // (the residual add fused into the FFN norm's row pass: one parallel region less)
   linear_forward(a.resid_mid, a.attn_out, w.wo, N, C, C);
-  add_inplace(a.resid_mid, a.resid_in, N * C);
-  rmsnorm_forward(a.ffn_norm, a.ffn_rstd, a.resid_mid, w.ffn_norm, N, C, s.model.norm_eps);
+  residual_rmsnorm_forward(a.ffn_norm, a.ffn_rstd, a.resid_mid, a.resid_in, w.ffn_norm, N, C, s.model.norm_eps);
   linear_forward(a.ffn_gate_up, a.ffn_norm, w.w13, N, C, 2 * Hf);
   swiglu_forward(a.ffn_act, a.ffn_gate_up, N, Hf);
-  // x_out = x_mid + W2 · act
+  // x_out = x_mid + W2 · act; the caller's next norm adds x_mid (see block.h).
   // W2 is stored (Hf, C), input-major: resid_out (N, C) = act (N, Hf) · W2 (Hf, C)
   gemm<T>(false, false, N, C, Hf, T(1), a.ffn_act, Hf, w.w2, C, T(0), resid_out, C);
-  add_inplace(resid_out, a.resid_mid, N * C);
 }
 
 template <typename T>

@@ -18,9 +18,15 @@ struct BlockContext {
   T* attn_scratch = nullptr;        // attention workspace (Activations::grad.attn_scratch)
   int64_t attn_scratch_size = 0;
   int B = 0, T_len = 0;
+  // (B, T, C) or null. Set: a.resid_in still lacks this residual term (the previous
+  // block's x_mid); the first norm pass adds it in place before normalising.
+  const T* resid_pending = nullptr;
 };
 
-// Reads a.resid_in, fills the rest of `a`, writes x_out into resid_out (B, T, C).
+// Reads a.resid_in (completing it with ctx.resid_pending), fills the rest of `a`,
+// and writes x_out - x_mid = W2 · act into resid_out (B, T, C): the caller's next
+// norm pass adds a.resid_mid (residual_rmsnorm_forward), one pass over the
+// stream and one parallel region less per block than a separate add.
 template <typename T>
 void block_forward(const BlockContext<T>& ctx, const BlockWeights<T>& w, BlockActs<T>& a, T* resid_out);
 

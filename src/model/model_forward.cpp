@@ -8,7 +8,6 @@
 #include "layers/linear.h"
 #include "layers/rmsnorm.h"
 #include "model/block.h"
-#include "tensor/fill_zero.h"
 
 namespace rfa {
 namespace {
@@ -45,10 +44,19 @@ double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, cons
       fail("token id {} at position {} is outside the vocabulary [0, {}); the token data and the model disagree",
            inputs[i], i, s.V);
   embedding_forward(a.layers[0].resid_in, inputs, m.w.tok_embedding, N, s.C);
-  for (int l = 0; l < s.L; ++l)
-    block_forward(block_context(m, a, random, l), m.w.layers[static_cast<size_t>(l)],
-                  a.layers[static_cast<size_t>(l)], block_output(a, l));
-  rmsnorm_forward(a.final_norm, a.final_rstd, a.resid_final, m.w.final_norm, N, s.C, s.model.norm_eps);
+  // Each block leaves its output without x_mid; the next norm pass adds it (block.h).
+  const T* pending = nullptr;  // (B, T, C)
+  for (int l = 0; l < s.L; ++l) {
+    BlockContext<T> ctx = block_context(m, a, random, l);
+    ctx.resid_pending = pending;
+    block_forward(ctx, m.w.layers[static_cast<size_t>(l)], a.layers[static_cast<size_t>(l)], block_output(a, l));
+    pending = a.layers[static_cast<size_t>(l)].resid_mid;
+  }
+  if (pending)
+    residual_rmsnorm_forward(a.final_norm, a.final_rstd, a.resid_final, pending, m.w.final_norm, N, s.C,
+                             s.model.norm_eps);
+  else
+    rmsnorm_forward(a.final_norm, a.final_rstd, a.resid_final, m.w.final_norm, N, s.C, s.model.norm_eps);
   linear_forward(a.logits, a.final_norm, m.w.lm_head, N, s.C, s.V);
   if (!targets) return 0.0;
   cross_entropy_forward(a.losses, a.probs, a.logits, targets, N, s.V);
@@ -73,13 +81,11 @@ void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const
   // loss = (loss_scale / count) * sum_i losses[i]
   const T dloss = count > 0 ? static_cast<T>(loss_scale / static_cast<double>(count)) : T(0);
   for (int64_t i = 0; i < N; ++i) g.dlosses[i] = targets[i] >= 0 ? dloss : T(0);
-  fill_zero(g.dlogits, N * s.V);
   cross_entropy_backward(g.dlogits, a.probs, targets, g.dlosses, N, s.V);
   // logits = final_norm · lm_headᵀ
   gemm<T>(false, false, N, s.C, s.V, T(1), g.dlogits, s.V, m.w.lm_head, s.C, T(0), g.dnorm, s.C);  // dnorm = dlogits · W
   linear_backward<T>(nullptr, m.g.lm_head, g.dlogits, a.final_norm, m.w.lm_head, N, s.C, s.V);        // dW += dlogitsᵀ · n
-  fill_zero(g.dresid, N * s.C);
-  rmsnorm_backward(g.dresid, m.g.final_norm, g.dnorm, a.resid_final, m.w.final_norm, a.final_rstd, N, s.C);
+  rmsnorm_backward_overwrite(g.dresid, m.g.final_norm, g.dnorm, a.resid_final, m.w.final_norm, a.final_rstd, N, s.C);
   for (int l = s.L - 1; l >= 0; --l)
     block_backward(block_context(m, a, random, l), m.w.layers[static_cast<size_t>(l)],
                    m.g.layers[static_cast<size_t>(l)], a.layers[static_cast<size_t>(l)], g);
