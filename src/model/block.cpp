@@ -12,17 +12,18 @@
 namespace rfa {
 namespace {
 
-// linear_backward with dinp overwritten instead of accumulated: saves zeroing
-// a fresh gradient buffer before its first use. forward: out = inp · weightᵀ.
+// forward: out = inp · weightᵀ. linear_backward with a choice of write for each
+// output (beta 0 overwrites, 1 adds): overwriting saves zeroing a buffer first.
+//   dinp (N, IC) = beta_inp · dinp + dout · weight;  dweight (OC, IC) = beta_w · dweight + doutᵀ · inp
 template <typename T>
-void linear_backward_overwrite(T* dinp,          // (N, IC) =
-                               T* dweight,       // (OC, IC) +=
-                               const T* dout,    // (N, OC)
-                               const T* inp,     // (N, IC)
-                               const T* weight,  // (OC, IC)
-                               int64_t N, int IC, int OC) {
-  gemm<T>(false, false, N, IC, OC, T(1), dout, OC, weight, IC, T(0), dinp, IC);  // dinp = dout · weight
-  linear_backward<T>(nullptr, dweight, dout, inp, weight, N, IC, OC);            // dweight += doutᵀ · inp
+void linear_grads(T* dinp, T beta_inp,  // (N, IC)
+                  T* dweight, T beta_w,  // (OC, IC)
+                  const T* dout,         // (N, OC)
+                  const T* inp,          // (N, IC)
+                  const T* weight,       // (OC, IC)
+                  int64_t N, int IC, int OC) {
+  gemm<T>(false, false, N, IC, OC, T(1), dout, OC, weight, IC, beta_inp, dinp, IC);
+  gemm<T>(true, false, OC, IC, N, T(1), dout, OC, inp, IC, beta_w, dweight, IC);
 }
 
 template <typename T>
@@ -78,15 +79,16 @@ void block_backward(const BlockContext<T>& ctx, const BlockWeights<T>& w, const 
   const ModelSpec& s = *ctx.spec;
   const int64_t N = int64_t(ctx.B) * ctx.T_len;
   const int C = s.C, Hf = s.Hf;
+  const T bw = ctx.matrix_grads_overwrite ? T(0) : T(1);  // beta of the weight matrices' gradients
   // x_out = x_mid + W2 · act: d x_mid starts as d x_out (kept in g.dresid).
   // W2 (Hf, C): dact (N, Hf) = dresid (N, C) · W2ᵀ;  dW2 (Hf, C) += actᵀ (Hf, N) · dresid (N, C)
   gemm<T>(false, true, N, Hf, C, T(1), g.dresid, C, w.w2, C, T(0), g.dact, Hf);
-  gemm<T>(true, false, Hf, C, N, T(1), a.ffn_act, Hf, g.dresid, C, T(1), dw.w2, C);
+  gemm<T>(true, false, Hf, C, N, T(1), a.ffn_act, Hf, g.dresid, C, bw, dw.w2, C);
   swiglu_backward(g.dgate_up, g.dact, a.ffn_gate_up, N, Hf);
-  linear_backward_overwrite(g.dnorm, dw.w13, g.dgate_up, a.ffn_norm, w.w13, N, C, 2 * Hf);
+  linear_grads(g.dnorm, T(0), dw.w13, bw, g.dgate_up, a.ffn_norm, w.w13, N, C, 2 * Hf);
   rmsnorm_backward(g.dresid, dw.ffn_norm, g.dnorm, a.resid_mid, w.ffn_norm, a.ffn_rstd, N, C);
   // x_mid = x + Wo · attn_out: g.dresid now holds d x_mid, which is also d x's residual part.
-  linear_backward_overwrite(g.dattn_out, dw.wo, g.dresid, a.attn_out, w.wo, N, C, C);
+  linear_grads(g.dattn_out, T(0), dw.wo, bw, g.dresid, a.attn_out, w.wo, N, C, C);
   // The attention cores overwrite dq, dk, dv (no zeroing: ~0.6 ms/step of memsets at the nano shape).
   // Gated: the attention core writes the gate's part of dn first, the projections add to it.
   attention_layer_backward(s, w, dw, g.dq, g.dk, g.dv, g.dnorm, g.dattn_out, a.attn_out, attention_args(ctx, a));
@@ -100,12 +102,9 @@ void block_backward(const BlockContext<T>& ctx, const BlockWeights<T>& w, const 
     dq = g.dq_pre;
     dk = g.dk_pre;
   }
-  if (s.is_gated())
-    linear_backward(g.dnorm, dw.wq, dq, a.attn_norm, w.wq, N, C, C);
-  else
-    linear_backward_overwrite(g.dnorm, dw.wq, dq, a.attn_norm, w.wq, N, C, C);
-  linear_backward(g.dnorm, dw.wk, dk, a.attn_norm, w.wk, N, C, C);
-  linear_backward(g.dnorm, dw.wv, g.dv, a.attn_norm, w.wv, N, C, C);
+  linear_grads(g.dnorm, s.is_gated() ? T(1) : T(0), dw.wq, bw, dq, a.attn_norm, w.wq, N, C, C);
+  linear_grads(g.dnorm, T(1), dw.wk, bw, dk, a.attn_norm, w.wk, N, C, C);
+  linear_grads(g.dnorm, T(1), dw.wv, bw, g.dv, a.attn_norm, w.wv, N, C, C);
   rmsnorm_backward(g.dresid, dw.attn_norm, g.dnorm, a.resid_in, w.attn_norm, a.attn_rstd, N, C);
 }
 

@@ -21,6 +21,9 @@ struct BlockContext {
   // (B, T, C) or null. Set: a.resid_in still lacks this residual term (the previous
   // block's x_mid); the first norm pass adds it in place before normalising.
   const T* resid_pending = nullptr;
+  // block_backward: the weight matrices' gradients are overwritten (gemm beta 0)
+  // instead of added into; the caller zeroes the vector gradients itself.
+  bool matrix_grads_overwrite = false;
 };
 
 // Reads a.resid_in (completing it with ctx.resid_pending), fills the rest of `a`,
@@ -31,7 +34,8 @@ template <typename T>
 void block_forward(const BlockContext<T>& ctx, const BlockWeights<T>& w, BlockActs<T>& a, T* resid_out);
 
 // On entry g.dresid holds d x_out; on exit it holds d x (the block input).
-// Adds into the layer's parameter gradients dw.
+// Adds into the layer's parameter gradients dw (the matrices' are overwritten
+// when ctx.matrix_grads_overwrite).
 template <typename T>
 void block_backward(const BlockContext<T>& ctx, const BlockWeights<T>& w, const BlockWeights<T>& dw,
                     BlockActs<T>& a, GradScratch<T>& g);

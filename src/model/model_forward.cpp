@@ -31,6 +31,26 @@ T* block_output(Activations<T>& a, int l) {
                                                    : a.resid_final;
 }
 
+// Zeroes the gradients that model_backward only adds into, whatever the write:
+// the norms, sigma and the gate (small), and an untied embedding (scatter-add).
+// The weight matrices' gradients are left to the gemms' beta 0.
+template <typename T>
+void grads_zero_accumulated(Model<T>& m) {
+  const ModelSpec& s = m.spec;
+  auto zero = [](T* p, int64_t n) {
+    if (p) std::memset(p, 0, sizeof(T) * static_cast<size_t>(n));
+  };
+  if (!s.model.tie_embeddings) zero(m.g.tok_embedding, int64_t(s.V) * s.C);
+  zero(m.g.final_norm, s.C);
+  for (const BlockWeights<T>& dw : m.g.layers) {
+    zero(dw.attn_norm, s.C);
+    zero(dw.ffn_norm, s.C);
+    zero(dw.sigma, int64_t(s.H) * s.Dh);
+    zero(dw.gate_w, int64_t(s.H) * s.C);
+    zero(dw.gate_b, s.H);
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -72,10 +92,14 @@ double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, cons
 
 template <typename T>
 void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const int32_t* targets,
-                    std::type_identity_t<const T*> random, double loss_scale) {
+                    std::type_identity_t<const T*> random, double loss_scale, GradWrite write) {
   const ModelSpec& s = m.spec;
   const int64_t N = int64_t(a.B) * a.T_len;
   GradScratch<T>& g = a.grad;
+  const bool overwrite = write == GradWrite::overwrite;
+  // Overwrite: the weight matrices' gemms write with beta 0 (lm_head first, so a
+  // tied embedding's scatter-add at the end adds onto it); the rest are zeroed here.
+  if (overwrite) grads_zero_accumulated(m);
   int64_t count = 0;
   for (int64_t i = 0; i < N; ++i) count += targets[i] >= 0;
   // loss = (loss_scale / count) * sum_i losses[i]
@@ -84,11 +108,15 @@ void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const
   cross_entropy_backward(g.dlogits, a.probs, targets, g.dlosses, N, s.V);
   // logits = final_norm · lm_headᵀ
   gemm<T>(false, false, N, s.C, s.V, T(1), g.dlogits, s.V, m.w.lm_head, s.C, T(0), g.dnorm, s.C);  // dnorm = dlogits · W
-  linear_backward<T>(nullptr, m.g.lm_head, g.dlogits, a.final_norm, m.w.lm_head, N, s.C, s.V);        // dW += dlogitsᵀ · n
+  gemm<T>(true, false, s.V, s.C, N, T(1), g.dlogits, s.V, a.final_norm, s.C, overwrite ? T(0) : T(1), m.g.lm_head,
+          s.C);  // dW (+)= dlogitsᵀ · n
   rmsnorm_backward_overwrite(g.dresid, m.g.final_norm, g.dnorm, a.resid_final, m.w.final_norm, a.final_rstd, N, s.C);
-  for (int l = s.L - 1; l >= 0; --l)
-    block_backward(block_context(m, a, random, l), m.w.layers[static_cast<size_t>(l)],
-                   m.g.layers[static_cast<size_t>(l)], a.layers[static_cast<size_t>(l)], g);
+  for (int l = s.L - 1; l >= 0; --l) {
+    BlockContext<T> ctx = block_context(m, a, random, l);
+    ctx.matrix_grads_overwrite = overwrite;
+    block_backward(ctx, m.w.layers[static_cast<size_t>(l)], m.g.layers[static_cast<size_t>(l)],
+                   a.layers[static_cast<size_t>(l)], g);
+  }
   embedding_backward(m.g.tok_embedding, g.dresid, inputs, N, s.C);
 }
 
@@ -96,8 +124,8 @@ template double model_forward(Model<float>&, Activations<float>&, const int32_t*
 template double model_forward(Model<double>&, Activations<double>&, const int32_t*, const int32_t*,
                               const double*);
 template void model_backward(Model<float>&, Activations<float>&, const int32_t*, const int32_t*, const float*,
-                             double);
+                             double, GradWrite);
 template void model_backward(Model<double>&, Activations<double>&, const int32_t*, const int32_t*,
-                             const double*, double);
+                             const double*, double, GradWrite);
 
 }  // namespace rfa

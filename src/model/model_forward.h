@@ -18,11 +18,18 @@ template <typename T>
 double model_forward(Model<T>& model, Activations<T>& acts, const int32_t* inputs, const int32_t* targets,
                      std::type_identity_t<const T*> random);
 
+// How model_backward writes model.grads(): add into them (gradient accumulation),
+// or overwrite them (a step's first micro-batch: no separate zero_grad pass).
+enum class GradWrite { accumulate, overwrite };
+
 // Backward of the last model_forward (same inputs, targets, random): adds
-// loss_scale * d(mean loss)/d(params) into model.grads(). loss_scale is
-// 1/grad_accum under gradient accumulation. Does not zero the gradients.
+// loss_scale * d(mean loss)/d(params) into model.grads() (accumulate: does not
+// zero them), or writes it over whatever they held (overwrite: every tensor,
+// bit-identical to zero_grad then accumulate). loss_scale is 1/grad_accum
+// under gradient accumulation.
 template <typename T>
 void model_backward(Model<T>& model, Activations<T>& acts, const int32_t* inputs, const int32_t* targets,
-                    std::type_identity_t<const T*> random, double loss_scale = 1.0);
+                    std::type_identity_t<const T*> random, double loss_scale = 1.0,
+                    GradWrite write = GradWrite::accumulate);
 
 }  // namespace rfa

@@ -63,7 +63,7 @@ StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
   const ModelSpec& s = model_.spec;
   StepStats st;
   Timer timer;
-  model_.zero_grad();
+  // No zero_grad: the first micro-batch's backward overwrites every gradient.
   if (s.is_rfa()) model_draw_random(s, tc.seed, static_cast<uint64_t>(step), model_.random_step());
   st.setup_ms = timer.ms();
   double loss_sum = 0;
@@ -75,7 +75,8 @@ StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
     st.forward_ms += timer.ms();
     if (!std::isfinite(loss)) fail_non_finite(step, "the training loss");
     timer.reset();
-    model_backward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_step(), scale);
+    model_backward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_step(), scale,
+                   micro == 0 ? GradWrite::overwrite : GradWrite::accumulate);
     st.backward_ms += timer.ms();
     loss_sum += loss;
   }
