@@ -57,16 +57,16 @@ void rope_row(Real* y, const Real* x, const Real* cs, const Real* sn, int H, int
         y[2 * i] = x0 * cs[i] - x1 * sn[i];
         y[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
       } else {
-        // forward: y0 = x0 c - x1 s, y1 = x0 s + x1 c  =>  dx = R^T dy
-        y[2 * i] += x0 * cs[i] + x1 * sn[i];
-        y[2 * i + 1] += -x0 * sn[i] + x1 * cs[i];
+        // forward: y0 = x0 c - x1 s, y1 = x0 s + x1 c  =>  dx = R^T dy (written, may be in place)
+        y[2 * i] = x0 * cs[i] + x1 * sn[i];
+        y[2 * i + 1] = -x0 * sn[i] + x1 * cs[i];
       }
     }
   }
 }
 
 // Rotates every head of N = B*T rows: the forward applies R(angle), the
-// backward applies R(-angle) = R^T and accumulates (+=).
+// backward applies R(-angle) = R^T; both write (in place allowed).
 template <typename Real, bool kBackward>
 void rope_apply(Real* out, const Real* inp, const RopeTable& table, int B, int T, int H, int Dh,
                 int64_t pos_offset) {

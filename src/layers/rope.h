@@ -36,9 +36,10 @@ void rope_forward(Real* out,         // (B, T, H, Dh)
                   const Real* inp,   // (B, T, H, Dh)
                   const RopeTable& table, int B, int T, int H, int Dh, int64_t pos_offset);
 
-// dinp += R^T dout (the rotation by the negative angle). dinp must not alias dout.
+// dinp = R^T dout (the rotation by the negative angle). dinp may equal dout (in
+// place): q's only consumer is the rope, so its gradient is rotated where it lies.
 template <typename Real>
-void rope_backward(Real* dinp,        // (B, T, H, Dh) +=
+void rope_backward(Real* dinp,        // (B, T, H, Dh) =
                    const Real* dout,  // (B, T, H, Dh)
                    const RopeTable& table, int B, int T, int H, int Dh, int64_t pos_offset);
 

@@ -55,7 +55,7 @@ Activations<T>::Activations(const ModelSpec& s, int B_, int T_) : B(B_), T_len(T
   take(&losses, "losses", {B, T_len});
   // Gradient scratch: not dumped (it holds the last layer's values only).
   GradScratch<T>& g = grad;
-  for (T** p : {&g.dresid, &g.dnorm, &g.dq, &g.dk, &g.dv, &g.dq_pre, &g.dk_pre, &g.dattn_out})
+  for (T** p : {&g.dresid, &g.dnorm, &g.dq, &g.dk, &g.dv, &g.dattn_out})
     take(p, "", {N, C});
   take(&g.dgate_up, "", {N, 2 * Hf});
   take(&g.dact, "", {N, Hf});

@@ -37,8 +37,6 @@ struct GradScratch {
   T* dq = nullptr;         // (B, T, C)
   T* dk = nullptr;         // (B, T, C)
   T* dv = nullptr;         // (B, T, C)
-  T* dq_pre = nullptr;     // (B, T, C)  before rope (rope backward must not alias)
-  T* dk_pre = nullptr;     // (B, T, C)
   T* dattn_out = nullptr;  // (B, T, C)
   T* dgate_up = nullptr;   // (B, T, 2Hf)
   T* dact = nullptr;       // (B, T, Hf)
