@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/fast_exp.h"
+
 namespace rfa {
 
 // One 64-byte SIMD register of T (GCC/Clang vector extension): explicit, so the
@@ -151,30 +153,11 @@ inline void axpy(T* y, T alpha, const T* x, int n) {
   for (int j = 0; j < n; ++j) y[j] += alpha * x[j];
 }
 
-// y = exp(x) in place. float: Cephes expf reduction and polynomial with the
-// exponent added in the bits; relative error ~2e-7; inputs below -87 give ~0.
-inline void exp_row(float* x, int n) {
-  for (int i = 0; i < n; ++i) {
-    float v = x[i];
-    v = v < -87.0f ? -87.0f : v;
-    v = v > 88.0f ? 88.0f : v;
-    const int mi = round_to_int(v * 1.44269504088896341f);
-    const float m = static_cast<float>(mi);
-    float r = (v - m * 0.693359375f) - m * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    float y = p * r * r + r + 1.0f;
-    int32_t bits = std::bit_cast<int32_t>(y) + (mi << 23);
-    x[i] = std::bit_cast<float>(bits);
-  }
-}
-
-inline void exp_row(double* x, int n) {
-  for (int i = 0; i < n; ++i) x[i] = std::exp(x[i]);
+// y = exp(x) in place: kernels/fast_exp.h's vectorisable expf for float, libm for
+// double (gradient checks).
+template <typename T>
+inline void exp_row(T* x, int n) {
+  for (int i = 0; i < n; ++i) x[i] = exp_of(x[i]);
 }
 
 // s = scale sin(u), c = scale cos(u). Vectorised (libm's
