@@ -2,8 +2,9 @@
 # Installs the Debian packages rfa needs, if any are missing (as root, or via sudo).
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config
-          libdnnl-dev libsentencepiece-dev libcli11-dev libspdlog-dev doctest-dev libyaml-cpp-dev
+          libdnnl-dev ocl-icd-opencl-dev libsentencepiece-dev libcli11-dev libspdlog-dev doctest-dev libyaml-cpp-dev
           bible-kjv)
+# ocl-icd-opencl-dev: oneDNN's dnnl-config.cmake calls find_package(OpenCL), and libdnnl-dev only recommends it.
 # The test suite needs no Python: tests/e2e/resume.sh runs the README's numpy snippet only
 # where a python3 with numpy already exists.
 missing=()
