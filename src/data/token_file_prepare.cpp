@@ -134,7 +134,7 @@ TokenFileStats token_file_prepare_blocks(const std::string& corpus_path, const T
   std::filesystem::path parent = std::filesystem::path(out_path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   for (const std::string& stale : file_temp_remove_stale(out_path))
-    log_info("data", "removed {}, left behind by a killed `rfa data prepare`", stale);
+    log_info("data", "removed {}, left behind by an encoding that was killed", stale);
   std::string temp = file_temp_path(out_path);
   File out(std::fopen(temp.c_str(), "w+b"));
   if (!out) fail("cannot create {}: {}", temp, std::strerror(errno));

@@ -153,7 +153,7 @@ void tokenizer_train(const TokenizerTrainOptions& o) {
   // A char model has one piece per distinct character, so its vocab may be below vocab_size.
   int vocab = Tokenizer::from_bytes(model, o.model_path).vocab_size();
   for (const std::string& stale : file_temp_remove_stale(o.model_path))
-    log_info("tokenizer", "removed {}, left behind by a killed tokenizer training", stale);
+    log_info("tokenizer", "removed {}, left behind by a tokenizer training that was killed", stale);
   file_write_atomic(o.model_path, model);
   log_info("tokenizer", "trained {} model, vocab {}, on {} ({} lines read) in {:.2f}s -> {} ({} bytes)",
            model_type_name(o.kind), vocab, o.corpus, lines.pieces(), timer.seconds(), o.model_path, model.size());

@@ -96,7 +96,7 @@ wait "$pid" 2>/dev/null || true
 pid=
 [ -e "$stale" ] || fail "the killed prepare left no temporary (it should: SIGKILL runs no cleanup)"
 "$rfa" data prepare --config "$tmp/cfg.yaml" 2>"$tmp/stale.log" || { cat "$tmp/stale.log" >&2; fail "prepare after kill"; }
-expect_in "$tmp/stale.log" "removed $stale, left behind by a killed"
+expect_in "$tmp/stale.log" "removed $stale, left behind by an encoding that was killed"
 [ ! -e "$stale" ] || fail "the stale temporary $stale is still there"
 
 # The header is checksummed: a flipped bit in the token count is refused by name.

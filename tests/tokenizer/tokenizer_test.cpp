@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -191,9 +194,16 @@ TEST_CASE("tokenizer: a corpus that is not text is refused, leaving no model and
   CHECK_THROWS_WITH_AS(tokenizer_train(o),
                        doctest::Contains(fmt::format("NUL byte at byte offset {}", (1 << 20) + 5).c_str()), Error);
 
+  // A temporary left by a killed training (its pid is gone) is removed by the next one.
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  REQUIRE(child > 0);
+  ::waitpid(child, nullptr, 0);
+  const std::string stale = dir.write("m.model.tmp." + std::to_string(child), "half a model");
   // A failed re-train keeps the model that was there, byte for byte.
   o.corpus = dir.write("good.txt", test::corpus_make(200));
   tokenizer_train(o);
+  CHECK_FALSE(std::filesystem::exists(stale));
   const std::string before = file_read_all(o.model_path);
   o.corpus = dir.write("latin1.txt", "plain line\ncaf\xE9 au lait\n");
   CHECK_THROWS_WITH_AS(tokenizer_train(o), doctest::Contains("at byte offset 14 (byte 0xe9)"), Error);
