@@ -34,7 +34,8 @@ TEST_CASE("text check: the first fault, malformed UTF-8 or NUL, with its offset"
   CHECK(f->nul);
 
   CHECK_THROWS_WITH_AS(text_check("ok\xC3", "x.txt", "corpus", 100),
-                       doctest::Contains("corpus x.txt is not UTF-8 text: invalid UTF-8 at byte offset 102 (byte 0xc3)"), Error);
+                       doctest::Contains("corpus x.txt is not UTF-8 text: invalid UTF-8 at byte offset 102 (byte 0xc3)"),
+                       Error);
   CHECK_THROWS_WITH_AS(text_check(std::string("ok\0", 3), "x.txt", "corpus"),
                        doctest::Contains("NUL byte at byte offset 2"), Error);
   CHECK_NOTHROW(text_check("ok", "x.txt", "corpus"));
@@ -67,7 +68,8 @@ TEST_CASE("text check: a file is checked block by block, characters cut by a blo
   std::string bad = text;
   bad[block] = 'x';
   CHECK_THROWS_WITH_AS(text_file_check(dir.write("cont.txt", bad), "corpus"),
-                       doctest::Contains(("at byte offset " + std::to_string(block - 1) + " (byte 0xe4)").c_str()), Error);
+                       doctest::Contains(("at byte offset " + std::to_string(block - 1) + " (byte 0xe4)").c_str()),
+                       Error);
   // A character cut by the end of the file is malformed.
   CHECK_THROWS_WITH_AS(text_file_check(dir.write("cut.txt", "abc\xE4\xB8"), "corpus"),
                        doctest::Contains("at byte offset 3"), Error);

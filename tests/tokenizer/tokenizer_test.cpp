@@ -182,8 +182,10 @@ TEST_CASE("tokenizer: a corpus that is not text is refused, leaving no model and
   o.corpus = dir.write("random.bin", random);
   size_t first_bad = 0;
   while (static_cast<unsigned char>(random[first_bad]) < 0x80 && random[first_bad] != '\0') ++first_bad;
-  CHECK_THROWS_WITH_AS(tokenizer_train(o), doctest::Contains(("tokenizer corpus " + o.corpus + " is not").c_str()), Error);
-  CHECK_THROWS_WITH_AS(tokenizer_train(o), doctest::Contains(fmt::format("at byte offset {}", first_bad).c_str()), Error);
+  const std::string named = "tokenizer corpus " + o.corpus + " is not";
+  const std::string where = fmt::format("at byte offset {}", first_bad);
+  CHECK_THROWS_WITH_AS(tokenizer_train(o), doctest::Contains(named.c_str()), Error);
+  CHECK_THROWS_WITH_AS(tokenizer_train(o), doctest::Contains(where.c_str()), Error);
   CHECK_FALSE(std::filesystem::exists(o.model_path));
 
   // Text with a NUL deep inside (past the first 1 MiB block).
