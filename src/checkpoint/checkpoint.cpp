@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/checkpoint_tokenizer.h"
 #include "checkpoint/file_io.h"
 #include "checkpoint/xxhash64.h"
 #include "core/error.h"
@@ -56,13 +57,7 @@ LoadedCheckpoint checkpoint_load(const std::string& dir, const std::vector<Tenso
   std::error_code ec;
   if (std::filesystem::exists(tokenizer, ec)) {
     out.tokenizer_path = tokenizer;
-    if (!out.state.tokenizer_checksum.empty()) {
-      std::string actual = file_checksum(tokenizer);
-      if (actual != out.state.tokenizer_checksum) {
-        fail("{}: checksum {} differs from {} recorded in {}: the tokenizer copy is corrupted", tokenizer, actual,
-             out.state.tokenizer_checksum, state_path);
-      }
-    }
+    checkpoint_tokenizer_verify(dir, out.state, "");
   }
   return out;
 }

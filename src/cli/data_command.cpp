@@ -10,10 +10,7 @@
 namespace rfa {
 namespace {
 
-void data_prepare(const Config& config) {
-  Tokenizer tokenizer = tokenizer_ensure(config);
-  token_file_prepare_logged(config, tokenizer);
-}
+void data_prepare(const Config& config) { data_ensure(config, /*encode_always=*/true); }
 
 }  // namespace
 

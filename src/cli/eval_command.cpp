@@ -12,8 +12,10 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "data/token_file.h"
+#include "data/token_file_format.h"
 #include "eval/perplexity.h"
 #include "model/model_load.h"
+#include "tokenizer/text_check.h"
 
 namespace rfa {
 namespace {
@@ -46,6 +48,12 @@ EvalText text_load(const EvalArgs& a, const LoadedModel& m) {
   const Tokenizer& tok = *m.tokenizer;
   if (!a.data.empty()) {
     const std::string text = file_read_text(a.data);
+    // SentencePiece would encode any bytes (invalid UTF-8 as byte tokens) and give a perplexity of noise.
+    if (text.starts_with(std::string_view(kTokenFileMagic, sizeof kTokenFileMagic)))
+      fail("--data {} is a token file, not text; evaluate it with --tokens {} --split val (or train)", a.data,
+           a.data);
+    if (text.empty()) fail("--data {} is empty; give a UTF-8 text file", a.data);
+    text_check(text, a.data, "--data file");
     t.tokens = tok.encode(text);
     t.bytes = static_cast<int64_t>(text.size());
     t.source = a.data;

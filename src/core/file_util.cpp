@@ -1,5 +1,6 @@
 #include "core/file_util.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,6 +26,36 @@ std::string file_read_all(const std::string& path) {
 
 std::string file_temp_path(const std::string& path) {
   return fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
+}
+
+namespace {
+
+// True unless `pid` certainly does not exist (EPERM: it exists, owned by another user).
+bool pid_alive(long pid) {
+  if (pid == static_cast<long>(::getpid())) return true;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
+}
+
+}  // namespace
+
+std::vector<std::string> file_temp_remove_stale(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  const std::string prefix = target.filename().string() + ".tmp.";
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.size() > prefix.size() + 9 || name.compare(0, prefix.size(), prefix) != 0)
+      continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits[0] == '0') continue;
+    std::error_code e;
+    if (!it->is_regular_file(e) || pid_alive(std::stol(digits))) continue;
+    if (fs::remove(it->path(), e)) removed.push_back(it->path().string());
+  }
+  return removed;
 }
 
 void file_commit(const std::string& temp, const std::string& path) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rfa {
 
@@ -12,6 +13,10 @@ namespace rfa {
 std::string file_read_all(const std::string& path);
 // "<path>.tmp.<pid>": unique per process, in the target's directory (same filesystem).
 std::string file_temp_path(const std::string& path);
+// Removes "<path>.tmp.<pid>" files whose pid is no longer running (a writer
+// killed before it could clean up); returns their paths. A file of a live pid
+// (or of this process) is kept: its writer may still be at work.
+std::vector<std::string> file_temp_remove_stale(const std::string& path);
 // Renames temp over path; throws Error (and removes temp) on failure.
 void file_commit(const std::string& temp, const std::string& path);
 // Writes bytes to a temporary file, then renames it to path; creates parent directories.

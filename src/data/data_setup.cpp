@@ -6,7 +6,9 @@
 #include "config/config_enums.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/file_util.h"
 #include "core/timer.h"
+#include "tokenizer/text_check.h"
 
 namespace rfa {
 namespace {
@@ -16,6 +18,18 @@ void require_corpus(const std::string& path, const char* needed_for) {
     fail("corpus '{}' (needed for {}) does not exist; fetch it with scripts/get-data.sh or point data.corpus at "
          "a UTF-8 text file",
          path, needed_for);
+}
+
+// Removes the tokenizer file at `path` if it still holds the model with `checksum`
+// (the one this process trained); never throws, as it runs while an error propagates.
+void tokenizer_remove_trained(const std::string& path, uint64_t checksum) {
+  try {
+    if (fnv1a64(file_read_all(path)) != checksum) return;
+    std::error_code ec;
+    if (std::filesystem::remove(path, ec))
+      log_warn("data", "removed the tokenizer {} trained by this run, since the token file could not be made", path);
+  } catch (const std::exception&) {
+  }
 }
 
 }  // namespace
@@ -79,6 +93,26 @@ TokenFileStats token_file_prepare_logged(const Config& config, const Tokenizer& 
            tokens_path, stats.train_tokens, stats.train_bytes / 1e6, stats.val_tokens, stats.val_bytes / 1e6,
            timer.seconds());
   return stats;
+}
+
+Tokenizer data_ensure(const Config& config, bool encode_always) {
+  const std::string& corpus = config.data.corpus;
+  const bool encode = encode_always || !std::filesystem::exists(config_tokens_path(config.data));
+  if (encode) {
+    require_corpus(corpus, "the token file");
+    text_file_check(corpus, "corpus (data.corpus)");
+  }
+  const std::string& tokenizer_path = config.tokenizer.path;
+  const bool trains = !std::filesystem::exists(tokenizer_path);
+  Tokenizer tokenizer = tokenizer_ensure(config);
+  if (!encode) return tokenizer;
+  try {
+    token_file_prepare_logged(config, tokenizer);
+  } catch (const std::exception&) {
+    if (trains) tokenizer_remove_trained(tokenizer_path, tokenizer.checksum());
+    throw;
+  }
+  return tokenizer;
 }
 
 }  // namespace rfa

@@ -25,4 +25,11 @@ Tokenizer tokenizer_ensure(const Config& config);
 // replacing any file there, logging sizes, time and progress.
 TokenFileStats token_file_prepare_logged(const Config& config, const Tokenizer& tokenizer);
 
+// `rfa data prepare` (encode_always) and `rfa train` (encodes only a missing
+// token file): checks that data.corpus is text before training anything, then
+// tokenizer_ensure, then encodes. If encoding fails, a tokenizer this call
+// trained is removed again, so later runs do not reuse it; a tokenizer that
+// existed before is never touched.
+Tokenizer data_ensure(const Config& config, bool encode_always);
+
 }  // namespace rfa

@@ -6,13 +6,18 @@
 //   8  u32      format version (kTokenFileVersion)
 //   12 u32      token width in bytes: 2 when V <= 65536, else 4
 //   16 u32      vocab size V of the tokenizer
-//   20 u32      reserved, 0
+//   20 u32      header checksum: low 32 bits of FNV-1a 64 over bytes [0, 64) with
+//               this field read as 0. Each FNV-1a step is a bijection of the state
+//               (xor a byte, multiply by an odd prime), so any change confined to one
+//               byte, in particular every single-bit flip, changes it.
 //   24 u64      token count N
 //   32 u64      split: tokens [0, split) are train, [split, N) validation
 //   40 u64      corpus bytes the train tokens decode to
 //   48 u64      corpus bytes the validation tokens decode to (for bits per byte)
 //   56 u64      tokenizer checksum (Tokenizer::checksum of the model that encoded it)
 //   64 token[N] unsigned 16- or 32-bit ids
+// Version 1 (before the header checksum; bytes 20..23 were 0) is refused: token
+// files are derived data, rebuilt by `rfa data prepare`.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,7 +26,7 @@
 
 namespace rfa {
 
-constexpr uint32_t kTokenFileVersion = 1;
+constexpr uint32_t kTokenFileVersion = 2;
 constexpr int kTokenFileHeaderBytes = 64;
 
 struct TokenFileHeader {
@@ -96,7 +101,9 @@ struct TokenFileStats {
 // rename). Streams the corpus in blocks of lines, so memory stays ~ a few MB
 // regardless of corpus size. The last floor(N * val_fraction) tokens are the
 // validation split; 0 <= val_fraction < 1. Throws Error for a missing or empty
-// corpus or one that is not valid UTF-8 (naming the byte offset).
+// corpus or one that is not text (text_check.h; naming the byte offset); an
+// error leaves no temporary behind, and temporaries of killed earlier runs
+// (file_temp_remove_stale) are removed first.
 TokenFileStats token_file_prepare(const std::string& corpus_path, const Tokenizer& tokenizer,
                                   const std::string& out_path, double val_fraction = 0.1);
 

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/file_util.h"
 
 namespace rfa {
 namespace {
@@ -18,7 +19,16 @@ T get(const unsigned char* p) {
   return v;
 }
 
+constexpr size_t kChecksumOffset = 20;
+
 }  // namespace
+
+uint32_t token_file_header_checksum(const unsigned char* bytes) {
+  std::array<unsigned char, kTokenFileHeaderBytes> b;
+  std::memcpy(b.data(), bytes, b.size());
+  put<uint32_t>(b.data() + kChecksumOffset, 0);
+  return static_cast<uint32_t>(fnv1a64(std::string_view(reinterpret_cast<const char*>(b.data()), b.size())));
+}
 
 std::array<unsigned char, kTokenFileHeaderBytes> token_file_header_bytes(const TokenFileHeader& h) {
   std::array<unsigned char, kTokenFileHeaderBytes> b{};
@@ -26,12 +36,12 @@ std::array<unsigned char, kTokenFileHeaderBytes> token_file_header_bytes(const T
   put<uint32_t>(b.data() + 8, h.version);
   put<uint32_t>(b.data() + 12, h.token_width);
   put<uint32_t>(b.data() + 16, h.vocab_size);
-  put<uint32_t>(b.data() + 20, 0);
   put<int64_t>(b.data() + 24, h.tokens);
   put<int64_t>(b.data() + 32, h.split);
   put<int64_t>(b.data() + 40, h.train_bytes);
   put<int64_t>(b.data() + 48, h.val_bytes);
   put<uint64_t>(b.data() + 56, h.tokenizer_checksum);
+  put<uint32_t>(b.data() + kChecksumOffset, token_file_header_checksum(b.data()));
   return b;
 }
 
@@ -48,9 +58,17 @@ TokenFileHeader token_file_header_parse(const unsigned char* b, size_t file_size
   h.train_bytes = get<int64_t>(b + 40);
   h.val_bytes = get<int64_t>(b + 48);
   h.tokenizer_checksum = get<uint64_t>(b + 56);
+  // Token files are derived data: an old or unknown version is rebuilt, not converted.
+  if (h.version == 1)
+    fail("token file {} has format version 1 (no header checksum), this rfa reads version {}; token files are "
+         "derived from the corpus, so re-run `rfa data prepare` to rebuild it", path, kTokenFileVersion);
   if (h.version != kTokenFileVersion)
-    fail("token file {} has format version {}, this rfa reads version {}; re-run `rfa data prepare`", path, h.version,
-         kTokenFileVersion);
+    fail("token file {} has format version {}, this rfa reads version {}: it is corrupt or from another rfa; re-run "
+         "`rfa data prepare` to rebuild it", path, h.version, kTokenFileVersion);
+  const uint32_t stored = get<uint32_t>(b + kChecksumOffset), actual = token_file_header_checksum(b);
+  if (stored != actual)
+    fail("token file {} is corrupt: its header checksum is {:08x} but its header bytes give {:08x}; re-run `rfa data "
+         "prepare` to rebuild it", path, stored, actual);
   if (h.vocab_size == 0 || h.token_width != token_file_width(h.vocab_size))
     fail("token file {} is corrupt: token width {} bytes for vocab {}; re-run `rfa data prepare`", path,
          h.token_width, h.vocab_size);

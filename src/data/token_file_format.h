@@ -13,9 +13,11 @@ constexpr char kTokenFileMagic[8] = {'R', 'F', 'A', 'T', 'O', 'K', 'S', '\0'};
 // Token width in bytes for a vocab of V: 2 when every id fits in 16 bits.
 inline uint32_t token_file_width(int64_t V) { return V <= 65536 ? 2 : 4; }
 
+// The header checksum (bytes 20..23) of the 64 header bytes at `bytes`.
+uint32_t token_file_header_checksum(const unsigned char* bytes);
 std::array<unsigned char, kTokenFileHeaderBytes> token_file_header_bytes(const TokenFileHeader& h);
-// Parses and checks a header against the file size (bytes = whole file); throws
-// Error naming the path, the bad field and `rfa data prepare` as the fix.
+// Parses and checks a header (magic, version, checksum, fields against the file
+// size); throws Error naming the path, the bad field and `rfa data prepare` as the fix.
 TokenFileHeader token_file_header_parse(const unsigned char* bytes, size_t file_size, const std::string& path);
 
 // token_file_prepare with a chosen block size (corpus bytes read at a time);

@@ -15,6 +15,7 @@
 #include "core/timer.h"
 #include "data/token_file.h"
 #include "data/token_file_format.h"
+#include "tokenizer/text_check.h"
 #include "tokenizer/utf8.h"
 
 namespace rfa {
@@ -132,6 +133,8 @@ TokenFileStats token_file_prepare_blocks(const std::string& corpus_path, const T
 
   std::filesystem::path parent = std::filesystem::path(out_path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  for (const std::string& stale : file_temp_remove_stale(out_path))
+    log_info("data", "removed {}, left behind by an encoding that was killed", stale);
   std::string temp = file_temp_path(out_path);
   File out(std::fopen(temp.c_str(), "w+b"));
   if (!out) fail("cannot create {}: {}", temp, std::strerror(errno));
@@ -176,10 +179,7 @@ TokenFileStats token_file_prepare_blocks(const std::string& corpus_path, const T
     }
     size_t cut = eof ? buf.size() : block_cut(buf);
     std::string_view block(buf.data(), cut);
-    size_t valid = utf8_valid_prefix(block);
-    if (valid != block.size())
-      fail("corpus {} is not valid UTF-8 at byte offset {}; convert it (e.g. `iconv -f latin1 -t utf-8`)",
-           corpus_path, offset + static_cast<int64_t>(valid));
+    text_check(block, corpus_path, "corpus", offset);
     encode_pieces(tok, block, piece_bytes, pieces, ids);
     int64_t piece_offset = offset;
     for (size_t k = 0; k < pieces.size(); ++k) {

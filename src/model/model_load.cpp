@@ -4,6 +4,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/checkpoint_tokenizer.h"
 #include "checkpoint/file_io.h"
 #include "checkpoint/xxhash64.h"
 #include "config/config_load.h"
@@ -24,21 +25,21 @@ bool is_checkpoint(const fs::path& p) { return fs::exists(p / "model.safetensors
 // if it is byte-identical to the one recorded in state.json.
 std::unique_ptr<Tokenizer> tokenizer_of(const std::string& dir, const TrainState& state, const Config& config) {
   const std::string copy = dir + "/tokenizer.model";
-  if (fs::exists(copy)) return std::make_unique<Tokenizer>(Tokenizer::load(copy));
   const std::string& path = config.tokenizer.path;
+  checkpoint_tokenizer_verify(dir, state, path);  // before parsing: a corrupt copy may not parse at all
+  if (fs::exists(copy)) return std::make_unique<Tokenizer>(Tokenizer::load(copy));
   if (state.tokenizer_checksum.empty())
     fail("checkpoint {} has no tokenizer.model and its state.json records no tokenizer checksum, so the "
          "tokenizer cannot be identified; re-save the checkpoint with its tokenizer",
          dir);
   if (!fs::exists(path))
-    fail("checkpoint {} has no tokenizer.model and the config's tokenizer.path '{}' does not exist; copy the "
-         "tokenizer used in training to {}/tokenizer.model",
-         dir, path, dir);
+    fail("checkpoint {} has no tokenizer.model and the config's tokenizer.path '{}' does not exist; {}", dir, path,
+         tokenizer_restore_advice(dir, state.tokenizer_checksum, ""));
   std::string actual = file_checksum(path);
   if (actual != state.tokenizer_checksum)
-    fail("checkpoint {} has no tokenizer.model and '{}' has checksum {}, not the {} recorded in training; "
-         "it is a different tokenizer. Copy the training tokenizer to {}/tokenizer.model",
-         dir, path, actual, state.tokenizer_checksum, dir);
+    fail("checkpoint {} has no tokenizer.model and '{}' has checksum {}, not the {} recorded in training: it is a "
+         "different tokenizer; {}",
+         dir, path, actual, state.tokenizer_checksum, tokenizer_restore_advice(dir, state.tokenizer_checksum, ""));
   log_info("load", "checkpoint has no tokenizer copy; using {} (checksum matches)", path);
   return std::make_unique<Tokenizer>(Tokenizer::load(path));
 }

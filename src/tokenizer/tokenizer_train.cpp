@@ -15,6 +15,7 @@
 #include "core/parallel.h"
 #include "core/rng.h"
 #include "core/timer.h"
+#include "tokenizer/text_check.h"
 #include "tokenizer/tokenizer.h"
 
 // Present in libsentencepiece 0.1.97 but not declared in its public headers;
@@ -120,6 +121,7 @@ void tokenizer_train(const TokenizerTrainOptions& o) {
   if (!(o.character_coverage > 0.0 && o.character_coverage <= 1.0))
     fail("tokenizer character_coverage {} must be in (0, 1]", o.character_coverage);
   if (o.model_path.empty()) fail("tokenizer model path is empty; set tokenizer.path");
+  text_file_check(o.corpus, "tokenizer corpus");  // SentencePiece would train on binary data as U+FFFD
 
   std::unordered_map<std::string, std::string> args = {
       {"model_prefix", ""},  // the model comes back as bytes; we write it ourselves
@@ -150,6 +152,8 @@ void tokenizer_train(const TokenizerTrainOptions& o) {
   if (!status.ok()) fail_training(o, status.ToString(), lines.pieces());
   // A char model has one piece per distinct character, so its vocab may be below vocab_size.
   int vocab = Tokenizer::from_bytes(model, o.model_path).vocab_size();
+  for (const std::string& stale : file_temp_remove_stale(o.model_path))
+    log_info("tokenizer", "removed {}, left behind by a tokenizer training that was killed", stale);
   file_write_atomic(o.model_path, model);
   log_info("tokenizer", "trained {} model, vocab {}, on {} ({} lines read) in {:.2f}s -> {} ({} bytes)",
            model_type_name(o.kind), vocab, o.corpus, lines.pieces(), timer.seconds(), o.model_path, model.size());

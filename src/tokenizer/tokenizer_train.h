@@ -28,7 +28,9 @@ struct TokenizerTrainOptions {
 };
 
 // Throws Error (naming the path or value and the fix) for a missing or empty
-// corpus, a vocab size too small for the byte tokens or too large for the corpus.
+// corpus, one that is not text (text_check.h), a vocab size too small for the
+// byte tokens or too large for the corpus. The model is parsed back before it is
+// renamed into place, so a failure never leaves or replaces a model file.
 void tokenizer_train(const TokenizerTrainOptions& options);
 
 // Smallest vocab_size tokenizer_train accepts: 3 control tokens + 256 bytes + 1.

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/checkpoint_tokenizer.h"
 #include "checkpoint/file_io.h"
 #include "checkpoint/json.h"
 #include "checkpoint/xxhash64.h"
@@ -39,16 +40,16 @@ std::string run_dir_of(const std::string& checkpoint_dir) {
 // checks it against state.json), else the config's path if its checksum matches.
 std::string tokenizer_of(const std::string& dir, const TrainState& state, const Config& config) {
   const std::string copy = dir + "/tokenizer.model";
-  if (fs::exists(copy)) return copy;
   const std::string& path = config.tokenizer.path;
+  checkpoint_tokenizer_verify(dir, state, path);
+  if (fs::exists(copy)) return copy;
   if (state.tokenizer_checksum.empty() || !fs::exists(path))
     fail("checkpoint {} has no tokenizer.model and the tokenizer it was trained with cannot be identified "
          "(tokenizer.path '{}'); copy the training tokenizer to {}/tokenizer.model",
          dir, path, dir);
   if (std::string actual = file_checksum(path); actual != state.tokenizer_checksum)
-    fail("checkpoint {} has no tokenizer.model and '{}' has checksum {}, not the {} recorded in training; copy the "
-         "training tokenizer to {}/tokenizer.model",
-         dir, path, actual, state.tokenizer_checksum, dir);
+    fail("checkpoint {} has no tokenizer.model and '{}' has checksum {}, not the {} recorded in training; {}", dir,
+         path, actual, state.tokenizer_checksum, tokenizer_restore_advice(dir, state.tokenizer_checksum, ""));
   return path;
 }
 

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "data/token_file.h"
+#include "data/token_file_format.h"
 #include "support/corpus.h"
 #include "support/temp_dir.h"
 #include "support/trained_tokenizer.h"
@@ -27,6 +28,15 @@ void patch(const std::string& path, long offset, const std::string& bytes) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
   f.seekp(offset);
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Overwrites header bytes and recomputes the header checksum, so the damage
+// reaches the field checks behind it (as a buggy writer's would).
+void patch_header(const std::string& path, long offset, const std::string& bytes) {
+  patch(path, offset, bytes);
+  std::string header = file_read_all(path).substr(0, kTokenFileHeaderBytes);
+  uint32_t sum = token_file_header_checksum(reinterpret_cast<const unsigned char*>(header.data()));
+  patch(path, 20, std::string(reinterpret_cast<const char*>(&sum), 4));
 }
 
 int count_files(const TempDir& dir) {
@@ -102,7 +112,7 @@ TEST_CASE("token file: corpus errors name the file and the fix") {
                        doctest::Contains("is empty"), Error);
   std::string latin1 = dir.write("latin1.txt", "plain line\ncaf\xE9 au lait\n");  // 0xE9 = é in Latin-1
   CHECK_THROWS_WITH_AS(token_file_prepare(latin1, tok, dir.file("x.tokens")),
-                       doctest::Contains("not valid UTF-8 at byte offset 14"), Error);
+                       doctest::Contains("is not UTF-8 text: invalid UTF-8 at byte offset 14"), Error);
   CHECK_FALSE(std::filesystem::exists(dir.file("x.tokens")));
   CHECK(count_files(dir) == 4);  // corpus, model, empty, latin1: the failed run left no temporary
 }
@@ -141,8 +151,22 @@ TEST_CASE("token file: open rejects files that do not match or are damaged") {
   }
   SUBCASE("other format version") {
     std::string path = copy("version.tokens", bytes);
-    patch(path, 8, std::string("\x02\0\0\0", 4));
-    CHECK_THROWS_WITH_AS(TokenFile::open(path, tok), doctest::Contains("format version 2"), Error);
+    patch_header(path, 8, std::string("\x03\0\0\0", 4));
+    CHECK_THROWS_WITH_AS(TokenFile::open(path, tok), doctest::Contains("format version 3, this rfa reads version 2"),
+                         Error);
+  }
+  SUBCASE("a version 1 file (no header checksum) is refused with the way to rebuild it") {
+    std::string path = copy("v1.tokens", bytes);
+    patch(path, 8, std::string("\x01\0\0\0", 4));
+    patch(path, 20, std::string(4, '\0'));  // version 1 kept these bytes 0
+    CHECK_THROWS_WITH_AS(TokenFile::open(path, tok), doctest::Contains("format version 1 (no header checksum)"), Error);
+    CHECK_THROWS_WITH_AS(TokenFile::open(path, tok), doctest::Contains("re-run `rfa data prepare` to rebuild it"),
+                         Error);
+  }
+  SUBCASE("a changed header field is caught by the header checksum") {
+    std::string path = copy("field.tokens", bytes);
+    patch(path, 40, std::string("\x01", 1));  // train bytes: no other check would notice
+    CHECK_THROWS_WITH_AS(TokenFile::open(path, tok), doctest::Contains("is corrupt: its header checksum is"), Error);
   }
   SUBCASE("a token id outside the vocab") {
     std::string path = copy("id.tokens", bytes);
@@ -151,7 +175,7 @@ TEST_CASE("token file: open rejects files that do not match or are damaged") {
   }
   SUBCASE("split beyond the token count") {
     std::string path = copy("split.tokens", bytes);
-    patch(path, 32, std::string("\xff\xff\xff\x0f\0\0\0\0", 8));
+    patch_header(path, 32, std::string("\xff\xff\xff\x0f\0\0\0\0", 8));
     CHECK_THROWS_WITH_AS(TokenFile::open(path, tok), doctest::Contains("corrupt: split"), Error);
   }
   SUBCASE("missing file") {
@@ -159,4 +183,34 @@ TEST_CASE("token file: open rejects files that do not match or are damaged") {
   }
   TokenFile ok = TokenFile::open(good, tok);  // the original stays valid throughout
   CHECK(ok.header().tokens > 0);
+}
+
+TEST_CASE("token file: every single-bit flip in the header is refused") {
+  TempDir dir;
+  std::string corpus = dir.write("corpus.txt", test::corpus_make(100));
+  Tokenizer tok = train(dir, corpus, 300, "char.model", TokenizerKind::character);
+  std::string good = dir.file("good.tokens");
+  token_file_prepare(corpus, tok, good, 0.1);
+  const std::string bytes = file_read_all(good);
+  const auto* header = reinterpret_cast<const unsigned char*>(bytes.data());
+  CHECK(token_file_header_parse(header, bytes.size(), good).tokens > 0);
+
+  std::vector<int> accepted;  // bits whose flip went unnoticed
+  for (int bit = 0; bit < 8 * kTokenFileHeaderBytes; ++bit) {
+    std::string flipped = bytes.substr(0, kTokenFileHeaderBytes);
+    flipped[bit / 8] = static_cast<char>(flipped[bit / 8] ^ (1 << (bit % 8)));
+    try {
+      token_file_header_parse(reinterpret_cast<const unsigned char*>(flipped.data()), bytes.size(), good);
+      accepted.push_back(bit);
+    } catch (const Error& e) {
+      CAPTURE(bit);
+      CHECK(std::string(e.what()).find("rfa data prepare") != std::string::npos);
+    }
+  }
+  CHECK(accepted.empty());
+
+  // The same through the file: a flipped bit in the token count is a checksum error, not a size error.
+  std::string path = dir.write("flip.tokens", bytes);
+  patch(path, 24, std::string(1, static_cast<char>(bytes[24] ^ 0x01)));
+  CHECK_THROWS_WITH_AS(TokenFile::open(path, tok), doctest::Contains("header checksum"), Error);
 }

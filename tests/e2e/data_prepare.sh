@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # `rfa tokenizer train` and `rfa data prepare` on a small generated corpus:
 # prepare trains the missing tokenizer, then reuses it; outputs land where the
-# config says; a missing corpus fails with its path on stderr.
+# config says; a missing corpus fails with its path on stderr; a corpus that is
+# not text is refused before a tokenizer is trained; a failed prepare removes
+# the tokenizer it trained; a killed prepare's temporary is removed by the next;
+# a flipped bit in a token file's header is refused.
 # Usage: data_prepare.sh <path-to-rfa> <source-dir>
 set -euo pipefail
 source "$(dirname "$0")/lib/common.bash"
@@ -45,5 +48,67 @@ if "$rfa" data prepare --config "$tmp/cfg.yaml" --set "data.corpus=$tmp/missing.
   fail "prepare with a missing corpus exited 0"
 fi
 expect_in "$tmp/missing.log" "$tmp/missing.txt"
+
+# Not text (random bytes, deterministic): refused naming the file and the offset, leaving no tokenizer.
+LC_ALL=C awk 'BEGIN { srand(1); for (i = 0; i < 65536; i++) printf "%c", int(rand() * 256) }' >"$tmp/random.bin"
+if "$rfa" tokenizer train --config "$tmp/cfg.yaml" --set "tokenizer.corpus=$tmp/random.bin" \
+  --set "tokenizer.path=$tmp/rand.model" 2>"$tmp/rand.log"; then
+  fail "tokenizer train accepted random bytes"
+fi
+expect_in "$tmp/rand.log" "tokenizer corpus $tmp/random.bin is not"
+expect_in "$tmp/rand.log" "at byte offset"
+ls "$tmp"/rand.model* >/dev/null 2>&1 && fail "a failed tokenizer train left $(ls "$tmp"/rand.model*)"
+# data prepare checks the corpus before training the missing tokenizer.
+if "$rfa" data prepare --config "$tmp/cfg.yaml" --set "data.corpus=$tmp/random.bin" \
+  --set "tokenizer.path=$tmp/rand.model" --set "data.tokens=$tmp/rand.tokens" 2>"$tmp/rand2.log"; then
+  fail "data prepare accepted random bytes"
+fi
+expect_in "$tmp/rand2.log" "corpus (data.corpus) $tmp/random.bin is not"
+grep -qF "training it" "$tmp/rand2.log" && fail "data prepare trained a tokenizer on random bytes"
+ls "$tmp"/rand.model* "$tmp"/rand.tokens* >/dev/null 2>&1 && fail "a refused prepare left files behind"
+
+# A prepare that fails after training its tokenizer removes that tokenizer (later runs would reuse it).
+echo "a file, not a directory" >"$tmp/blocker"
+if "$rfa" data prepare --config "$tmp/cfg.yaml" --set "tokenizer.path=$tmp/new.model" \
+  --set "data.tokens=$tmp/blocker/x.tokens" 2>"$tmp/blocked.log"; then
+  fail "prepare into a path under a file exited 0"
+fi
+expect_in "$tmp/blocked.log" "removed the tokenizer $tmp/new.model trained by this run"
+[ ! -e "$tmp/new.model" ] || fail "the failed prepare left the tokenizer it trained"
+# ... but never a tokenizer that was there before.
+if "$rfa" data prepare --config "$tmp/cfg.yaml" --set "data.tokens=$tmp/blocker/x.tokens" 2>"$tmp/blocked2.log"; then
+  fail "prepare into a path under a file exited 0"
+fi
+[ "$(md5sum <"$tmp/out/tok.model")" = "$model_sum" ] || fail "a failed prepare touched the existing tokenizer"
+
+# A killed prepare leaves its temporary file; the next prepare removes it (the pid is dead).
+line=$(head -1 "$tmp/corpus.txt")
+(yes "$line" || true) | head -c 40000000 >"$tmp/big.txt"
+"$rfa" --threads 1 data prepare --config "$tmp/cfg.yaml" --set "data.corpus=$tmp/big.txt" 2>/dev/null &
+pid=$!
+for _ in $(seq 1 600); do
+  ls "$tmp"/out/corpus.tokens.tmp.* >/dev/null 2>&1 && break
+  sleep 0.05
+done
+stale=$(ls "$tmp"/out/corpus.tokens.tmp.* 2>/dev/null) || fail "prepare of 40 MB wrote no temporary in 30 s"
+kill -9 "$pid"
+wait "$pid" 2>/dev/null || true
+pid=
+[ -e "$stale" ] || fail "the killed prepare left no temporary (it should: SIGKILL runs no cleanup)"
+"$rfa" data prepare --config "$tmp/cfg.yaml" 2>"$tmp/stale.log" || { cat "$tmp/stale.log" >&2; fail "prepare after kill"; }
+expect_in "$tmp/stale.log" "removed $stale, left behind by an encoding that was killed"
+[ ! -e "$stale" ] || fail "the stale temporary $stale is still there"
+
+# The header is checksummed: a flipped bit in the token count is refused by name.
+cp "$tmp/out/corpus.tokens" "$tmp/flip.tokens"
+byte=$(od -An -tu1 -j24 -N1 "$tmp/flip.tokens" | tr -d ' ')
+printf "\\x$(printf %02x $((byte ^ 1)))" | dd of="$tmp/flip.tokens" bs=1 seek=24 conv=notrunc 2>/dev/null
+cmp -s "$tmp/out/corpus.tokens" "$tmp/flip.tokens" && fail "the bit flip did not change the file"
+config_write "$tmp/run.yaml" rfa_gate "run_dir: $tmp/run, batch_size: 2, steps: 1, eval_every: 0"
+if "$rfa" train --config "$tmp/run.yaml" --set "tokenizer.path=$tmp/out/tok.model" --set tokenizer.kind=bpe \
+  --set tokenizer.vocab_size=320 --set "data.tokens=$tmp/flip.tokens" 2>"$tmp/flip.log"; then
+  fail "train read a token file with a flipped header bit"
+fi
+expect_in "$tmp/flip.log" "token file $tmp/flip.tokens is corrupt: its header checksum"
 
 echo "data_prepare: all checks passed"

@@ -74,6 +74,13 @@ if "$rfa" generate "$tmp/run-softmax" -p x -n 2 --save-state "$tmp/s2" >/dev/nul
 expect_in "$tmp/err.log" "needs an RFA model"
 if "$rfa" generate "$run" -p "" >/dev/null 2>"$tmp/err.log"; then fail "empty prompt accepted"; fi
 expect_in "$tmp/err.log" "prompt is empty"
+# eval --data takes UTF-8 text only: not random bytes, not a token file.
+LC_ALL=C awk 'BEGIN { srand(1); for (i = 0; i < 65536; i++) printf "%c", int(rand() * 256) }' >"$tmp/random.bin"
+if "$rfa" eval perplexity "$run" --data "$tmp/random.bin" >/dev/null 2>"$tmp/err.log"; then fail "eval --data random bytes exited 0"; fi
+expect_in "$tmp/err.log" "--data file $tmp/random.bin is not"
+expect_in "$tmp/err.log" "at byte offset"
+if "$rfa" eval perplexity "$run" --data "$tmp/data/corpus.tokens" >/dev/null 2>"$tmp/err.log"; then fail "eval --data token file exited 0"; fi
+expect_in "$tmp/err.log" "is a token file, not text; evaluate it with --tokens $tmp/data/corpus.tokens"
 
 "$rfa" bench decode --positions 16,64 --steps 4 --repeats 1 --set model.d_model=32 --set model.n_heads=2 \
   --set model.n_layers=2 --vocab 50 >"$tmp/bench.txt" 2>"$tmp/bench.log" || { cat "$tmp/bench.log" >&2; fail "bench decode"; }

@@ -4,9 +4,11 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/file_io.h"
 #include "checkpoint/xxhash64.h"
 #include "config/config_load.h"
 #include "core/error.h"
@@ -86,4 +88,24 @@ TEST_CASE("model_load: the tokenizer is never guessed") {
   CHECK_THROWS_WITH_AS(model_load(dir.file("bad")), doctest::Contains("different tokenizer"), Error);
   CHECK_THROWS_WITH_AS(model_load(dir.file("nowhere")), doctest::Contains("does not exist"), Error);
   CHECK_THROWS_WITH_AS(model_load(dir.path()), doctest::Contains("has the run saved a checkpoint"), Error);
+}
+
+TEST_CASE("model_load: a corrupt tokenizer copy is named, with an intact copy to restore it from") {
+  test::TempDir dir;
+  const std::string tok = train_tokenizer(dir, "tok", 1);
+  save(dir.file("run/checkpoints"), tok, true, tok);
+  const std::string copy = dir.file("run/checkpoints/step-000007/tokenizer.model");
+  std::string bytes = file_read_text(copy);
+  file_write_durable(copy, bytes.substr(0, bytes.size() / 2));  // no longer parses as a SentencePiece model
+  try {
+    model_load(dir.file("run"));
+    FAIL("a corrupt tokenizer copy was accepted");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("tokenizer copy " + copy + " is corrupt") != std::string::npos);
+    CHECK(what.find("`cp " + tok + " " + copy + "`") != std::string::npos);  // the config's path matches
+    CHECK(what.find("rfa tokenizer train") == std::string::npos);  // re-training never fits the model
+  }
+  std::filesystem::copy_file(tok, copy, std::filesystem::copy_options::overwrite_existing);  // the advice
+  CHECK(model_load(dir.file("run")).tokenizer->checksum() == Tokenizer::load(tok).checksum());
 }

@@ -1,11 +1,15 @@
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "core/file_util.h"
+#include "core/rng.h"
 #include "support/corpus.h"
 #include "support/temp_dir.h"
 #include "support/trained_tokenizer.h"
@@ -165,4 +169,62 @@ TEST_CASE("tokenizer: lines longer than SentencePiece's limit still train") {
   CHECK(tok.decode(tok.encode(words)) == words);
   // The characters of the space-free line made it into the vocabulary: one token each.
   CHECK(tok.encode("中").size() == 1);
+}
+
+TEST_CASE("tokenizer: a corpus that is not text is refused, leaving no model and an old one untouched") {
+  TempDir dir;
+  TokenizerTrainOptions o;
+  o.model_path = dir.file("m.model");
+  o.vocab_size = 340;
+  std::string random;  // what `head -c 1M /dev/urandom` gives, deterministically
+  CounterRng rng(5);
+  for (int i = 0; i < 200000; ++i) random += static_cast<char>(rng.below(256));
+  o.corpus = dir.write("random.bin", random);
+  size_t first_bad = 0;
+  while (static_cast<unsigned char>(random[first_bad]) < 0x80 && random[first_bad] != '\0') ++first_bad;
+  const std::string named = "tokenizer corpus " + o.corpus + " is not";
+  const std::string where = fmt::format("at byte offset {}", first_bad);
+  CHECK_THROWS_WITH_AS(tokenizer_train(o), doctest::Contains(named.c_str()), Error);
+  CHECK_THROWS_WITH_AS(tokenizer_train(o), doctest::Contains(where.c_str()), Error);
+  CHECK_FALSE(std::filesystem::exists(o.model_path));
+
+  // Text with a NUL deep inside (past the first 1 MiB block).
+  std::string text = test::corpus_make(40000);
+  REQUIRE(text.size() > (1u << 20) + 10);
+  text[(1 << 20) + 5] = '\0';
+  o.corpus = dir.write("nul.txt", text);
+  CHECK_THROWS_WITH_AS(tokenizer_train(o),
+                       doctest::Contains(fmt::format("NUL byte at byte offset {}", (1 << 20) + 5).c_str()), Error);
+
+  // A temporary left by a killed training (its pid is gone) is removed by the next one.
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  REQUIRE(child > 0);
+  ::waitpid(child, nullptr, 0);
+  const std::string stale = dir.write("m.model.tmp." + std::to_string(child), "half a model");
+  // A failed re-train keeps the model that was there, byte for byte.
+  o.corpus = dir.write("good.txt", test::corpus_make(200));
+  tokenizer_train(o);
+  CHECK_FALSE(std::filesystem::exists(stale));
+  const std::string before = file_read_all(o.model_path);
+  o.corpus = dir.write("latin1.txt", "plain line\ncaf\xE9 au lait\n");
+  CHECK_THROWS_WITH_AS(tokenizer_train(o), doctest::Contains("at byte offset 14 (byte 0xe9)"), Error);
+  CHECK(file_read_all(o.model_path) == before);
+  int files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir.path()))
+    files += e.path().string().find(".tmp.") != std::string::npos;
+  CHECK(files == 0);
+}
+
+TEST_CASE("tokenizer: too little text for the vocab is refused with the largest vocab it allows") {
+  TempDir dir;
+  TokenizerTrainOptions o;
+  o.model_path = dir.file("m.model");
+  o.corpus = dir.write("tiny.txt", "hello world\n");
+  for (TokenizerKind kind : {TokenizerKind::bpe, TokenizerKind::unigram}) {
+    o.kind = kind;
+    o.vocab_size = 1024;
+    CHECK_THROWS_WITH_AS(tokenizer_train(o), doctest::Contains("set tokenizer.vocab_size <="), Error);
+  }
+  CHECK_FALSE(std::filesystem::exists(o.model_path));
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/file_io.h"
 #include "checkpoint/xxhash64.h"
 #include "config/config_load.h"
 #include "core/error.h"
@@ -164,6 +165,12 @@ TEST_CASE("resume: the saved config is used; --set may change only cadence, leng
   }
   SUBCASE("setting a key to its saved value is no change") {
     CHECK_NOTHROW(resume_prepare(run, {"model.d_model=32"}));
+  }
+  SUBCASE("a corrupt tokenizer copy is named, with the intact tokenizer.path to restore it from") {
+    file_write_durable(checkpoint + "/tokenizer.model", "stand-iN");
+    const std::string fix = "`cp " + tokenizer + " " + checkpoint + "/tokenizer.model`";
+    CHECK_THROWS_WITH_AS(resume_prepare(run, {"tokenizer.path=" + tokenizer}), doctest::Contains(fix.c_str()), Error);
+    CHECK_THROWS_WITH_AS(resume_prepare(run, {}), doctest::Contains("no intact copy was found"), Error);
   }
   SUBCASE("a run without checkpoints says so") {
     CHECK_THROWS_WITH_AS(resume_prepare(dir / "nothing", {}), doctest::Contains("does not exist"), Error);
