@@ -233,6 +233,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   log_info("train", "done: {} steps, final val loss {:.4f} (best {:.4f}), {} in steps ({} wall), {:.0f} tok/s",
            result.steps, result.final_val_loss, result.best_val_loss, duration_text(result.train_seconds),
            duration_text(result.wall_seconds), result.tokens_per_s);
+  log_info("train", "loss curves: scripts/plot-runs.py {} -o {}/loss.png", run_dir, run_dir);
   return result;
 }
 
