@@ -7,7 +7,7 @@
 #     the last one logged;
 #   a second `rfa train`, `--overwrite` or `--resume` on a directory in use is refused naming the
 #     holder's pid (readers still work); the lock dies with its holder, even on SIGKILL;
-#   a checkpoint directory that accepts no new files is refused before the first step;
+#   a run or checkpoint directory that accepts no new files is refused before the first step;
 #   an edited state.json step (6 -> 7, 6 -> 2) is refused naming the file.
 # Usage: run_dir.sh <path-to-rfa> <source-dir>
 set -euo pipefail
@@ -99,22 +99,27 @@ train "$tmp/l4.log" --resume "$L" --stop-after $((step + 2))
 expect_in "$tmp/l4.log" "stopped after step $((step + 2))"
 echo "run_dir: second trainer refused naming pid; resumed after SIGKILL from step $step"
 
-# A checkpoint directory that takes no new files is refused before any step.
-if [ "$(id -u)" = 0 ]; then  # root ignores permission bits; the immutable attribute binds it too
-  chattr +i "$A/checkpoints" 2>/dev/null && frozen=$A/checkpoints
-else
-  chmod a-w "$A/checkpoints" && frozen=$A/checkpoints
-fi
-if [ -n "$frozen" ]; then
-  refused "$tmp/w.log" "the checkpoint directory '$A/checkpoints' does not accept new files" --resume "$A" \
-    --set train.steps=20
-  if grep -q "\[train\] step " "$tmp/w.log"; then cat "$tmp/w.log" >&2; fail "trained before refusing"; fi
+# A run or checkpoint directory that takes no new files is refused before any step.
+freeze() {  # root ignores permission bits; the immutable attribute binds it too
+  if [ "$(id -u)" = 0 ]; then chattr +i "$1" 2>/dev/null && frozen=$1; else chmod a-w "$1" && frozen=$1; fi
+}
+thaw() {
   if [ "$(id -u)" = 0 ]; then chattr -i "$frozen"; else chmod u+w "$frozen"; fi
   frozen=
-  echo "run_dir: a non-writable checkpoint directory refused before training"
-else
-  echo "run_dir: SKIPPED the non-writable check: cannot make a directory read-only for root here (no chattr +i)"
-fi
+}
+for dir in "$A/checkpoints" "$A"; do
+  freeze "$dir" || true
+  if [ -z "$frozen" ]; then
+    echo "run_dir: SKIPPED the non-writable check: cannot make a directory read-only for root here (no chattr +i)"
+    break
+  fi
+  what="train.run_dir"
+  [ "$dir" = "$A" ] || what="the checkpoint directory"
+  refused "$tmp/w.log" "$what '$dir' does not accept new files" --resume "$A" --set train.steps=20
+  if grep -q "\[train\] step " "$tmp/w.log"; then cat "$tmp/w.log" >&2; fail "trained before refusing"; fi
+  thaw
+  echo "run_dir: a non-writable $dir refused before training"
+done
 
 # state.json is checksummed: an edited step is refused naming the file.
 state=$A/checkpoints/step-000006/state.json
