@@ -17,13 +17,44 @@ constexpr const char* kOptimizerFile = "optimizer.safetensors";
 constexpr const char* kStateFile = "state.json";
 constexpr const char* kConfigFile = "config.yaml";
 constexpr const char* kTokenizerFile = "tokenizer.model";
+// Metadata of both safetensors files (from format version 2): the optimizer step they hold.
+constexpr const char* kStepKey = "rfa.step";
+
+// state.json's step must agree with the directory name and with the step both tensor
+// files were written at (their metadata is under the table checksum, so it cannot drift
+// alone): an edited step would resume at the wrong point of the schedule and overwrite
+// another checkpoint.
+void check_step(const std::string& dir, const std::string& state_path, const TrainState& state,
+                const SafetensorsFile& file, const std::string& file_path) {
+  const std::string fix = fmt::format(
+      "restore the original {}, or resume from another checkpoint with `rfa train --resume RUN/checkpoints/step-N`",
+      state_path);
+  std::filesystem::path name = std::filesystem::path(dir).lexically_normal();
+  if (!name.has_filename()) name = name.parent_path();  // "step-000012/"
+  const int64_t named = checkpoint_name_step(name.filename().string());
+  if (named >= 0 && named != state.step)
+    fail("{}: step {} does not match its checkpoint directory {} (step {}); {}", state_path, state.step,
+         name.filename().string(), named, fix);
+  auto it = file.metadata.find(kStepKey);
+  if (it == file.metadata.end()) {
+    if (state.format_version >= 2)
+      fail("{}: no \"{}\" metadata, which format version {} requires; the checkpoint is damaged: resume from "
+           "another checkpoint",
+           file_path, kStepKey, state.format_version);
+    return;
+  }
+  if (it->second != std::to_string(state.step))
+    fail("{}: step {} does not match the step {} that {} was written at; {}", state_path, state.step, it->second,
+         file_path, fix);
+}
 
 }  // namespace
 
 std::string checkpoint_save(const std::string& root, const CheckpointContents& c, const CheckpointConfig& retention) {
+  const std::string step = std::to_string(c.state.step);
   std::string dir = checkpoint_dir_commit(root, checkpoint_name(c.state.step), [&](const std::string& temp) {
-    safetensors_write(temp + "/" + kModelFile, c.model, {{"rfa.content", "model"}});
-    safetensors_write(temp + "/" + kOptimizerFile, c.optimizer, {{"rfa.content", "optimizer"}});
+    safetensors_write(temp + "/" + kModelFile, c.model, {{"rfa.content", "model"}, {kStepKey, step}});
+    safetensors_write(temp + "/" + kOptimizerFile, c.optimizer, {{"rfa.content", "optimizer"}, {kStepKey, step}});
     file_write_durable(temp + "/" + kStateFile, train_state_serialize(c.state));
     file_write_durable(temp + "/" + kConfigFile, c.config_yaml);
     if (!c.tokenizer_path.empty()) file_copy_durable(c.tokenizer_path, temp + "/" + kTokenizerFile);
@@ -47,10 +78,12 @@ LoadedCheckpoint checkpoint_load(const std::string& dir, const std::vector<Tenso
   const std::string model_path = dir + "/" + kModelFile;
   out.model = safetensors_read(model_path);
   safetensors_validate(out.model, model_expected, model_path);
+  check_step(dir, state_path, out.state, out.model, model_path);
   if (!optimizer_expected.empty()) {
     const std::string optimizer_path = dir + "/" + kOptimizerFile;
     out.optimizer = safetensors_read(optimizer_path);
     safetensors_validate(out.optimizer, optimizer_expected, optimizer_path);
+    check_step(dir, state_path, out.state, out.optimizer, optimizer_path);
   }
   out.config_yaml = file_read_text(dir + "/" + kConfigFile);
   const std::string tokenizer = dir + "/" + kTokenizerFile;

@@ -23,8 +23,9 @@ namespace {
 constexpr const char* kLatest = "latest";
 constexpr const char* kTempMarker = ".tmp-";
 
-// "step-000500" -> 500; -1 if the name is not a checkpoint name.
-int64_t step_of(const std::string& name) {
+}  // namespace
+
+int64_t checkpoint_name_step(const std::string& name) {
   if (name.rfind("step-", 0) != 0 || name.size() == 5) return -1;
   int64_t step = 0;
   for (size_t i = 5; i < name.size(); ++i) {
@@ -33,6 +34,8 @@ int64_t step_of(const std::string& name) {
   }
   return step;
 }
+
+namespace {
 
 void check_name(const std::string& name) {
   if (name.empty() || name == kLatest || name == "." || name == ".." || name.find('/') != std::string::npos ||
@@ -150,7 +153,7 @@ std::vector<CheckpointEntry> checkpoint_list(const std::string& root) {
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(root, ec)) {
     std::string name = entry.path().filename().string();
-    int64_t step = step_of(name);
+    int64_t step = checkpoint_name_step(name);
     std::error_code type_ec;
     if (step < 0 || !entry.is_directory(type_ec)) continue;
     double val_loss = std::nan("");

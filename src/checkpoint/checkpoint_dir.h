@@ -14,6 +14,7 @@
 namespace rfa {
 
 std::string checkpoint_name(int64_t step);  // "step-000500" (at least 6 digits)
+int64_t checkpoint_name_step(const std::string& name);  // "step-000500" -> 500; -1 if not such a name
 
 // Creates root if needed, runs fill(temp_dir) to write the files (fill should fsync
 // what it writes; FileWriter/safetensors_write do), fsyncs the temp dir, renames it to

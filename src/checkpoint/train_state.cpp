@@ -3,15 +3,18 @@
 #include <cmath>
 
 #include "checkpoint/json.h"
+#include "checkpoint/xxhash64.h"
 #include "core/error.h"
 
 namespace rfa {
+namespace {
 
-std::string train_state_serialize(const TrainState& s) {
+// Every field but the checksum, one per line, as written: the text the checksum covers.
+// Parsed values print back to the same text (numbers in shortest round-trip form).
+std::string state_fields(const TrainState& s) {
   // NaN / inf are not JSON: they are written as null and read back as NaN (val_loss)
   // or +inf (best_val_loss: no evaluation yet).
   return fmt::format(
-      "{{\n"
       "  \"format_version\": {},\n"
       "  \"step\": {},\n"
       "  \"seed\": {},\n"
@@ -21,10 +24,20 @@ std::string train_state_serialize(const TrainState& s) {
       "  \"val_loss\": {},\n"
       "  \"best_val_loss\": {},\n"
       "  \"tokenizer_checksum\": {},\n"
-      "  \"threads\": {}\n"
-      "}}\n",
+      "  \"threads\": {}",
       s.format_version, s.step, s.seed, s.data_position, s.tokens_seen, json_number(s.wall_seconds),
       json_number(s.val_loss), json_number(s.best_val_loss), json_quote(s.tokenizer_checksum), s.threads);
+}
+
+std::string state_checksum(const TrainState& s) {
+  const std::string fields = state_fields(s);
+  return hash_hex(xxhash64(fields.data(), fields.size()));
+}
+
+}  // namespace
+
+std::string train_state_serialize(const TrainState& s) {
+  return fmt::format("{{\n{},\n  \"checksum\": {}\n}}\n", state_fields(s), json_quote(state_checksum(s)));
 }
 
 TrainState train_state_parse(std::string_view json, const std::string& source) {
@@ -38,9 +51,9 @@ TrainState train_state_parse(std::string_view json, const std::string& source) {
   auto what = [&](const char* name) { return fmt::format("{}: \"{}\"", source, name); };
   TrainState s;
   int64_t version = field("format_version").as_int64(what("format_version"));
-  if (version != kCheckpointFormatVersion) {
-    fail("{}: checkpoint format_version {} is not supported; this rfa reads version {}", source, version,
-         kCheckpointFormatVersion);
+  if (version < kCheckpointFormatOldest || version > kCheckpointFormatVersion) {
+    fail("{}: checkpoint format_version {} is not supported; this rfa reads versions {} to {}", source, version,
+         kCheckpointFormatOldest, kCheckpointFormatVersion);
   }
   s.format_version = static_cast<int>(version);
   s.step = field("step").as_int64(what("step"));
@@ -56,6 +69,16 @@ TrainState train_state_parse(std::string_view json, const std::string& source) {
   if (s.step < 0 || s.data_position < 0 || s.tokens_seen < 0) {
     fail("{}: step {}, data_position {} and tokens_seen {} must be >= 0", source, s.step, s.data_position,
          s.tokens_seen);
+  }
+  // Version 1 files were written without a checksum; from version 2 on it is required.
+  const JsonValue* stored = root.find("checksum");
+  if (stored != nullptr || version >= 2) {
+    const std::string& want = field("checksum").as_string(what("checksum"));
+    if (const std::string actual = state_checksum(s); actual != want)
+      fail("{}: checksum {} of its fields differs from the stored {}: the file was edited or corrupted (step {} "
+           "as read). Restore the original state.json, or resume from another checkpoint with `rfa train --resume "
+           "RUN/checkpoints/step-N`; state.json is not meant to be edited",
+           source, actual, want, s.step);
   }
   return s;
 }

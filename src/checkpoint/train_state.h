@@ -9,8 +9,11 @@
 
 namespace rfa {
 
-// Bumped whenever the checkpoint layout changes incompatibly.
-constexpr int kCheckpointFormatVersion = 1;
+// Bumped whenever the checkpoint layout changes. Version 2 added state.json's
+// "checksum" and the safetensors files' "rfa.step" metadata; version 1 files (without
+// them) still load.
+constexpr int kCheckpointFormatVersion = 2;
+constexpr int kCheckpointFormatOldest = 1;  // the oldest version this binary reads
 
 struct TrainState {
   int format_version = kCheckpointFormatVersion;
@@ -27,9 +30,13 @@ struct TrainState {
   int threads = 0;
 };
 
-std::string train_state_serialize(const TrainState& state);  // pretty JSON, trailing newline
-// Throws rfa::Error (naming `source`) on malformed JSON, missing/ill-typed fields, or
-// a format_version other than kCheckpointFormatVersion.
+// Pretty JSON, trailing newline; the last field, "checksum", is XXH64 over the canonical
+// text of all the others (the same text without the checksum line), so any edit of a value
+// is caught however the file is re-formatted.
+std::string train_state_serialize(const TrainState& state);
+// Throws rfa::Error (naming `source`) on malformed JSON, missing/ill-typed fields, a
+// format_version outside [kCheckpointFormatOldest, kCheckpointFormatVersion], or (version 2
+// on) a missing or mismatching checksum.
 TrainState train_state_parse(std::string_view json, const std::string& source);
 
 }  // namespace rfa

@@ -60,7 +60,8 @@ void register_train_command(CLI::App& app, CommandAction& action) {
       ->type_name("STEP")
       ->check(CLI::PositiveNumber);
   train->add_flag("--overwrite", flags->overwrite,
-                  "Start afresh even if train.run_dir holds an earlier run: its checkpoints are deleted");
+                  "Start afresh even if train.run_dir holds an earlier run: its checkpoints are deleted once the new "
+                  "run's data, model and memory are validated");
   train->callback([&action, options, flags] {
     action = [options, flags] { train_command_run(*options, *flags); };
   });

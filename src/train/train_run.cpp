@@ -16,6 +16,7 @@
 #include "core/parallel.h"
 #include "core/timer.h"
 #include "model/model_io.h"
+#include "train/run_dir_lock.h"
 #include "train/train_data.h"
 #include "train/train_report.h"
 #include "train/train_resume.h"
@@ -79,39 +80,58 @@ std::string save_checkpoint(TrainSession& session, const Config& config, const s
   return checkpoint_save(run_dir + "/checkpoints", contents, config.checkpoint);
 }
 
-// A new run must not silently mix with (or prune) an earlier run's checkpoints.
-void run_dir_claim(const std::string& run_dir, bool overwrite) {
-  const std::string checkpoints = run_dir + "/checkpoints";
-  const std::string latest = checkpoint_latest(checkpoints);
-  if (latest.empty()) return;
+// A new run must not silently mix with (or prune) an earlier run's checkpoints. Returns
+// true if the directory holds a run that --overwrite allows replacing; the caller deletes
+// it (run_dir_clear) only once the new run has validated and allocated everything.
+bool run_dir_claim(const std::string& run_dir, bool overwrite) {
+  const std::string latest = checkpoint_latest(run_dir + "/checkpoints");
+  if (latest.empty()) return false;
   if (!overwrite)
     fail("train.run_dir '{}' already holds a run (latest checkpoint {}); continue it with `rfa train --resume {}`, "
          "pick another directory with --set train.run_dir=..., or pass --overwrite to delete it",
          run_dir, latest, run_dir);
+  return true;
+}
+
+// True if a resumed run writes into another directory than its checkpoint's own run (a fork
+// with --set train.run_dir=...): that directory must not hold another run either.
+bool resume_forks(const std::string& checkpoint_dir, const std::string& run_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  return fs::weakly_canonical(checkpoint_dir, ec).parent_path() !=
+         fs::weakly_canonical(fs::path(run_dir) / "checkpoints", ec);
+}
+
+void run_dir_clear(const std::string& run_dir) {
+  const std::string checkpoints = run_dir + "/checkpoints";
   log_warn("train", "--overwrite: deleting the earlier run's checkpoints in {}", checkpoints);
-  std::filesystem::remove_all(checkpoints);
+  std::error_code ec;
+  std::filesystem::remove_all(checkpoints, ec);
+  if (ec) fail("--overwrite: cannot delete the earlier run's checkpoints in {}: {}", checkpoints, ec.message());
 }
 
 }  // namespace
 
 TrainResult train_run(const Config& config_in, const TrainOptions& options) {
-  namespace fs = std::filesystem;
   Timer wall;
   const std::string run_dir = config_in.train.run_dir;
-  fs::create_directories(run_dir);
+  // Held to the end: refuses a second trainer, probes writability, removes a stub on failure.
+  RunDirLock run_lock(run_dir);
   log_add_file(run_dir + "/train.log");
   const bool resuming = !options.resume_checkpoint.empty();
-  if (!resuming) run_dir_claim(run_dir, options.overwrite);
+  // Everything that can refuse the run comes before anything in run_dir is replaced: the
+  // data, the vocab, the model's allocation, the checkpoint to resume. run_dir_clear is last.
+  const bool replacing = (!resuming || resume_forks(options.resume_checkpoint, run_dir)) &&
+                         run_dir_claim(run_dir, options.overwrite);
   TrainData data = train_data_ensure(config_in, resuming ? options.resume_tokenizer : "");
   const Config config = resolve_vocab(config_in, data.tokenizer);
   const ModelSpec spec = model_spec_make(config.model, config.attention);
-  file_write_atomic(run_dir + "/config.yaml", config_dump(config));
-  file_write_atomic(run_dir + "/tokenizer.model", data.tokenizer.model_bytes());
 
   const TrainConfig& tc = config.train;
-  TrainSession session(config, spec);
   BatchSampler sampler(data.tokens.train(), tc.batch_size, spec.model.context_length, tc.seed);
   const TokenSplit val = data.tokens.val();
+  (void)SequentialBatches(val, tc.batch_size, spec.model.context_length);  // throws now if val is shorter than T+1
+  TrainSession session(config, spec);
   log_info("train", "{} attention, L={} C={} H={} T={} V={}: {} parameters; batch {}x{}x{} = {} tokens/step, {} threads",
            enum_name(spec.attention.kind), spec.L, spec.C, spec.H, spec.model.context_length, spec.V,
            session.model().table.count(), tc.batch_size, tc.grad_accum, spec.model.context_length,
@@ -123,7 +143,8 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   result.best_val_loss = std::numeric_limits<double>::infinity();
   TrainState state;
   state.seed = tc.seed;
-  state.tokenizer_checksum = file_checksum(run_dir + "/tokenizer.model");
+  const std::string& tokenizer_bytes = data.tokenizer.model_bytes();
+  state.tokenizer_checksum = hash_hex(xxhash64(tokenizer_bytes.data(), tokenizer_bytes.size()));
   state.threads = thread_count();
   int64_t start = 0, tokens_seen = 0;
   double wall_before = 0;  // training wall time of the run before this process
@@ -146,6 +167,11 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     tokens_seen = saved.tokens_seen;
     wall_before = saved.wall_seconds;
     result.best_val_loss = saved.best_val_loss;
+  }
+  if (replacing) run_dir_clear(run_dir);
+  file_write_atomic(run_dir + "/config.yaml", config_dump(config));
+  file_write_atomic(run_dir + "/tokenizer.model", tokenizer_bytes);
+  if (resuming) {
     metrics_keep_through(run_dir + "/metrics.jsonl", start);
     log_info("train", "resuming from {} at step {}/{} ({} tokens seen)", options.resume_checkpoint, start,
              tc.steps, tokens_seen);
@@ -214,6 +240,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
       state.best_val_loss = result.best_val_loss;
       progress.clear();
       result.checkpoint_dir = save_checkpoint(session, config, run_dir, state);
+      run_lock.keep();
       log_info("train", "checkpoint {}", result.checkpoint_dir);
     }
     result.steps = done;

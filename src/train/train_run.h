@@ -8,6 +8,10 @@
 //   run_dir/metrics.jsonl     one JSON line per logged step and per evaluation
 //   run_dir/train.log         the log lines
 //   run_dir/checkpoints/step-NNNNNN/  every checkpoint.every steps and at the end
+//   run_dir/.lock             flocked for the whole run (train/run_dir_lock.h): one trainer per directory
+// Before anything in run_dir is replaced, the run validates and allocates all it needs
+// (data, vocab, model, the checkpoint it resumes); a run that fails before its first
+// checkpoint leaves no directory or file it created behind.
 // SIGINT/SIGTERM stop after the current step, save a checkpoint and return
 // (result.interrupted); `rfa train --resume RUN_DIR` continues from it.
 #include <cstdint>
@@ -36,8 +40,9 @@ struct TrainOptions {
   std::string resume_tokenizer;  // the tokenizer model the checkpoint was trained with
   // Stop after this optimizer step as on SIGTERM (evaluate, save, return); 0 = never.
   int64_t stop_after = 0;
-  // A new run refuses a run directory that already holds checkpoints (nothing is
-  // lost by accident); overwrite deletes them first.
+  // A new run (or a resume forking into another train.run_dir) refuses a run directory
+  // that already holds checkpoints (nothing is lost by accident); overwrite deletes them,
+  // once everything else has been validated and allocated.
   bool overwrite = false;
 };
 

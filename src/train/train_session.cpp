@@ -36,9 +36,12 @@ TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
   for (const ParamEntry& e : model_.table.entries()) ranges_.push_back({e.name, e.offset, e.numel});
 }
 
-void TrainSession::fail_non_finite(int64_t step, const char* what) {
+void TrainSession::fail_non_finite(int64_t step_index, const char* what) {
   // Not the hot path: we are about to stop. Name the first tensor that went bad,
   // looking at activations in forward order, then gradients, then parameters.
+  // The 0-based step being taken is shown 1-based, as the log lines and checkpoint
+  // names count steps: "step 7" follows the log line "step 6/N" and checkpoint step-000006.
+  const int64_t step = step_index + 1;
   for (const ActTensor& t : acts_.tensors()) {
     int64_t n = 1;
     for (int64_t d : t.shape) n *= d;

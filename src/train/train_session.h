@@ -33,7 +33,8 @@ class TrainSession {
   TrainSession(const Config& config, const ModelSpec& spec);
 
   // One optimizer step over grad_accum micro-batches from `sampler` keyed by (seed, step, micro).
-  // Throws Error naming the step and the first non-finite tensor if the loss or a gradient is NaN/inf.
+  // `step` is 0-based. Throws Error naming the step (1-based, as the logs count: step + 1) and the
+  // first non-finite tensor if the loss or a gradient is NaN/inf.
   StepStats step(int64_t step, const BatchSampler& sampler);
 
   // Mean loss over the first eval_batches * B windows of `split`, with the fixed random matrices.
@@ -47,7 +48,7 @@ class TrainSession {
   void set_steps_taken(int64_t n) { steps_taken_ = n; }  // for resume: AdamW's t = n + 1
 
  private:
-  [[noreturn]] void fail_non_finite(int64_t step, const char* what);
+  [[noreturn]] void fail_non_finite(int64_t step_index, const char* what);  // step_index 0-based
 
   Config config_;
   Model<float> model_;

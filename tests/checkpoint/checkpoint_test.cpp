@@ -113,7 +113,7 @@ TEST_CASE("checkpoint: load reports shape mismatch, corruption, bad version and 
   CHECK_THROWS_AS(checkpoint_load(dir, toy.model_specs(), {}), Error);
 
   std::string state = file_read_text(dir + "/state.json");
-  state.replace(state.find("\"format_version\": 1"), 19, "\"format_version\": 7");
+  state.replace(state.find("\"format_version\": 2"), 19, "\"format_version\": 7");
   file_write_durable(dir + "/state.json", state);
   CHECK_THROWS_WITH_AS(checkpoint_load(dir, toy.model_specs(), {}), doctest::Contains("format_version 7"), Error);
 

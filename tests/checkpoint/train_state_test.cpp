@@ -8,6 +8,38 @@
 
 using namespace rfa;
 
+namespace {
+
+// state.json exactly as format version 1 wrote it (before the checksum), at step 12.
+const char* kVersion1 = R"({
+  "format_version": 1,
+  "step": 12,
+  "seed": 1337,
+  "data_position": 12,
+  "tokens_seen": 6144,
+  "wall_seconds": 3.25,
+  "val_loss": 2.5,
+  "best_val_loss": 2.5,
+  "tokenizer_checksum": "0123456789abcdef",
+  "threads": 2
+}
+)";
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+// The file with its checksum line removed.
+std::string without_checksum(std::string json) {
+  const size_t at = json.find(",\n  \"checksum\"");
+  REQUIRE(at != std::string::npos);
+  return json.erase(at, json.rfind('\n', json.size() - 2) - at);
+}
+
+}  // namespace
+
 TEST_CASE("train state: serialise then parse round-trips every field exactly") {
   TrainState s;
   s.step = 123456;
@@ -34,8 +66,9 @@ TEST_CASE("train state: serialise then parse round-trips every field exactly") {
 
 TEST_CASE("train state: threads is optional (files written before it was recorded read as 0)") {
   TrainState s;
+  s.format_version = 1;  // version 1 files carry no checksum, so a field can be dropped
   s.threads = 2;
-  std::string json = train_state_serialize(s);
+  std::string json = without_checksum(train_state_serialize(s));
   const size_t at = json.find(",\n  \"threads\": 2");
   REQUIRE(at != std::string::npos);
   json.erase(at, std::string(",\n  \"threads\": 2").size());
@@ -55,11 +88,11 @@ TEST_CASE("train state: no evaluation yet is NaN val_loss and +inf best, written
 
 TEST_CASE("train state: wrong version, missing or ill-typed fields are clear errors") {
   std::string json = train_state_serialize(TrainState{});
-  std::string v2 = json;
-  v2.replace(v2.find("\"format_version\": 1"), 19, "\"format_version\": 2");
-  CHECK_THROWS_WITH_AS(train_state_parse(v2, "ck/state.json"),
-                       doctest::Contains("ck/state.json: checkpoint format_version 2 is not supported; this rfa reads "
-                                         "version 1"),
+  std::string v3 = json;
+  v3.replace(v3.find("\"format_version\": 2"), 19, "\"format_version\": 3");
+  CHECK_THROWS_WITH_AS(train_state_parse(v3, "ck/state.json"),
+                       doctest::Contains("ck/state.json: checkpoint format_version 3 is not supported; this rfa reads "
+                                         "versions 1 to 2"),
                        Error);
   std::string missing = json;
   missing.replace(missing.find("\"step\""), 6, "\"stop\"");
@@ -71,4 +104,45 @@ TEST_CASE("train state: wrong version, missing or ill-typed fields are clear err
   std::string negative = json;
   negative.replace(negative.find("\"step\": 0"), 9, "\"step\": -5");
   CHECK_THROWS_WITH_AS(train_state_parse(negative, "s"), doctest::Contains("step -5"), Error);
+}
+
+
+TEST_CASE("train state: the checksum covers every field; editing the step (12 -> 13, 12 -> 2) is refused") {
+  TrainState s;
+  s.step = 12;
+  s.data_position = 12;
+  s.seed = 1337;
+  s.val_loss = 2.5;
+  s.best_val_loss = 2.5;
+  const std::string json = train_state_serialize(s);
+  CHECK(json.find("\"checksum\": \"") != std::string::npos);
+  CHECK(train_state_parse(json, "ck/state.json").step == 12);
+  for (const char* edit : {"\"step\": 13", "\"step\": 2"}) {
+    CAPTURE(edit);
+    CHECK_THROWS_WITH_AS(train_state_parse(replaced(json, "\"step\": 12", edit), "ck/state.json"),
+                         doctest::Contains("ck/state.json: checksum"), Error);
+    CHECK_THROWS_WITH_AS(train_state_parse(replaced(json, "\"step\": 12", edit), "ck/state.json"),
+                         doctest::Contains("Restore the original state.json, or resume from another checkpoint"),
+                         Error);
+  }
+  CHECK_THROWS_AS(train_state_parse(replaced(json, "\"seed\": 1337", "\"seed\": 1338"), "s"), Error);
+  CHECK_THROWS_AS(train_state_parse(replaced(json, "\"val_loss\": 2.5", "\"val_loss\": 2.4"), "s"), Error);
+  // The checksum is over the values, not the layout: re-formatting the file keeps it valid.
+  std::string compact;
+  for (char c : json)
+    if (c != '\n' && c != ' ') compact += c;
+  CHECK(train_state_parse(compact, "s").step == 12);
+}
+
+TEST_CASE("train state: version 2 requires the checksum; version 1 files (written without one) still load") {
+  TrainState s;
+  s.step = 12;
+  CHECK_THROWS_WITH_AS(train_state_parse(without_checksum(train_state_serialize(s)), "ck/state.json"),
+                       doctest::Contains("ck/state.json: missing field \"checksum\""), Error);
+
+  const TrainState old = train_state_parse(kVersion1, "old/state.json");
+  CHECK(old.format_version == 1);
+  CHECK(old.step == 12);
+  CHECK(old.tokens_seen == 6144);
+  CHECK(old.threads == 2);
 }

@@ -71,7 +71,7 @@ TEST_CASE("train: the same seed gives the same losses twice; another seed differ
   }
 }
 
-TEST_CASE("train: a non-finite loss stops with the step and the tensor") {
+TEST_CASE("train: a non-finite loss stops with the step (1-based, as logged) and the tensor") {
   Config c = tiny_config(AttentionKind::softmax);
   std::vector<uint16_t> tokens = random_tokens(200, 3);
   TokenSplit split = split_of(tokens);
@@ -80,7 +80,8 @@ TEST_CASE("train: a non-finite loss stops with the step and the tensor") {
   session.step(0, sampler);
   Model<float>& m = session.model();
   m.params()[m.table.get("layers.1.ffn.w2").offset + 3] = NAN;
-  CHECK_THROWS_WITH_AS(session.step(1, sampler), doctest::Contains("step 1: the training loss is not finite"),
+  // step(1) takes the second step: the log has just shown "step 1/N", so the message says step 2.
+  CHECK_THROWS_WITH_AS(session.step(1, sampler), doctest::Contains("step 2: the training loss is not finite"),
                        Error);
   // w2 of the last layer writes the final residual first.
   CHECK_THROWS_WITH_AS(session.step(1, sampler), doctest::Contains("activation is resid_final["), Error);
