@@ -8,8 +8,9 @@
 # A copy of shared/ (beside the checkout, as in CI) goes beside the tree, so the e2e checks that use
 # shared/data/tinyshakespeare.txt run as they do in CI.
 #
-# Needs root, mmdebstrap and the Debian archive; takes about 10 minutes on 2 cores. Not part of CI (too
-# slow): run it before closing an issue that touches dependencies or the build, and quote its times.
+# Needs root, mmdebstrap and the Debian archive; takes 7 minutes or more on 2 cores (most of it the build).
+# Not part of CI (too slow): run it before closing an issue that touches dependencies or the build, and
+# quote its times.
 #
 # Usage: scripts/check-fresh-machine.sh [--keep] [--rebuild] [--mirror URI] [WORK_DIR]
 #   WORK_DIR      where the root is built (default /var/tmp/rfa-fresh-machine)
