@@ -25,7 +25,7 @@ set -euo pipefail
 
 usage() {
   sed -n '/^# Usage:/,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//' >&2
-  exit 2
+  exit "${1:-2}"
 }
 log() { echo "[fresh] $*" >&2; }
 die() {
@@ -46,7 +46,7 @@ while [ $# -gt 0 ]; do
       mirror=$2
       shift
       ;;
-    -h | --help) usage ;;
+    -h | --help) usage 0 ;;
     -*) echo "[fresh] error: unknown option '$1'" >&2; usage ;;
     *)
       [ -z "$work" ] || die "one WORK_DIR only, got '$work' and '$1'"
