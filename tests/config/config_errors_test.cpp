@@ -157,6 +157,35 @@ TEST_CASE("config errors: bounds and types print readably, never as a 300-digit 
   }
 }
 
+TEST_CASE("config errors: a section given twice names both lines") {
+  CHECK(has(load_error("model:\n  n_layers: 2\ntrain:\n  steps: 5\nmodel:\n  d_model: 64\n"),
+            ":5: section 'model:' is given twice (first on line 1); merge the two blocks into one"));
+  // The same key in two blocks: the section is reported first, at the second block.
+  CHECK(has(load_error("model:\n  n_layers: 2\nmodel:\n  n_layers: 3\n"), ":3: section 'model:' is given twice"));
+  // A flat key and the same key in a section.
+  CHECK(has(load_error("model.n_layers: 2\nmodel:\n  n_layers: 3\n"),
+            ":3: key 'model.n_layers' is given twice (first on line 1)"));
+}
+
+TEST_CASE("config errors: a file of several YAML documents names the line of the second") {
+  const std::string second = "a second YAML document starts here ('---'), and a config file holds one";
+  std::string path = temp_file("multi.yaml", "model:\n  n_layers: 2\n---\nmodel:\n  d_model: 64\n");
+  CHECK(has(error_of([&] { config_load(path, {}); }), path + ":3: " + second));
+  CHECK(has(load_error("---\nmodel:\n  n_layers: 2\n---\n"), ":4: " + second));  // empty second document
+  CHECK(has(load_error("# header\nmodel:\n  n_layers: 2\n--- # next\ntrain:\n  steps: 3\n"), ":4: " + second));
+  // One document with its explicit start and end markers is fine.
+  CHECK(config_load(temp_file("one_doc.yaml", "---\nmodel:\n  n_layers: 2\n...\n"), {}).model.n_layers == 2);
+}
+
+TEST_CASE("config errors: an empty file and a directory are refused by name") {
+  for (const char* text : {"", "\n\n", "# only a comment\n", "---\n"}) {
+    std::string path = temp_file("empty.yaml", text);
+    CHECK(has(error_of([&] { config_load(path, {}); }), path + ": the config file is empty"));
+  }
+  std::string dir = std::filesystem::path(temp_file("in_dir.yaml", "model:\n  n_layers: 2\n")).parent_path().string();
+  CHECK(has(error_of([&] { config_load(dir, {}); }), "config file '" + dir + "' is a directory; give a YAML file"));
+}
+
 TEST_CASE("config errors: a missing file and a YAML syntax error") {
   std::string e = error_of([] { config_load("/nonexistent/dir/cfg.yaml", {}); });
   CHECK(has(e, "cannot read config file '/nonexistent/dir/cfg.yaml': No such file or directory"));

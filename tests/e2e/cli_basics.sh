@@ -52,4 +52,18 @@ if "$rfa" tokenizer train --set model.n_heads=5 --dump-config >/dev/null 2>"$tmp
 fi
 expect_in "$tmp/heads.err" "'model.n_heads' is 5, which does not divide 'model.d_model' = 128"
 
+# Config files: a directory, an empty file, a repeated section, a second document.
+expect_config_error() {  # expect_config_error <file> <message>
+  if "$rfa" train --config "$1" --dump-config >/dev/null 2>"$tmp/cfg.err"; then fail "--config $1 exited 0"; fi
+  expect_in "$tmp/cfg.err" "$2"
+}
+mkdir -p "$tmp/cfgdir"
+expect_config_error "$tmp/cfgdir" "config file '$tmp/cfgdir' is a directory; give a YAML file"
+printf '# nothing yet\n' >"$tmp/empty.yaml"
+expect_config_error "$tmp/empty.yaml" "$tmp/empty.yaml: the config file is empty"
+printf 'model:\n  n_layers: 2\ntrain:\n  steps: 3\nmodel:\n  d_model: 64\n' >"$tmp/twice.yaml"
+expect_config_error "$tmp/twice.yaml" "$tmp/twice.yaml:5: section 'model:' is given twice (first on line 1)"
+printf 'model:\n  n_layers: 2\n---\nmodel:\n  d_model: 64\n' >"$tmp/docs.yaml"
+expect_config_error "$tmp/docs.yaml" "$tmp/docs.yaml:3: a second YAML document starts here ('---')"
+
 echo "cli_basics: all checks passed"
