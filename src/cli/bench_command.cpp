@@ -2,6 +2,7 @@
 // tokens/s and achieved GFLOP/s of the training step, against the sgemm peak.
 #include <memory>
 
+#include "cli/cli_checks.h"
 #include "cli/commands.h"
 #include "cli/config_options.h"
 #include "config/config_enums.h"
@@ -52,8 +53,8 @@ void register_bench_command(CLI::App& app, CommandAction& action) {
   CLI::App* train = bench->add_subcommand("train", "Time the training step on random tokens");
   auto o = std::make_shared<BenchOptions>();
   config_options_add(*train, o->config);
-  train->add_option("--steps", o->steps, "Timed steps")->capture_default_str()->check(CLI::PositiveNumber);
-  train->add_option("--warmup", o->warmup, "Untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  train->add_option("--steps", o->steps, "Timed steps")->capture_default_str()->check(cli_integer<int>(1));
+  train->add_option("--warmup", o->warmup, "Untimed steps first")->capture_default_str()->check(cli_integer<int>(0));
   train->callback([&action, o] {
     action = [o] {
       std::optional<Config> config = config_options_load(o->config);

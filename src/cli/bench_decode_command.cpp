@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "checkpoint/json.h"
+#include "cli/cli_checks.h"
 #include "cli/commands.h"
+#include "config/config_keys.h"
 #include "config/config_load.h"
 #include "core/cpu_timer.h"
 #include "core/error.h"
@@ -165,10 +167,19 @@ void register_bench_decode_command(CLI::App& app, CommandAction& action) {
   CLI::App* cmd = group->add_subcommand("decode", "ms/token of decoding at several positions, rfa_gate vs softmax");
   cmd->add_option("--config", args->config, "Model shape from this config (default: 4 layers, width 128)");
   cmd->add_option("--set", args->sets, "Override a config key: --set model.d_model=256");
-  cmd->add_option("--positions", args->positions, "Positions to time at")->delimiter(',')->capture_default_str();
-  cmd->add_option("--steps", args->steps, "Decoding steps timed per run")->capture_default_str();
-  cmd->add_option("--repeats", args->repeats, "Runs per position (the median is reported)")->capture_default_str();
-  cmd->add_option("--vocab", args->vocab, "Vocabulary size of the benchmark models")->capture_default_str();
+  cmd->add_option("--positions", args->positions, "Positions to time at")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(cli_integer<int64_t>(1, int64_t(1) << 30));  // the decoder holds < 2^31 positions
+  cmd->add_option("--steps", args->steps, "Decoding steps timed per run")
+      ->capture_default_str()
+      ->check(cli_integer<int>(1));
+  cmd->add_option("--repeats", args->repeats, "Runs per position (the median is reported)")
+      ->capture_default_str()
+      ->check(cli_integer<int>(1));
+  cmd->add_option("--vocab", args->vocab, "Vocabulary size of the benchmark models")
+      ->capture_default_str()
+      ->check(cli_integer<int>(1, kMaxVocab));
   cmd->add_flag("--rfa-only", args->rfa_only, "Time only rfa_gate (softmax columns repeat it)");
   cmd->callback([args, &action] { action = [args] { run_bench_decode(*args); }; });
 }

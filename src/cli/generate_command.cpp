@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "checkpoint/file_io.h"
+#include "cli/cli_checks.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -130,21 +131,28 @@ void register_generate_command(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   cmd->add_option("--temp,--temperature", args->sampler.temperature, "Sampling temperature (0 = greedy)")
       ->capture_default_str();
-  cmd->add_option("--top-k", args->sampler.top_k, "Keep the K most likely tokens (0 = all)")->capture_default_str();
+  cmd->add_option("--top-k", args->sampler.top_k, "Keep the K most likely tokens (0 = all)")
+      ->capture_default_str()
+      ->check(cli_integer<int>(0));
   cmd->add_option("--top-p", args->sampler.top_p, "Nucleus: keep the smallest set with probability >= P (1 = all)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli_integer<int>(1));
   args->sampler.seed = 1337;
-  cmd->add_option("-s,--seed", args->sampler.seed, "Random seed (same seed, same text)")->capture_default_str();
+  cmd->add_option("-s,--seed", args->sampler.seed, "Random seed (same seed, same text)")
+      ->capture_default_str()
+      ->check(cli_integer<uint64_t>(0));
   cmd->add_flag("--greedy", args->sampler.greedy, "Always take the most likely token");
   cmd->add_option("--num-samples", args->num_samples, "Independent samples of the same prompt")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli_integer<int64_t>(0));
   cmd->add_option("--prefill-segment", args->prefill_segment, "Prompt tokens per parallel prefill call")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli_integer<int>(1));
   cmd->add_option("--window", args->window,
                   "Softmax: attend over the last N positions (a ring KV cache of N slots); 0 = the whole text "
                   "(quality degrades past the training context). Default: the model's context length. "
                   "RFA kinds ignore it (fixed-size state)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli_integer<int>(0));
   cmd->add_option("--save-state", args->save_state, "After generating, save the RFA state to this file");
   cmd->add_option("--load-state", args->load_state, "Continue from a state saved with --save-state");
   cmd->callback([args, &action] { action = [args] { run_generate(*args); }; });
