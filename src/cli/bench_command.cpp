@@ -8,6 +8,8 @@
 #include "config/config_enums.h"
 #include "core/log.h"
 #include "core/parallel.h"
+#include "core/memory_check.h"
+#include "model/memory_estimate.h"
 #include "model/model_flops.h"
 #include "tokenizer/tokenizer.h"
 #include "train/train_bench.h"
@@ -31,6 +33,7 @@ void bench_train(Config config, const BenchOptions& o) {
                                   : config.tokenizer.vocab_size;
   }
   const ModelSpec spec = model_spec_make(config.model, config.attention);
+  memory_require(memory_estimate_train(spec, config.train, thread_count()), "the training benchmark");
   const int B = config.train.batch_size, T = spec.model.context_length;
   log_info("bench", "{} attention, L={} C={} H={} T={} V={} B={}x{}, {} threads, {} steps after {} warm-up",
            enum_name(spec.attention.kind), spec.L, spec.C, spec.H, T, spec.V, B, config.train.grad_accum,

@@ -99,8 +99,17 @@ expect_config_error "$tmp/twice.yaml" "$tmp/twice.yaml:5: section 'model:' is gi
 printf 'model:\n  n_layers: 2\n---\nmodel:\n  d_model: 64\n' >"$tmp/docs.yaml"
 expect_config_error "$tmp/docs.yaml" "$tmp/docs.yaml:3: a second YAML document starts here ('---')"
 
-# Absurd sizes are refused by the key's bound.
+# Absurd sizes are refused by the key's bound; a model that fits no machine by the memory
+# estimate, before the run directory or the data are touched.
 expect_flag_error "'model.d_model' is '1000000000'; it must be in [1, 65536]" train --set model.d_model=1000000000
 expect_flag_error "'model.n_layers' is '100000'; it must be in [1, 1024]" train --set model.n_layers=100000
 expect_flag_error "'train.grad_accum' is '1000000000'; it must be in [1, 65536]" train --set train.grad_accum=1000000000
+expect_flag_error "not enough memory: training this model needs about" train --set model.d_model=65536 \
+  --set model.n_layers=1024 --set train.run_dir="$tmp/huge_run" --set data.corpus="$tmp/missing.txt"
+expect_in "$tmp/flag.err" "the largest part is AdamW m and v: shrink model.n_layers (1024), model.d_model (65536)"
+[ -e "$tmp/huge_run" ] && fail "a run refused for memory created its run directory"
+# 2^30 positions of softmax KV cache: terabytes, refused before the rfa_gate half runs.
+expect_flag_error "not enough memory: the softmax decoding benchmark needs about" bench decode --positions 64,1073741824
+expect_in "$tmp/flag.err" "the largest part is KV cache: shrink --positions (largest 1073741824)"
+
 echo "cli_basics: all checks passed"
