@@ -2,11 +2,14 @@
 // tokens/s and achieved GFLOP/s of the training step, against the sgemm peak.
 #include <memory>
 
+#include "cli/cli_checks.h"
 #include "cli/commands.h"
 #include "cli/config_options.h"
 #include "config/config_enums.h"
 #include "core/log.h"
 #include "core/parallel.h"
+#include "core/memory_check.h"
+#include "model/memory_estimate.h"
 #include "model/model_flops.h"
 #include "tokenizer/tokenizer.h"
 #include "train/train_bench.h"
@@ -30,6 +33,7 @@ void bench_train(Config config, const BenchOptions& o) {
                                   : config.tokenizer.vocab_size;
   }
   const ModelSpec spec = model_spec_make(config.model, config.attention);
+  memory_require(memory_estimate_train(spec, config.train, thread_count()), "the training benchmark");
   const int B = config.train.batch_size, T = spec.model.context_length;
   log_info("bench", "{} attention, L={} C={} H={} T={} V={} B={}x{}, {} threads, {} steps after {} warm-up",
            enum_name(spec.attention.kind), spec.L, spec.C, spec.H, T, spec.V, B, config.train.grad_accum,
@@ -52,8 +56,8 @@ void register_bench_command(CLI::App& app, CommandAction& action) {
   CLI::App* train = bench->add_subcommand("train", "Time the training step on random tokens");
   auto o = std::make_shared<BenchOptions>();
   config_options_add(*train, o->config);
-  train->add_option("--steps", o->steps, "Timed steps")->capture_default_str()->check(CLI::PositiveNumber);
-  train->add_option("--warmup", o->warmup, "Untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  train->add_option("--steps", o->steps, "Timed steps")->capture_default_str()->check(cli_integer<int>(1));
+  train->add_option("--warmup", o->warmup, "Untimed steps first")->capture_default_str()->check(cli_integer<int>(0));
   train->callback([&action, o] {
     action = [o] {
       std::optional<Config> config = config_options_load(o->config);

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "checkpoint/json.h"
+#include "cli/cli_checks.h"
 #include "cli/commands.h"
+#include "config/config_keys.h"
 #include "config/config_load.h"
 #include "core/cpu_timer.h"
 #include "core/error.h"
@@ -16,7 +18,10 @@
 #include "core/parallel.h"
 #include "core/rng.h"
 #include "core/timer.h"
+#include "core/memory_check.h"
+#include "decode/decode_memory.h"
 #include "decode/decoder.h"
+#include "model/memory_estimate.h"
 #include "model/model_spec.h"
 
 namespace rfa {
@@ -45,18 +50,39 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeArgs& a) {
+ModelSpec bench_spec(const Config& base, AttentionKind kind, const BenchDecodeArgs& a) {
   ModelConfig mc = base.model;
   mc.vocab_size = a.vocab;
   AttentionConfig ac = base.attention;
   ac.kind = kind;
-  Model<float> model(model_spec_make(mc, ac));
-  model_init(model, 1);
-  const int64_t max_p = *std::max_element(a.positions.begin(), a.positions.end());
+  return model_spec_make(mc, ac);
+}
+
+DecoderOptions bench_decoder_options(const BenchDecodeArgs& a) {
   DecoderOptions o;
   o.max_segment = 512;
-  o.max_positions = max_p + a.steps;
+  o.max_positions = *std::max_element(a.positions.begin(), a.positions.end()) + a.steps;
   o.window = 0;  // the full KV cache: this bench measures softmax's cost at position p, not rfa generate's window
+  return o;
+}
+
+// Refuses a kind whose model, decoder and tokens cannot fit, before any kind runs.
+void bench_memory_require(const Config& base, AttentionKind kind, const BenchDecodeArgs& a) {
+  const ModelSpec spec = bench_spec(base, kind, a);
+  const DecoderOptions o = bench_decoder_options(a);
+  const std::string positions = fmt::format("--positions (largest {})", o.max_positions - a.steps);
+  MemoryEstimate need = memory_estimate_model(spec);
+  for (const MemoryPart& part : memory_estimate_decoder(spec, o, thread_count(), "the model's size", positions).parts)
+    need.parts.push_back(part);
+  need.add("benchmark tokens", double(o.max_positions) * sizeof(int32_t), positions);
+  memory_require(need, fmt::format("the {} decoding benchmark", attention_kind_name(kind)));
+}
+
+KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeArgs& a) {
+  Model<float> model(bench_spec(base, kind, a));
+  model_init(model, 1);
+  const int64_t max_p = *std::max_element(a.positions.begin(), a.positions.end());
+  const DecoderOptions o = bench_decoder_options(a);
   Decoder<float> dec(model, o);
   std::vector<int32_t> tokens(static_cast<size_t>(max_p + a.steps));
   CounterRng rng(7);
@@ -119,6 +145,8 @@ void run_bench_decode(const BenchDecodeArgs& a) {
   const ModelConfig& m = cfg.model;
   log_info("bench", "decode: {} layers, width {}, {} heads, vocab {}, D {}, {} threads; {} steps x {} repeats",
            m.n_layers, m.d_model, m.n_heads, a.vocab, cfg.attention.num_features, thread_count(), a.steps, a.repeats);
+  bench_memory_require(cfg, AttentionKind::rfa_gate, a);
+  if (!a.rfa_only) bench_memory_require(cfg, AttentionKind::softmax, a);
   const KindResult rg = bench_kind(cfg, AttentionKind::rfa_gate, a);
   const KindResult sm = a.rfa_only ? rg : bench_kind(cfg, AttentionKind::softmax, a);
 
@@ -165,10 +193,19 @@ void register_bench_decode_command(CLI::App& app, CommandAction& action) {
   CLI::App* cmd = group->add_subcommand("decode", "ms/token of decoding at several positions, rfa_gate vs softmax");
   cmd->add_option("--config", args->config, "Model shape from this config (default: 4 layers, width 128)");
   cmd->add_option("--set", args->sets, "Override a config key: --set model.d_model=256");
-  cmd->add_option("--positions", args->positions, "Positions to time at")->delimiter(',')->capture_default_str();
-  cmd->add_option("--steps", args->steps, "Decoding steps timed per run")->capture_default_str();
-  cmd->add_option("--repeats", args->repeats, "Runs per position (the median is reported)")->capture_default_str();
-  cmd->add_option("--vocab", args->vocab, "Vocabulary size of the benchmark models")->capture_default_str();
+  cmd->add_option("--positions", args->positions, "Positions to time at")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(cli_integer<int64_t>(1, int64_t(1) << 30));  // the decoder holds < 2^31 positions
+  cmd->add_option("--steps", args->steps, "Decoding steps timed per run")
+      ->capture_default_str()
+      ->check(cli_integer<int>(1));
+  cmd->add_option("--repeats", args->repeats, "Runs per position (the median is reported)")
+      ->capture_default_str()
+      ->check(cli_integer<int>(1));
+  cmd->add_option("--vocab", args->vocab, "Vocabulary size of the benchmark models")
+      ->capture_default_str()
+      ->check(cli_integer<int>(1, kMaxVocab));
   cmd->add_flag("--rfa-only", args->rfa_only, "Time only rfa_gate (softmax columns repeat it)");
   cmd->callback([args, &action] { action = [args] { run_bench_decode(*args); }; });
 }

@@ -8,6 +8,7 @@
 
 #include "checkpoint/file_io.h"
 #include "checkpoint/json.h"
+#include "cli/cli_checks.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -134,14 +135,17 @@ void register_eval_command(CLI::App& app, CommandAction& action) {
   data->excludes(split);
   cmd->add_option("--tokens", args->tokens_path, "Token file for --split (default: the config's data.tokens)");
   cmd->add_option("--max-tokens", args->max_tokens, "Evaluate only the first N tokens (0 = all)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli_integer<int64_t>(0));
   cmd->add_flag("--json", args->json, "Print one JSON object instead of a table");
   cmd->add_option("--stride", args->options.stride, "Sliding-window advance (0 = context / 2)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli_integer<int>(0));
   cmd->add_flag("--sliding", args->options.sliding,
                 "RFA too: sliding windows of the training context instead of one pass (compare with softmax)");
   cmd->add_option("--segment", args->options.segment, "RFA: tokens per prefill segment (state carried across)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli_integer<int>(1));
   cmd->callback([args, &action] { action = [args] { run_eval(*args); }; });
 }
 

@@ -6,9 +6,13 @@
 #include <vector>
 
 #include "checkpoint/file_io.h"
+#include "cli/cli_checks.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/memory_check.h"
+#include "core/parallel.h"
+#include "decode/decode_memory.h"
 #include "decode/decoder_state_io.h"
 #include "decode/generate.h"
 #include "model/model_load.h"
@@ -67,6 +71,12 @@ void run_generate(const GenerateArgs& a) {
     log_info("generate", "--window {} ignored: {} attention keeps a fixed-size state, no KV cache", a.window,
              attention_kind_name(model.spec.attention.kind));
   }
+  std::string positions_keys = fmt::format("-n ({}) or the prompt ({} tokens)", a.max_new_tokens, prompt.size());
+  if (!model.spec.is_rfa())
+    positions_keys += o.window > 0 ? fmt::format(", or --window ({})", o.window) : ", or set --window (0 = unlimited)";
+  memory_require(memory_estimate_decoder(model.spec, o, thread_count(), fmt::format("--prefill-segment ({})", o.max_segment),
+                                         positions_keys),
+                 "decoding");
   Decoder<float> dec(model, o);
   Sampler sampler(model.spec.V, a.sampler);
   const std::string checksum = (a.save_state.empty() && a.load_state.empty()) ? "" : model_checksum(model);
@@ -127,24 +137,31 @@ void register_generate_command(CLI::App& app, CommandAction& action) {
   auto* file = cmd->add_option("-f,--prompt-file", args->prompt_file, "Read the prompt from this file");
   prompt->excludes(file);
   cmd->add_option("-n,--n-predict,--max-new-tokens", args->max_new_tokens, "Tokens to generate")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli_integer<int64_t>(0));
   cmd->add_option("--temp,--temperature", args->sampler.temperature, "Sampling temperature (0 = greedy)")
       ->capture_default_str();
-  cmd->add_option("--top-k", args->sampler.top_k, "Keep the K most likely tokens (0 = all)")->capture_default_str();
+  cmd->add_option("--top-k", args->sampler.top_k, "Keep the K most likely tokens (0 = all)")
+      ->capture_default_str()
+      ->check(cli_integer<int>(0));
   cmd->add_option("--top-p", args->sampler.top_p, "Nucleus: keep the smallest set with probability >= P (1 = all)")
       ->capture_default_str();
   args->sampler.seed = 1337;
-  cmd->add_option("-s,--seed", args->sampler.seed, "Random seed (same seed, same text)")->capture_default_str();
+  cmd->add_option("-s,--seed", args->sampler.seed, "Random seed (same seed, same text)")
+      ->capture_default_str()
+      ->check(cli_integer<uint64_t>(0));
   cmd->add_flag("--greedy", args->sampler.greedy, "Always take the most likely token");
   cmd->add_option("--num-samples", args->num_samples, "Independent samples of the same prompt")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli_integer<int>(1));
   cmd->add_option("--prefill-segment", args->prefill_segment, "Prompt tokens per parallel prefill call")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli_integer<int>(1));
   cmd->add_option("--window", args->window,
                   "Softmax: attend over the last N positions (a ring KV cache of N slots); 0 = the whole text "
                   "(quality degrades past the training context). Default: the model's context length. "
                   "RFA kinds ignore it (fixed-size state)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli_integer<int>(0));
   cmd->add_option("--save-state", args->save_state, "After generating, save the RFA state to this file");
   cmd->add_option("--load-state", args->load_state, "Continue from a state saved with --save-state");
   cmd->callback([args, &action] { action = [args] { run_generate(*args); }; });

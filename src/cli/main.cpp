@@ -1,13 +1,61 @@
 // rfa: train and run RFA language models on the CPU.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <string>
 
+#include "cli/cli_checks.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/parallel.h"
+
+namespace {
+
+// CLI11 says only "A subcommand is required" when the word typed is not a
+// command ("rfa frobnicate"): name the word and list the commands there are.
+int parse_error_exit(CLI::App& app, const CLI::ParseError& e) {
+  CLI::App* level = &app;  // the deepest command chosen so far
+  std::string path = "rfa";
+  for (std::vector<CLI::App*> chosen = app.get_subcommands(); !chosen.empty(); chosen = level->get_subcommands()) {
+    level = chosen.front();
+    path += " " + level->get_name();
+  }
+  const bool missing_command = dynamic_cast<const CLI::RequiredError*>(&e) && level->get_subcommands().empty() &&
+                               level->get_require_subcommand_min() > 0;
+  if (!missing_command) return app.exit(e);
+  std::string commands;
+  for (const CLI::App* sub : level->get_subcommands(std::function<bool(CLI::App*)>{}))
+    commands += (commands.empty() ? "" : ", ") + sub->get_name();
+  std::string word;
+  for (const std::string& arg : level->remaining())
+    if (!arg.starts_with("-")) {
+      word = arg;
+      break;
+    }
+  if (word.empty())
+    std::fprintf(stderr, "%s needs a command: %s\nRun '%s --help' for more information.\n", path.c_str(),
+                 commands.c_str(), path.c_str());
+  else
+    std::fprintf(stderr, "'%s' is not a command of %s; the commands are: %s\nRun '%s --help' for more information.\n",
+                 word.c_str(), path.c_str(), commands.c_str(), path.c_str());
+  return e.get_exit_code();
+}
+
+// A log file goes where asked or nowhere: spdlog would quietly create missing
+// directories, and a mistyped path would collect the log out of sight.
+void log_file_check(const std::string& path) {
+  if (path.empty()) return;
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
+    rfa::fail("--log-file '{}': directory '{}' does not exist; create it first or give a path in an existing directory",
+         path, dir.string());
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace rfa;
@@ -18,7 +66,7 @@ int main(int argc, char** argv) {
   int threads = 0;
   std::string log_level = "info";
   std::string log_file;
-  app.add_option("--threads", threads, "Worker threads (default: physical cores)")->check(CLI::Range(0, 1024));
+  app.add_option("--threads", threads, "Worker threads (default: physical cores)")->check(cli_integer_in(0, 1024));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")->capture_default_str();
   app.add_option("--log-file", log_file, "Also append log lines to this file");
 
@@ -35,9 +83,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return parse_error_exit(app, e);
   }
   try {
+    log_file_check(log_file);
     log_setup(log_level_parse(log_level), log_file);
     thread_count_set(threads);
     if (action) action();

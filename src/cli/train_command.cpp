@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "cli/cli_checks.h"
 #include "cli/commands.h"
 #include "cli/config_options.h"
 #include "config/config_load.h"
@@ -58,7 +59,7 @@ void register_train_command(CLI::App& app, CommandAction& action) {
   train->add_option("--stop-after", flags->stop_after,
                     "Stop after this optimizer step as on SIGTERM: evaluate, save a checkpoint, exit 0")
       ->type_name("STEP")
-      ->check(CLI::PositiveNumber);
+      ->check(cli_integer<int64_t>(1));
   train->add_flag("--overwrite", flags->overwrite,
                   "Start afresh even if train.run_dir holds an earlier run: its checkpoints are deleted once the new "
                   "run's data, model and memory are validated");

@@ -113,8 +113,8 @@ struct Config {
 inline int config_head_size(const ModelConfig& m) { return m.d_model / m.n_heads; }
 inline int config_ffn_hidden(const ModelConfig& m) {
   if (m.ffn_hidden > 0) return m.ffn_hidden;
-  int h = (8 * m.d_model + 2) / 3;
-  return (h + 31) / 32 * 32;
+  const int64_t h = (8 * int64_t(m.d_model) + 2) / 3;  // d_model <= kMaxWidth: fits an int
+  return static_cast<int>((h + 31) / 32 * 32);
 }
 // The tokenizer trains on its own corpus when given, else on the data corpus.
 inline const std::string& config_tokenizer_corpus(const Config& c) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config_enums.h"
+#include "core/number_text.h"
 #include "tokenizer/tokenizer_train.h"  // kTokenizerMinVocab
 
 namespace rfa {
@@ -22,27 +23,28 @@ constexpr ConfigAllowed kAny{};
 constexpr ConfigAllowed kNonEmpty{.non_empty = true};
 constexpr ConfigAllowed at_least(double v) { return {.min = v}; }
 constexpr ConfigAllowed above(double v) { return {.min = v, .min_open = true}; }
+constexpr ConfigAllowed in_range(double lo, double hi) { return {.min = lo, .max = hi}; }  // [lo, hi]
 constexpr ConfigAllowed kOpenUnit{.min = 0, .max = 1, .min_open = true, .max_open = true};      // (0, 1)
 constexpr ConfigAllowed kHalfOpenUnit{.min = 0, .max = 1, .max_open = true};                    // [0, 1)
 constexpr ConfigAllowed kUpperUnit{.min = 0, .max = 1, .min_open = true};                       // (0, 1]
 
 const ConfigKey kKeys[] = {
-    {RFA_FIELD(model, vocab_size), at_least(0), "V; 0 = take it from the tokenizer"},
-    {RFA_FIELD(model, n_layers), at_least(1), "L, transformer blocks"},
-    {RFA_FIELD(model, d_model), at_least(1), "C, model width"},
+    {RFA_FIELD(model, vocab_size), in_range(0, kMaxVocab), "V; 0 = take it from the tokenizer"},
+    {RFA_FIELD(model, n_layers), in_range(1, kMaxLayers), "L, transformer blocks"},
+    {RFA_FIELD(model, d_model), in_range(1, kMaxWidth), "C, model width"},
     {RFA_FIELD(model, n_heads), at_least(1), "H, attention heads; must divide d_model"},
-    {RFA_FIELD(model, ffn_hidden), at_least(0), "SwiGLU hidden size; 0 = 8/3 C rounded up to a multiple of 32"},
-    {RFA_FIELD(model, context_length), at_least(1), "T, training sequence length (softmax's window at evaluation)"},
+    {RFA_FIELD(model, ffn_hidden), in_range(0, kMaxFfnHidden), "SwiGLU hidden size; 0 = 8/3 C rounded up to a multiple of 32"},
+    {RFA_FIELD(model, context_length), in_range(1, kMaxLength), "T, training sequence length (softmax's window at evaluation)"},
     {RFA_FIELD(model, tie_embeddings), kAny, "share the token embedding with the output projection"},
     {RFA_FIELD(model, norm_eps), above(0), "RMSNorm epsilon"},
     {RFA_FIELD(model, init_std), above(0), "weights ~ normal(0, init_std); residual projections / sqrt(2L)"},
 
     {RFA_FIELD(attention, kind), kAny, "softmax baseline, ungated RFA, or RFA-Gate"},
     {RFA_FIELD(attention, feature_map), kAny, "random feature map phi (gaussian gives 2D features)"},
-    {RFA_FIELD(attention, num_features), at_least(1), "D, random vectors per head"},
+    {RFA_FIELD(attention, num_features), in_range(1, kMaxWidth), "D, random vectors per head"},
     {RFA_FIELD(attention, positions), kAny, "auto = rope for softmax, none for the RFA kinds"},
     {RFA_FIELD(attention, rope_theta), above(0), "RoPE base"},
-    {RFA_FIELD(attention, chunk_size), at_least(1), "chunk length of RFA's chunked training form"},
+    {RFA_FIELD(attention, chunk_size), in_range(1, kMaxLength), "chunk length of RFA's chunked training form"},
     {RFA_FIELD(attention, denominator_floor), above(0), "eps_d: the RFA denominator is max(den, eps_d)"},
     {RFA_FIELD(attention, qk_norm_eps), above(0), "eps_n of the l2 normalisation of q and k"},
     {RFA_FIELD(attention, orthogonal_features), kAny, "draw orthogonal random features (QR)"},
@@ -51,7 +53,7 @@ const ConfigKey kKeys[] = {
 
     {RFA_FIELD(tokenizer, path), kNonEmpty, "SentencePiece model file; trained from the corpus when missing"},
     {RFA_FIELD(tokenizer, kind), kAny, "SentencePiece model type"},
-    {RFA_FIELD(tokenizer, vocab_size), at_least(kTokenizerMinVocab),
+    {RFA_FIELD(tokenizer, vocab_size), in_range(kTokenizerMinVocab, kMaxVocab),
      "V to train, with 3 control + 256 byte tokens; char: an upper bound"},
     {RFA_FIELD(tokenizer, corpus), kAny, "training text; \"\" = data.corpus"},
     {RFA_FIELD(tokenizer, max_sentences), at_least(1), "SentencePiece input_sentence_size"},
@@ -63,7 +65,7 @@ const ConfigKey kKeys[] = {
 
     {RFA_FIELD(train, run_dir), kNonEmpty, "directory for logs and checkpoints"},
     {RFA_FIELD(train, batch_size), at_least(1), "B, sequences per micro-batch"},
-    {RFA_FIELD(train, grad_accum), at_least(1), "micro-batches per optimizer step"},
+    {RFA_FIELD(train, grad_accum), in_range(1, kMaxGradAccum), "micro-batches per optimizer step"},
     {RFA_FIELD(train, steps), at_least(1), "optimizer steps"},
     {RFA_FIELD(train, seed), kAny, "seed of every random stream (init, features, batches)"},
     {RFA_FIELD(train, log_every), at_least(1), "steps between log lines"},
@@ -114,6 +116,15 @@ bool parse_number(const std::string& text, double* value) {
   if (begin == end) return false;
   auto [ptr, ec] = std::from_chars(begin, end, *value);
   return ec == std::errc{} && ptr == end && std::isfinite(*value);
+}
+
+// "in [1, 1024]": the key's bounds, within what its integer type holds.
+template <typename T>
+std::string integer_range_text(const ConfigAllowed& a) {
+  using Wide = std::conditional_t<std::is_unsigned_v<T>, uint64_t, int64_t>;
+  std::string lo = std::isfinite(a.min) ? number_text(a.min) : integer_text(Wide{std::numeric_limits<T>::min()});
+  std::string hi = std::isfinite(a.max) ? number_text(a.max) : integer_text(Wide{std::numeric_limits<T>::max()});
+  return fmt::format("in [{}, {}]", lo, hi);
 }
 
 bool parse_bool(const std::string& text, bool* value) {
@@ -187,12 +198,11 @@ std::string config_key_hint(std::string_view unknown) {
 
 std::string config_key_expected(const ConfigKey& key) {
   return std::visit(
-      [](auto ref) -> std::string {
+      [&key](auto ref) -> std::string {
         using T = std::remove_reference_t<decltype(ref(std::declval<Config&>()))>;
         if constexpr (std::is_same_v<T, bool>) return "true or false";
         else if constexpr (std::is_same_v<T, double>) return "a number";
-        else if constexpr (std::is_same_v<T, uint64_t>) return "a non-negative integer";
-        else if constexpr (std::is_integral_v<T>) return "an integer";
+        else if constexpr (std::is_integral_v<T>) return "an integer " + integer_range_text<T>(key.allowed);
         else if constexpr (std::is_same_v<T, std::string>) return "a string";
         else return "one of " + enum_choices(T{});
       },
@@ -204,9 +214,10 @@ std::string config_key_allowed_text(const ConfigKey& key) {
   if (a.non_empty) return "non-empty";
   bool has_min = std::isfinite(a.min), has_max = std::isfinite(a.max);
   if (has_min && has_max)
-    return fmt::format("in {}{}, {}{}", a.min_open ? '(' : '[', a.min, a.max, a.max_open ? ')' : ']');
-  if (has_min) return fmt::format("{} {}", a.min_open ? ">" : ">=", a.min);
-  if (has_max) return fmt::format("{} {}", a.max_open ? "<" : "<=", a.max);
+    return fmt::format("in {}{}, {}{}", a.min_open ? '(' : '[', number_text(a.min), number_text(a.max),
+                       a.max_open ? ')' : ']');
+  if (has_min) return fmt::format("{} {}", a.min_open ? ">" : ">=", number_text(a.min));
+  if (has_max) return fmt::format("{} {}", a.max_open ? "<" : "<=", number_text(a.max));
   return "";
 }
 

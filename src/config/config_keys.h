@@ -13,6 +13,19 @@
 
 namespace rfa {
 
+// Upper bounds of sizes, far beyond any model this CPU trainer can hold: they
+// keep each dimension, 2 * ffn_hidden and 8 * d_model inside a 32-bit int.
+// Whether a model fits the machine is the memory estimate's call
+// (model/memory_estimate.h), not these bounds'.
+inline constexpr int kMaxVocab = 1 << 24;       // model.vocab_size, tokenizer.vocab_size
+inline constexpr int kMaxLayers = 1024;         // model.n_layers
+inline constexpr int kMaxWidth = 1 << 16;       // model.d_model, attention.num_features
+inline constexpr int kMaxFfnHidden = 1 << 20;   // model.ffn_hidden
+inline constexpr int kMaxLength = 1 << 20;      // model.context_length, attention.chunk_size
+// Micro-batches per step: one step of 2^16 micro-batches is already hours of
+// work for the smallest model; past that a value is a typo.
+inline constexpr int kMaxGradAccum = 1 << 16;
+
 // A key reaches its field through a plain function returning a reference:
 // sections are nested structs, which member pointers cannot chain.
 template <typename T>
@@ -48,7 +61,8 @@ const ConfigKey* config_key_find(std::string_view path);  // nullptr when unknow
 // distance), or a list of the valid keys when nothing is close.
 std::string config_key_hint(std::string_view unknown_path);
 
-// "an integer", "a number", "true or false", "a string", "one of softmax|rfa|rfa_gate".
+// "an integer in [1, 1024]" (the key's bounds within its type's), "a number", "true or false",
+// "a string", "one of softmax|rfa|rfa_gate".
 std::string config_key_expected(const ConfigKey& key);
 // "> 0", "in (0, 1)", "non-empty"; "" when anything of the right type goes.
 std::string config_key_allowed_text(const ConfigKey& key);

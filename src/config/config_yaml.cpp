@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string_view>
+#include <vector>
 
 #include "config/config_error.h"
 #include "config/config_keys.h"
@@ -46,12 +49,14 @@ void assign_node(const ConfigKey& key, const YAML::Node& value, const std::strin
     fail("{}'{}' expects {}, got '{}'", where, key.path, config_key_expected(key), text);
 }
 
+// yaml-cpp keeps every entry of a mapping, repeats included, so a key or a
+// section given twice is caught here as the entries are walked.
 void apply_yaml(const YAML::Node& root, const std::string& origin, Config& config, Origins& origins) {
-  if (root.IsNull()) return;  // an empty file: all defaults
   if (!root.IsMap())
     fail("{}:{}: a config file is a mapping of sections (model:, attention:, ...), got {}", origin,
          line_of(root), root.IsSequence() ? "a sequence" : "a single value");
-  std::map<std::string, int> first_line;  // key path -> line, to catch a key given twice
+  std::map<std::string, int> first_line;     // key path -> line, to catch a key given twice
+  std::map<std::string, int> section_line;   // section -> line of its header, to catch a second block
   auto visit = [&](const std::string& path, const YAML::Node& key_node, const YAML::Node& value) {
     int line = line_of(key_node);
     std::string where = fmt::format("{}:{}: ", origin, line);
@@ -68,6 +73,10 @@ void apply_yaml(const YAML::Node& root, const std::string& origin, Config& confi
       visit(name, entry.first, entry.second);
       continue;
     }
+    auto [first, fresh] = section_line.emplace(name, line_of(entry.first));
+    if (!fresh)
+      fail("{}:{}: section '{}:' is given twice (first on line {}); merge the two blocks into one", origin,
+           line_of(entry.first), name, first->second);
     const YAML::Node& body = entry.second;
     if (body.IsNull()) continue;  // "checkpoint:" with everything commented out
     if (!body.IsMap())
@@ -85,7 +94,60 @@ YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
   }
 }
 
+// The line (1-based) where the second of several YAML documents starts: its
+// '---' marker. The document's own mark is used when it has one (an empty
+// document has none).
+int second_document_line(const std::string& text, const YAML::Node& second) {
+  std::vector<int> markers;  // lines that start a document ("---" alone or before content)
+  bool content_before_marker = false;
+  int line = 0;
+  for (size_t at = 0; at < text.size(); ++line) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string_view row(text.data() + at, end - at);
+    if (row.starts_with("---") && (row.size() == 3 || row[3] == ' ' || row[3] == '\t' || row[3] == '\r'))
+      markers.push_back(line + 1);
+    else if (markers.empty() && !row.empty() && row[0] != '#' && row.find_first_not_of(" \t\r") != std::string::npos)
+      content_before_marker = true;
+    at = end + 1;
+  }
+  const int mark = line_of(second);
+  if (mark > 0) {
+    int best = mark;
+    for (int m : markers)
+      if (m <= mark) best = m;
+    return best;
+  }
+  // The first document is implicit when content precedes the first marker.
+  size_t index = content_before_marker ? 0 : 1;
+  return index < markers.size() ? markers[index] : 1;
+}
+
+// A config file is exactly one non-empty YAML mapping.
+YAML::Node parse_config_file(const std::string& text, const std::string& origin) {
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(text);
+  } catch (const YAML::ParserException& e) {
+    fail("{}:{}:{}: YAML syntax error: {}", origin, e.mark.line + 1, e.mark.column + 1, e.msg);
+  }
+  if (documents.size() > 1)
+    fail("{}:{}: a second YAML document starts here ('---'), and a config file holds one; move its keys into the "
+         "first document and delete the '---' line",
+         origin, second_document_line(text, documents[1]));
+  if (documents.empty() || documents[0].IsNull())
+    fail("{}: the config file is empty (only blank lines or comments); give it at least one key, e.g. "
+         "'model:' then '  n_layers: 4' (configs/ holds complete examples)",
+         origin);
+  return documents[0];
+}
+
 std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    fail("config file '{}' is a directory; give a YAML file, e.g. --config configs/shakespeare-char-rfa-gate.yaml "
+         "(configs/ holds the shipped ones)",
+         path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot read config file '{}': {}; check the path (configs/ holds the shipped ones)", path,
                 std::strerror(errno));
@@ -136,7 +198,7 @@ void validate_with_origins(const Config& config, const Origins& origins) {
 Config config_parse(const std::string& yaml_text, const std::string& origin) {
   Config config;
   Origins origins;
-  apply_yaml(parse_yaml(yaml_text, origin), origin, config, origins);
+  apply_yaml(parse_config_file(yaml_text, origin), origin, config, origins);
   validate_with_origins(config, origins);
   return config;
 }
@@ -144,7 +206,8 @@ Config config_parse(const std::string& yaml_text, const std::string& origin) {
 Config config_load(const std::string& yaml_path, const std::vector<std::string>& sets) {
   Config config;
   Origins origins;
-  if (!yaml_path.empty()) apply_yaml(parse_yaml(read_file(yaml_path), yaml_path), yaml_path, config, origins);
+  if (!yaml_path.empty())
+    apply_yaml(parse_config_file(read_file(yaml_path), yaml_path), yaml_path, config, origins);
   for (const std::string& assignment : sets) {
     config_apply_set(assignment, config);
     origins[assignment.substr(0, assignment.find('='))] = fmt::format("--set '{}'", assignment);

@@ -5,7 +5,10 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/memory_check.h"
+#include "core/parallel.h"
 #include "core/timer.h"
+#include "decode/decode_memory.h"
 #include "decode/decoder.h"
 #include "model/model_spec.h"
 
@@ -36,6 +39,8 @@ double nll_recurrent(Model<float>& model, std::span<const int32_t> x, const Perp
   const int64_t inputs = static_cast<int64_t>(x.size()) - 1;
   DecoderOptions d;
   d.max_segment = static_cast<int>(std::min<int64_t>(o.segment, inputs));
+  memory_require(memory_estimate_decoder(model.spec, d, thread_count(), fmt::format("--segment ({})", d.max_segment), ""),
+                 "evaluating");
   Decoder<float> dec(model, d);
   const int V = model.spec.V;
   double sum = 0;
@@ -55,6 +60,8 @@ double nll_windows(Model<float>& model, std::span<const int32_t> x, int window, 
   DecoderOptions d;
   d.max_segment = window;
   d.max_positions = window;
+  const std::string context = fmt::format("model.context_length ({}, the window)", window);
+  memory_require(memory_estimate_decoder(model.spec, d, thread_count(), context, context), "evaluating");
   Decoder<float> dec(model, d);
   const int V = model.spec.V;
   double sum = 0;

@@ -10,6 +10,8 @@
 #include "config/config_load.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/memory_check.h"
+#include "model/memory_estimate.h"
 #include "model/model_io.h"
 #include "model/model_spec.h"
 
@@ -74,6 +76,7 @@ LoadedModel model_load(const std::string& run_or_checkpoint) {
          dir, out.config.model.vocab_size, out.tokenizer->origin(), V);
   out.config.model.vocab_size = V;
   const ModelSpec spec = model_spec_make(out.config.model, out.config.attention);
+  memory_require(memory_estimate_model(spec), fmt::format("loading the model of {}", dir));
   // Validates state.json, the tokenizer copy's checksum and every tensor's name, dtype and shape.
   LoadedCheckpoint ck = checkpoint_load(dir, model_tensor_specs(spec), {});
   out.step = ck.state.step;

@@ -23,7 +23,7 @@ ParamTable model_param_table(const ModelSpec& s) {
       t.add(layer_name(l, "attn.gate_b"), {s.H}, false);
     }
     t.add(layer_name(l, "ffn_norm"), {s.C}, false);
-    t.add(layer_name(l, "ffn.w13"), {2 * s.Hf, s.C}, true);
+    t.add(layer_name(l, "ffn.w13"), {2 * int64_t(s.Hf), s.C}, true);
     t.add(layer_name(l, "ffn.w2"), {s.Hf, s.C}, true);  // input-major: see model_params.h
   }
   t.add("final_norm", {s.C}, false);

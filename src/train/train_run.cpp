@@ -15,6 +15,8 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/timer.h"
+#include "core/memory_check.h"
+#include "model/memory_estimate.h"
 #include "model/model_io.h"
 #include "train/run_dir_lock.h"
 #include "train/train_data.h"
@@ -110,9 +112,20 @@ void run_dir_clear(const std::string& run_dir) {
   if (ec) fail("--overwrite: cannot delete the earlier run's checkpoints in {}: {}", checkpoints, ec.message());
 }
 
+// Refuses a run that cannot fit in memory before anything is written or
+// allocated. Without model.vocab_size the tokenizer's configured size stands in
+// (exact for bpe and unigram, an upper bound for char).
+void memory_require_training(const Config& c) {
+  ModelConfig model = c.model;
+  if (model.vocab_size == 0) model.vocab_size = c.tokenizer.vocab_size;
+  memory_require(memory_estimate_train(model_spec_make(model, c.attention), c.train, thread_count()),
+                 "training this model");
+}
+
 }  // namespace
 
 TrainResult train_run(const Config& config_in, const TrainOptions& options) {
+  memory_require_training(config_in);
   Timer wall;
   const std::string run_dir = config_in.train.run_dir;
   // Held to the end: refuses a second trainer, probes writability, removes a stub on failure.

@@ -2,6 +2,11 @@
 // line where there is one, and what would be accepted.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+
 #include "config/config_keys.h"
 #include "config/config_load.h"
 #include "support/test_files.h"
@@ -57,14 +62,20 @@ TEST_CASE("config errors: a --set without '=' says the expected form") {
 }
 
 TEST_CASE("config errors: wrong types name the key, the value and the expected type") {
-  CHECK(has(load_error("model:\n  n_layers: four\n"), ":2: 'model.n_layers' expects an integer, got 'four'"));
+  CHECK(has(load_error("model:\n  n_layers: four\n"), ":2: 'model.n_layers' expects an integer in [1, 1024], got 'four'"));
   CHECK(has(load_error("optim:\n  lr: [1]\n"), ":2: 'optim.lr' expects a number, got a sequence"));
   CHECK(has(load_error("optim:\n  lr: {a: 1}\n"), "'optim.lr' expects a number, got a mapping"));
-  CHECK(has(load_error("model:\n  n_layers: 2.5\n"), "'model.n_layers' expects an integer, got '2.5'"));
-  CHECK(has(load_error("model:\n  n_layers: 99999999999\n"), "'model.n_layers' expects an integer, got '99999999999'"));
-  CHECK(has(load_error("model:\n  n_layers:\n"), "'model.n_layers' expects an integer, got ''"));
+  CHECK(has(load_error("model:\n  n_layers: 2.5\n"), "'model.n_layers' expects an integer in [1, 1024], got '2.5'"));
+  CHECK(has(load_error("model:\n  n_layers: 99999999999\n"),
+            "'model.n_layers' expects an integer in [1, 1024], got '99999999999'"));
+  CHECK(has(load_error("model:\n  n_layers:\n"), "'model.n_layers' expects an integer in [1, 1024], got ''"));
+  CHECK(has(load_error("train:\n  steps: 99999999999999999999\n"),
+            "'train.steps' expects an integer in [1, 2^63-1], got '99999999999999999999'"));
   CHECK(has(load_error("model:\n  tie_embeddings: maybe\n"), "'model.tie_embeddings' expects true or false, got 'maybe'"));
-  CHECK(has(load_error("train:\n  seed: -1\n"), "'train.seed' expects a non-negative integer, got '-1'"));
+  CHECK(has(load_error("train:\n  seed: -1\n"), "'train.seed' expects an integer in [0, 2^64-1], got '-1'"));
+  CHECK(has(set_error("train.seed=18446744073709551616"),
+            "'train.seed' expects an integer in [0, 2^64-1], got '18446744073709551616'"));
+  CHECK(config_load("", {"train.seed=18446744073709551615"}).train.seed == UINT64_MAX);
   CHECK(has(load_error("optim:\n  lr: .inf\n"), "'optim.lr' expects a number, got '.inf'"));
   CHECK(has(load_error("model: 4\n"), ":1: section 'model' must be a mapping of keys"));
   CHECK(has(load_error("- a\n- b\n"), "a config file is a mapping of sections"));
@@ -88,15 +99,15 @@ TEST_CASE("config errors: a key given twice names both lines") {
 TEST_CASE("config errors: impossible values name the key, the value and what is allowed") {
   CHECK(has(set_error("model.n_heads=5"), "'model.n_heads' is 5, which does not divide 'model.d_model' = 128; "
                                           "heads that divide it: 1, 2, 4, 8, 16, 32, 64, 128"));
-  CHECK(has(set_error("model.n_layers=0"), "'model.n_layers' is '0'; it must be >= 1"));
-  CHECK(has(set_error("model.d_model=-8"), "'model.d_model' is '-8'; it must be >= 1"));
+  CHECK(has(set_error("model.n_layers=0"), "'model.n_layers' is '0'; it must be in [1, 1024]"));
+  CHECK(has(set_error("model.d_model=-8"), "'model.d_model' is '-8'; it must be in [1, 65536]"));
   CHECK(has(set_error("train.batch_size=0"), "'train.batch_size' is '0'; it must be >= 1"));
-  CHECK(has(set_error("attention.chunk_size=0"), "'attention.chunk_size' is '0'; it must be >= 1"));
+  CHECK(has(set_error("attention.chunk_size=0"), "'attention.chunk_size' is '0'; it must be in [1, 2^20]"));
   CHECK(has(set_error("data.val_fraction=0"), "'data.val_fraction' is '0.0'; it must be in (0, 1)"));
   CHECK(has(set_error("data.val_fraction=1"), "'data.val_fraction' is '1.0'; it must be in (0, 1)"));
   CHECK(has(set_error("optim.lr=0"), "'optim.lr' is '0.0'; it must be > 0"));
   CHECK(has(set_error("optim.beta2=1"), "'optim.beta2' is '1.0'; it must be in [0, 1)"));
-  CHECK(has(set_error("tokenizer.vocab_size=100"), "'tokenizer.vocab_size' is '100'; it must be >= 260"));
+  CHECK(has(set_error("tokenizer.vocab_size=100"), "'tokenizer.vocab_size' is '100'; it must be in [260, 2^24]"));
   CHECK(has(set_error("data.corpus="), "'data.corpus' is ''; it must be non-empty"));
   CHECK(has(load_error("optim:\n  lr: 1e-4\n  lr_min: 1e-3\n"),
             "'optim.lr_min' is 0.001, above 'optim.lr' = 0.0001"));
@@ -114,6 +125,65 @@ TEST_CASE("config errors: the bounds of every key reject a value just outside th
     std::string e = set_error(std::string(key.path) + "=" + below);
     CHECK_MESSAGE(has(e, std::string("'") + key.path + "' is"), key.path);
   }
+}
+
+TEST_CASE("config errors: absurd sizes are refused by the key's bound before any arithmetic") {
+  // Each of these once overflowed a 32-bit product or allocated for a minute before failing.
+  CHECK(has(set_error("model.d_model=1000000000"), "'model.d_model' is '1000000000'; it must be in [1, 65536]"));
+  CHECK(has(set_error("model.ffn_hidden=2000000000"), "'model.ffn_hidden' is '2000000000'; it must be in [0, 2^20]"));
+  CHECK(has(set_error("model.n_layers=100000"), "'model.n_layers' is '100000'; it must be in [1, 1024]"));
+  CHECK(has(set_error("train.grad_accum=1000000000"), "'train.grad_accum' is '1000000000'; it must be in [1, 65536]"));
+  CHECK(has(set_error("model.vocab_size=16777217"), "'model.vocab_size' is '16777217'; it must be in [0, 2^24]"));
+}
+
+TEST_CASE("config errors: every upper bound is inclusive, and one past it is refused") {
+  for (const ConfigKey& key : config_keys()) {
+    const ConfigAllowed& a = key.allowed;
+    if (!std::isfinite(a.max) || a.max_open || a.max != std::floor(a.max) || a.max < 2) continue;
+    const std::string at = fmt::format("{}={}", key.path, static_cast<int64_t>(a.max));
+    CHECK_MESSAGE(config_load("", {at}) != Config{}, at);  // accepted, and it changed something
+    const std::string e = set_error(fmt::format("{}={}", key.path, static_cast<int64_t>(a.max) + 1));
+    CHECK_MESSAGE(has(e, std::string("'") + key.path + "' is"), key.path);
+  }
+}
+
+TEST_CASE("config errors: bounds and types print readably, never as a 300-digit number") {
+  for (const ConfigKey& key : config_keys()) {
+    for (const std::string& text : {config_key_allowed_text(key), config_key_expected(key)}) {
+      size_t run = 0, longest = 0;
+      for (char ch : text) longest = std::max(longest, run = std::isdigit(static_cast<unsigned char>(ch)) ? run + 1 : 0);
+      CHECK_MESSAGE(longest <= 10, key.path << ": " << text);
+    }
+  }
+}
+
+TEST_CASE("config errors: a section given twice names both lines") {
+  CHECK(has(load_error("model:\n  n_layers: 2\ntrain:\n  steps: 5\nmodel:\n  d_model: 64\n"),
+            ":5: section 'model:' is given twice (first on line 1); merge the two blocks into one"));
+  // The same key in two blocks: the section is reported first, at the second block.
+  CHECK(has(load_error("model:\n  n_layers: 2\nmodel:\n  n_layers: 3\n"), ":3: section 'model:' is given twice"));
+  // A flat key and the same key in a section.
+  CHECK(has(load_error("model.n_layers: 2\nmodel:\n  n_layers: 3\n"),
+            ":3: key 'model.n_layers' is given twice (first on line 1)"));
+}
+
+TEST_CASE("config errors: a file of several YAML documents names the line of the second") {
+  const std::string second = "a second YAML document starts here ('---'), and a config file holds one";
+  std::string path = temp_file("multi.yaml", "model:\n  n_layers: 2\n---\nmodel:\n  d_model: 64\n");
+  CHECK(has(error_of([&] { config_load(path, {}); }), path + ":3: " + second));
+  CHECK(has(load_error("---\nmodel:\n  n_layers: 2\n---\n"), ":4: " + second));  // empty second document
+  CHECK(has(load_error("# header\nmodel:\n  n_layers: 2\n--- # next\ntrain:\n  steps: 3\n"), ":4: " + second));
+  // One document with its explicit start and end markers is fine.
+  CHECK(config_load(temp_file("one_doc.yaml", "---\nmodel:\n  n_layers: 2\n...\n"), {}).model.n_layers == 2);
+}
+
+TEST_CASE("config errors: an empty file and a directory are refused by name") {
+  for (const char* text : {"", "\n\n", "# only a comment\n", "---\n"}) {
+    std::string path = temp_file("empty.yaml", text);
+    CHECK(has(error_of([&] { config_load(path, {}); }), path + ": the config file is empty"));
+  }
+  std::string dir = std::filesystem::path(temp_file("in_dir.yaml", "model:\n  n_layers: 2\n")).parent_path().string();
+  CHECK(has(error_of([&] { config_load(dir, {}); }), "config file '" + dir + "' is a directory; give a YAML file"));
 }
 
 TEST_CASE("config errors: a missing file and a YAML syntax error") {

@@ -52,4 +52,64 @@ if "$rfa" tokenizer train --set model.n_heads=5 --dump-config >/dev/null 2>"$tmp
 fi
 expect_in "$tmp/heads.err" "'model.n_heads' is 5, which does not divide 'model.d_model' = 128"
 
+# A word that is not a command is named, with the commands there are.
+if "$rfa" frobnicate >/dev/null 2>"$tmp/cmd.err"; then fail "rfa frobnicate exited 0"; fi
+expect_in "$tmp/cmd.err" "'frobnicate' is not a command of rfa; the commands are: tokenizer, data, train, bench, generate, eval"
+if "$rfa" bench frob >/dev/null 2>"$tmp/sub.err"; then fail "rfa bench frob exited 0"; fi
+expect_in "$tmp/sub.err" "'frob' is not a command of rfa bench; the commands are: train, decode"
+if "$rfa" eval >/dev/null 2>"$tmp/none.err"; then fail "rfa eval exited 0"; fi
+expect_in "$tmp/none.err" "rfa eval needs a command: perplexity"
+
+# A log file in a missing directory is refused by path, before any work.
+if "$rfa" --log-file "$tmp/no/such/dir/x.log" tokenizer train --dump-config >/dev/null 2>"$tmp/log.err"; then
+  fail "--log-file in a missing directory exited 0"
+fi
+expect_in "$tmp/log.err" "--log-file '$tmp/no/such/dir/x.log': directory '$tmp/no/such/dir' does not exist"
+[ -e "$tmp/no" ] && fail "--log-file created the missing directory"
+
+# Integer flags name the flag, the value and the range, readably (no 300-digit bound).
+expect_flag_error() {  # expect_flag_error <message> <rfa args...>
+  local message=$1
+  shift
+  if "$rfa" "$@" >/dev/null 2>"$tmp/flag.err"; then fail "rfa $* exited 0"; fi
+  expect_in "$tmp/flag.err" "$message"
+  if grep -qE '[0-9]{30}' "$tmp/flag.err"; then fail "rfa $* printed a very long number: $(cat "$tmp/flag.err")"; fi
+}
+expect_flag_error "--seed: -1 is not an integer in [0, 2^64-1]" generate "$tmp" -p hi --seed -1
+expect_flag_error "--seed: 18446744073709551616 is not an integer in [0, 2^64-1]" generate "$tmp" -p hi \
+  --seed 18446744073709551616
+expect_flag_error "--prefill-segment: 0 is not an integer in [1, 2^31-1]" generate "$tmp" -p hi --prefill-segment 0
+expect_flag_error "--stride: -1 is not an integer in [0, 2^31-1]" eval perplexity "$tmp" --sliding --stride -1
+expect_flag_error "--stop-after: 0 is not an integer in [1, 2^63-1]" train --stop-after 0
+expect_flag_error "--window: -2 is not an integer in [0, 2^31-1]" generate "$tmp" -p hi --window -2
+expect_flag_error "--steps: 0 is not an integer in [1, 2^31-1]" bench train --steps 0
+expect_flag_error "--threads: 2000 is not an integer in [0, 1024]" --threads 2000 bench train
+
+# Config files: a directory, an empty file, a repeated section, a second document.
+expect_config_error() {  # expect_config_error <file> <message>
+  if "$rfa" train --config "$1" --dump-config >/dev/null 2>"$tmp/cfg.err"; then fail "--config $1 exited 0"; fi
+  expect_in "$tmp/cfg.err" "$2"
+}
+mkdir -p "$tmp/cfgdir"
+expect_config_error "$tmp/cfgdir" "config file '$tmp/cfgdir' is a directory; give a YAML file"
+printf '# nothing yet\n' >"$tmp/empty.yaml"
+expect_config_error "$tmp/empty.yaml" "$tmp/empty.yaml: the config file is empty"
+printf 'model:\n  n_layers: 2\ntrain:\n  steps: 3\nmodel:\n  d_model: 64\n' >"$tmp/twice.yaml"
+expect_config_error "$tmp/twice.yaml" "$tmp/twice.yaml:5: section 'model:' is given twice (first on line 1)"
+printf 'model:\n  n_layers: 2\n---\nmodel:\n  d_model: 64\n' >"$tmp/docs.yaml"
+expect_config_error "$tmp/docs.yaml" "$tmp/docs.yaml:3: a second YAML document starts here ('---')"
+
+# Absurd sizes are refused by the key's bound; a model that fits no machine by the memory
+# estimate, before the run directory or the data are touched.
+expect_flag_error "'model.d_model' is '1000000000'; it must be in [1, 65536]" train --set model.d_model=1000000000
+expect_flag_error "'model.n_layers' is '100000'; it must be in [1, 1024]" train --set model.n_layers=100000
+expect_flag_error "'train.grad_accum' is '1000000000'; it must be in [1, 65536]" train --set train.grad_accum=1000000000
+expect_flag_error "not enough memory: training this model needs about" train --set model.d_model=65536 \
+  --set model.n_layers=1024 --set train.run_dir="$tmp/huge_run" --set data.corpus="$tmp/missing.txt"
+expect_in "$tmp/flag.err" "the largest part is AdamW m and v: shrink model.n_layers (1024), model.d_model (65536)"
+[ -e "$tmp/huge_run" ] && fail "a run refused for memory created its run directory"
+# 2^30 positions of softmax KV cache: terabytes, refused before the rfa_gate half runs.
+expect_flag_error "not enough memory: the softmax decoding benchmark needs about" bench decode --positions 64,1073741824
+expect_in "$tmp/flag.err" "the largest part is KV cache: shrink --positions (largest 1073741824)"
+
 echo "cli_basics: all checks passed"

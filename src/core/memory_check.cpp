@@ -1,0 +1,62 @@
+#include "core/memory_check.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace rfa {
+
+double MemoryEstimate::total() const {
+  double sum = 0;
+  for (const MemoryPart& p : parts) sum += p.bytes;
+  return sum;
+}
+
+void MemoryEstimate::add(std::string name, double bytes, std::string keys) {
+  if (bytes > 0) parts.push_back({std::move(name), bytes, std::move(keys)});
+}
+
+int64_t memory_available_bytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return -1;
+  char line[256];
+  long long kib = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib < 0 ? -1 : int64_t(kib) * 1024;
+}
+
+std::string bytes_text(double bytes) {
+  if (bytes < 1024) return fmt::format("{:.0f} B", bytes);
+  if (bytes < 0x1p20) return fmt::format("{:.1f} KiB", bytes / 0x1p10);
+  if (bytes < 0x1p30) return fmt::format("{:.1f} MiB", bytes / 0x1p20);
+  if (bytes < 0x1p40) return fmt::format("{:.2f} GiB", bytes / 0x1p30);
+  if (bytes < 0x1p50) return fmt::format("{:.2f} TiB", bytes / 0x1p40);
+  return fmt::format("{:.2f} PiB", bytes / 0x1p50);
+}
+
+void memory_check(const MemoryEstimate& estimate, const std::string& what, double available) {
+  if (available < 0 || estimate.total() <= available) return;
+  std::vector<MemoryPart> parts = estimate.parts;
+  std::stable_sort(parts.begin(), parts.end(), [](const MemoryPart& a, const MemoryPart& b) { return a.bytes > b.bytes; });
+  std::string list;
+  for (const MemoryPart& p : parts) list += fmt::format("{}{} {}", list.empty() ? "" : ", ", p.name, bytes_text(p.bytes));
+  fail("not enough memory: {} needs about {} ({}), but {} is available (MemAvailable in /proc/meminfo); the "
+       "largest part is {}: shrink {}",
+       what, bytes_text(estimate.total()), list, bytes_text(available), parts.front().name, parts.front().keys);
+}
+
+void memory_require(const MemoryEstimate& estimate, const std::string& what) {
+  const double available = static_cast<double>(memory_available_bytes());
+  log_debug("memory", "{}: about {} of {} available", what, bytes_text(estimate.total()),
+            available < 0 ? "unknown" : bytes_text(available));
+  memory_check(estimate, what, available);
+}
+
+}  // namespace rfa

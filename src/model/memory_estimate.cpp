@@ -1,0 +1,80 @@
+#include "model/memory_estimate.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "model/attention_layer.h"
+
+namespace rfa {
+namespace {
+
+constexpr double kFloat = sizeof(float);
+
+// Elements of one arena slice: rounded up to 64 bytes of floats (tensor/arena.h).
+double slice(double n) { return std::ceil(n / 16) * 16; }
+
+// The attention core's sizes are affine in the batch (B rows of the same
+// work plus per-thread scratch): evaluated at B = 1 and 2, where no size_t
+// product can overflow, and extended to B in double.
+template <typename F>
+double affine_in_batch(int B, F size_at) {
+  const double one = static_cast<double>(size_at(1)), two = static_cast<double>(size_at(2));
+  return one + (B - 1) * (two - one);
+}
+
+std::string weight_keys(const ModelSpec& s) {
+  return fmt::format("model.n_layers ({}), model.d_model ({}), model.ffn_hidden ({}) or the vocabulary ({})", s.L,
+                     s.C, s.Hf, s.V);
+}
+
+}  // namespace
+
+double memory_param_elements(const ModelSpec& s) {
+  const double V = s.V, C = s.C, H = s.H, Dh = s.Dh, Hf = s.Hf;
+  double layer = slice(C) + 4 * slice(C * C) + slice(C) + slice(2 * Hf * C) + slice(Hf * C);
+  if (s.is_rfa()) layer += slice(H * Dh);
+  if (s.is_gated()) layer += slice(H * C) + slice(H);
+  return slice(V * C) + s.L * layer + slice(C) + (s.model.tie_embeddings ? 0 : slice(V * C));
+}
+
+double memory_activation_elements(const ModelSpec& s, int B, int T, int threads) {
+  const double N = double(B) * T, C = s.C, V = s.V, Hf = s.Hf;
+  const double saved = affine_in_batch(B, [&](int b) { return attention_layer_saved_size(s, b, T); });
+  const double scratch = affine_in_batch(B, [&](int b) { return attention_layer_scratch_size(s, b, T, threads); });
+  const double layer = 8 * slice(N * C) + 2 * slice(N) + slice(2 * N * Hf) + slice(N * Hf) + slice(saved);
+  const double final = 2 * slice(N * C) + 2 * slice(N) + 2 * slice(N * V);
+  const double grads = 6 * slice(N * C) + slice(2 * N * Hf) + slice(N * Hf) + slice(N * V) + slice(N) + slice(scratch);
+  return s.L * layer + final + grads;
+}
+
+MemoryEstimate memory_estimate_model(const ModelSpec& s) {
+  MemoryEstimate e;
+  const double P = memory_param_elements(s);
+  e.add("weights", P * kFloat, weight_keys(s));
+  e.add("gradients", P * kFloat, weight_keys(s));
+  if (s.is_rfa())
+    e.add("random feature matrices", 2.0 * s.L * s.H * s.D * s.Dh * kFloat,
+          fmt::format("attention.num_features ({}) or model.n_layers ({})", s.D, s.L));
+  // RopeTable: cos and sin, (positions, Dh/2), in float and in double.
+  if (s.rope)
+    e.add("RoPE table", double(s.model.context_length) * s.Dh * (sizeof(float) + sizeof(double)),
+          fmt::format("model.context_length ({})", s.model.context_length));
+  return e;
+}
+
+MemoryEstimate memory_estimate_train(const ModelSpec& s, const TrainConfig& train, int threads) {
+  MemoryEstimate e = memory_estimate_model(s);
+  e.add("AdamW m and v", 2 * memory_param_elements(s) * kFloat, weight_keys(s));
+  const int B = train.batch_size, T = s.model.context_length;
+  std::string keys = fmt::format("train.batch_size ({}), model.context_length ({}) or model.n_layers ({})", B, T, s.L);
+  if (s.is_rfa())
+    keys = fmt::format("train.batch_size ({}), model.context_length ({}), attention.chunk_size ({}), "
+                       "attention.num_features ({}) or model.n_layers ({})",
+                       B, T, s.attention.chunk_size, s.D, s.L);
+  // Activations plus the micro-batch's input and target tokens (int32).
+  e.add("activations", memory_activation_elements(s, B, T, threads) * kFloat + 2.0 * B * T * sizeof(int32_t), keys);
+  return e;
+}
+
+}  // namespace rfa

@@ -1,0 +1,25 @@
+#pragma once
+// What a model and a training session will allocate, estimated from the shape
+// before anything is allocated (core/memory_check.h refuses what cannot fit).
+// Sizes follow the allocations of Model, Activations and TrainSession buffer by
+// buffer, with the arena's 64-byte rounding, in doubles: no product can
+// overflow. tests/model/memory_estimate_test.cpp holds them to the real sizes.
+#include "config/config.h"
+#include "core/memory_check.h"
+#include "model/model_spec.h"
+
+namespace rfa {
+
+// Elements of the parameter table (P: every tensor rounded to 64 bytes).
+double memory_param_elements(const ModelSpec& spec);
+// Elements of Activations<float>(spec, B, T) for `threads` threads.
+double memory_activation_elements(const ModelSpec& spec, int B, int T, int threads);
+
+// A Model<float>: weights, the gradient buffer it always carries, the fixed
+// and per-step random matrices (RFA kinds), the RoPE table.
+MemoryEstimate memory_estimate_model(const ModelSpec& spec);
+// A TrainSession: the model, AdamW's m and v, the activations and scratch of
+// one micro-batch (train.batch_size x model.context_length) and its tokens.
+MemoryEstimate memory_estimate_train(const ModelSpec& spec, const TrainConfig& train, int threads);
+
+}  // namespace rfa

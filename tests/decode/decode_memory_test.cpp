@@ -1,0 +1,59 @@
+// The decoder's memory estimate against the state the decoder allocates, and
+// the growth of a softmax KV cache with the positions.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "core/parallel.h"
+#include "decode/decode_memory.h"
+#include "decode/decoder.h"
+#include "support/tiny_model.h"
+
+using namespace rfa;
+
+namespace {
+
+double part_bytes(const MemoryEstimate& e, const std::string& name) {
+  for (const MemoryPart& p : e.parts)
+    if (p.name == name) return p.bytes;
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("decode memory: the RFA state and the KV cache equal what the decoder reserves") {
+  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa, AttentionKind::rfa_gate})
+    for (int window : {0, 5}) {
+      CAPTURE(static_cast<int>(kind));
+      CAPTURE(window);
+      Model<float> model(test::tiny_spec(kind, {.context = 16, .num_features = 3}));
+      DecoderOptions o;
+      o.batch = 2;
+      o.max_segment = 7;
+      o.max_positions = 40;
+      o.window = window;
+      const MemoryEstimate e = memory_estimate_decoder(model.spec, o, thread_count(), "segment", "positions");
+      Decoder<float> dec(model, o);
+      if (model.spec.is_rfa()) {
+        CHECK(part_bytes(e, "RFA state") == double(dec.state_capacity_bytes()));
+      } else {
+        // state_capacity_bytes counts keys and values; the estimate adds the score row (B, H, slots).
+        const int slots = window > 0 ? window : 40;
+        const double scores = double(model.spec.L) * o.batch * model.spec.H * slots * sizeof(float);
+        CHECK(part_bytes(e, "KV cache") == double(dec.state_capacity_bytes()) + scores);
+      }
+      CHECK(part_bytes(e, "decoding activations") > 0);
+    }
+}
+
+TEST_CASE("decode memory: a softmax cache of 10^9 positions is terabytes, a window keeps it small") {
+  Model<float> model(test::tiny_spec(AttentionKind::softmax, {.context = 16}));
+  DecoderOptions o;
+  o.max_segment = 512;
+  o.max_positions = 1000000000;
+  const MemoryEstimate whole = memory_estimate_decoder(model.spec, o, 1, "segment", "-n");
+  CHECK(whole.total() > 1e11);  // L=2, C=16: 2 * 2 * 16 * 4 bytes of keys and values per position, and RoPE
+  o.window = 16;
+  const MemoryEstimate windowed = memory_estimate_decoder(model.spec, o, 1, "segment", "-n");
+  CHECK(part_bytes(windowed, "KV cache") < 1e5);
+}
