@@ -1,7 +1,7 @@
 #include "model/attention_layer.h"
 
 #include "attention/rfa_attention.h"
-#include "attention/softmax_attention.h"
+#include "attention/softmax_flash.h"
 #include "core/error.h"
 
 namespace rfa {
@@ -39,12 +39,12 @@ RfaInputs<T> rfa_inputs(const AttentionLayerArgs<T>& a) {
 }  // namespace
 
 int64_t attention_layer_saved_size(const ModelSpec& s, int B, int T) {
-  if (!s.is_rfa()) return static_cast<int64_t>(softmax_attention_saved_size(dims_of(s, B, T)));
+  if (!s.is_rfa()) return static_cast<int64_t>(softmax_flash_saved_size(dims_of(s, B, T)));
   return static_cast<int64_t>(rfa_saved_size(rfa_config_from(s.attention), dims_of(s, B, T)));
 }
 
 int64_t attention_layer_scratch_size(const ModelSpec& s, int B, int T, int threads) {
-  if (!s.is_rfa()) return static_cast<int64_t>(softmax_attention_workspace_size(dims_of(s, B, T), threads));
+  if (!s.is_rfa()) return static_cast<int64_t>(softmax_flash_workspace_size(dims_of(s, B, T), threads));
   return static_cast<int64_t>(rfa_workspace_size(rfa_config_from(s.attention), dims_of(s, B, T), threads));
 }
 
@@ -56,7 +56,7 @@ void attention_layer_forward(const ModelSpec& s, const BlockWeights<T>& w, T* ou
   RFA_ASSERT(a.scratch != nullptr, "attention forward needs its workspace");
   Workspace<T> ws{a.scratch, static_cast<size_t>(a.scratch_size)};
   if (!s.is_rfa()) {
-    softmax_attention_forward(out, a.saved, ws, a.q, a.k, a.v, d);
+    softmax_flash_forward(out, a.saved, ws, a.q, a.k, a.v, d);
     return;
   }
   rfa_forward(out, a.saved, ws, rfa_inputs(a), rfa_params(w, a.random), rfa_config_from(s.attention), d);
@@ -68,7 +68,7 @@ void attention_layer_backward(const ModelSpec& s, const BlockWeights<T>& w, cons
   const AttentionDims d = dims_of(s, a.B, a.T_len);
   Workspace<T> ws{a.scratch, static_cast<size_t>(a.scratch_size)};
   if (!s.is_rfa()) {
-    softmax_attention_backward(dq, dk, dv, ws, dout, a.saved, a.q, a.k, a.v, d);
+    softmax_flash_backward(dq, dk, dv, ws, dout, out, a.saved, a.q, a.k, a.v, d);
     return;
   }
   RfaInputGrads<T> grads;
