@@ -46,6 +46,8 @@ void bench_train(Config config, const BenchOptions& o) {
            f.total() / 1e9, f.matmul / 1e9, f.attention / 1e9);
   log_info("bench", "{:.1f} GFLOP/s achieved = {:.0f}% of the measured sgemm peak {:.1f} GFLOP/s", r.gflops,
            100.0 * r.gflops / r.gemm_peak_gflops, r.gemm_peak_gflops);
+  log_info("bench", "memory: activation arena {}, AdamW m+v {}, peak RSS {}", bytes_text(double(r.activation_bytes)),
+           bytes_text(double(r.optimizer_bytes)), bytes_text(double(r.peak_rss_bytes)));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "train/train_bench.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -63,6 +65,10 @@ TrainBenchResult train_bench(const Config& config, int steps, int warmup) {
     opt.push_back(st.optimizer_ms + st.setup_ms);
   }
   TrainBenchResult r;
+  r.activation_bytes = session.activation_bytes();
+  r.optimizer_bytes = session.optimizer_bytes();
+  struct rusage usage {};
+  if (getrusage(RUSAGE_SELF, &usage) == 0) r.peak_rss_bytes = int64_t(usage.ru_maxrss) * 1024;  // KiB on Linux
   r.median_ms = median(total);
   r.min_ms = *std::min_element(total.begin(), total.end());
   r.median_forward_ms = median(fwd);

@@ -16,6 +16,9 @@ struct TrainBenchResult {
   double matmul_gflops = 0;      // the matmul share of it
   double gemm_peak_gflops = 0;   // best of the sgemm probes
   double median_forward_ms = 0, median_backward_ms = 0, median_optimizer_ms = 0;
+  int64_t activation_bytes = 0;  // the activation arena (includes attention's saved tensors and scratch)
+  int64_t optimizer_bytes = 0;   // AdamW m and v
+  int64_t peak_rss_bytes = 0;    // getrusage's ru_maxrss after the timed steps (whole process)
 };
 
 // config.model.vocab_size must be set (> 0).
