@@ -3,9 +3,12 @@
 # 6 layers, width 384, 6 heads (configs/bench-6x384.yaml), constant tokens per
 # step (B*T = 16,384), T = 256 / 1024 / 4096 / 16384 for rfa_gate and softmax
 # (the blockwise one, memory linear in T). Prints one table row per run:
-# median ms/step, tokens/s, activation arena and peak RSS, and the ratios the
-# issue asks for. The configurations are interleaved (rfa_gate then softmax at
-# each T) so a busy neighbour slows both of a pair alike.
+# median ms/step, tokens/s, CPU ms/step (all threads) and tokens per
+# CPU-second, activation arena and peak RSS, and the ratios the issue asks for,
+# by wall time and by CPU time (the steadier one when other processes share the
+# cores: it does not count the time they held them). The configurations are
+# interleaved (rfa_gate then softmax at each T) so a busy neighbour slows both
+# of a pair alike.
 #
 # usage: scripts/bench-long-context.sh [RFA_BINARY] [STEPS] [WARMUP]
 #   defaults: build/rfa, 3 timed steps after 1 warm-up; THREADS=2; TS="256 1024 4096 16384"
@@ -23,8 +26,9 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-declare -A tps
-printf '%-9s %6s %3s %12s %10s %12s %12s\n' kind T B "ms/step" "tokens/s" "act arena" "peak RSS"
+declare -A tps cps
+printf '%-9s %6s %3s %10s %9s %11s %11s %11s %11s\n' kind T B "ms/step" "tokens/s" "CPU ms/st" "tok/CPU-s" \
+  "act arena" "peak RSS"
 for T in $ts; do
   B=$((tokens / T))
   for kind in rfa_gate softmax; do
@@ -33,15 +37,20 @@ for T in $ts; do
       --set train.batch_size="$B" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
     ms=$(sed -n 's/.*median \([0-9.]*\) ms\/step.*/\1/p' "$log")
     tok=$(sed -n 's/.*\] \([0-9]*\) tokens\/s.*/\1/p' "$log")
+    cpu=$(sed -n 's/.*CPU time \([0-9.]*\) ms\/step.*/\1/p' "$log")
+    ctok=$(sed -n 's/.*: \([0-9]*\) tokens per CPU-second.*/\1/p' "$log")
     arena=$(sed -n 's/.*activation arena \([^,]*\),.*/\1/p' "$log")
     rss=$(sed -n 's/.*peak RSS \(.*\)$/\1/p' "$log")
     tps[$kind,$T]=$tok
-    printf '%-9s %6d %3d %12s %10s %12s %12s\n' "$kind" "$T" "$B" "$ms" "$tok" "$arena" "$rss"
+    cps[$kind,$T]=$ctok
+    printf '%-9s %6d %3d %10s %9s %11s %11s %11s %11s\n' "$kind" "$T" "$B" "$ms" "$tok" "$cpu" "$ctok" "$arena" "$rss"
   done
 done
 first=${ts%% *}
 echo
 for T in $ts; do
-  awk -v t="$T" -v r="${tps[rfa_gate,$T]}" -v s="${tps[softmax,$T]}" -v r0="${tps[rfa_gate,$first]}" \
-    'BEGIN { printf "T=%-6d rfa_gate/softmax %.2fx   rfa_gate vs its T=%s: %.2fx\n", t, r / s, "'"$first"'", r / r0 }'
+  awk -v t="$T" -v f="$first" -v r="${tps[rfa_gate,$T]}" -v s="${tps[softmax,$T]}" -v r0="${tps[rfa_gate,$first]}" \
+    -v cr="${cps[rfa_gate,$T]}" -v cs="${cps[softmax,$T]}" -v cr0="${cps[rfa_gate,$first]}" \
+    'BEGIN { printf "T=%-6d rfa_gate/softmax %.2fx (CPU time %.2fx)   rfa_gate vs its T=%d: %.2fx (CPU time %.2fx)\n",
+                    t, r / s, cr / cs, f, r / r0, cr / cr0 }'
 done

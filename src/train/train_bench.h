@@ -11,6 +11,8 @@ namespace rfa {
 struct TrainBenchResult {
   double median_ms = 0;          // per optimizer step
   double min_ms = 0;
+  double median_cpu_ms = 0;      // CPU time of all threads per step: on a shared machine it does not count
+                                 // the time other processes held the cores (OMP_WAIT_POLICY=passive)
   double tokens_per_s = 0;       // at the median
   double gflops = 0;             // model_train_flops / median
   double matmul_gflops = 0;      // the matmul share of it
