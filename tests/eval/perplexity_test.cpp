@@ -93,6 +93,26 @@ TEST_CASE("perplexity: rfa and rfa_gate with rope, one pass equals one forward")
   }
 }
 
+// The trainer's use: one decoder, many passes; each pass starts from an empty
+// state and gives what a fresh perplexity_evaluate gives, bit for bit.
+TEST_CASE("perplexity: a reused decoder gives the same sum as a fresh evaluation") {
+  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
+    INFO(attention_kind_name(kind));
+    Model<float> model(spec_of(kind, 8));
+    model_init(model, 4);
+    const std::vector<int32_t> x = text(40);
+    PerplexityOptions o;
+    o.segment = 16;
+    o.progress = false;
+    const PerplexityPlan plan = perplexity_plan(model.spec, 40, o);
+    CHECK(plan.recurrent == (kind != AttentionKind::softmax));
+    Decoder<float> dec(model, plan.decoder);
+    const double first = perplexity_nll_sum(dec, plan, x, false);
+    CHECK(perplexity_nll_sum(dec, plan, x, false) == first);
+    CHECK(perplexity_evaluate(model, x, 40, o).nll_sum == first);
+  }
+}
+
 namespace {
 
 void check_sliding(AttentionKind kind) {
