@@ -1,7 +1,5 @@
 #include "train/train_run.h"
 
-#include <atomic>
-#include <csignal>
 #include <filesystem>
 #include <limits>
 
@@ -14,6 +12,7 @@
 #include "core/file_util.h"
 #include "core/log.h"
 #include "core/parallel.h"
+#include "core/stop_signals.h"
 #include "core/timer.h"
 #include "model/model_io.h"
 #include "train/train_data.h"
@@ -23,38 +22,6 @@
 
 namespace rfa {
 namespace {
-
-std::atomic<int> g_stop_signal{0};
-
-// The first SIGINT/SIGTERM asks for a stop after the current step; a second one
-// (Ctrl-C pressed again) kills the process the default way: checkpoint writes are
-// atomic, so the previous checkpoint stays loadable. signal() and raise() are
-// async-signal-safe.
-extern "C" void on_stop_signal(int sig) {
-  if (g_stop_signal.exchange(sig) != 0) {
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-  }
-}
-
-// Installs SIGINT/SIGTERM handlers for the run and restores the old ones after.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal.store(0);
-    old_int_ = std::signal(SIGINT, on_stop_signal);
-    old_term_ = std::signal(SIGTERM, on_stop_signal);
-  }
-  ~StopSignals() {
-    std::signal(SIGINT, old_int_);
-    std::signal(SIGTERM, old_term_);
-  }
-  int pending() const { return g_stop_signal.load(); }
-
- private:
-  void (*old_int_)(int) = nullptr;
-  void (*old_term_)(int) = nullptr;
-};
 
 Config resolve_vocab(Config c, const Tokenizer& tok) {
   if (c.model.vocab_size == 0) {
@@ -170,7 +137,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     ++interval_steps;
     const int64_t done = step + 1;
     const bool is_last = done == tc.steps;
-    const bool stopping = signals.pending() != 0 || done == options.stop_after;
+    const bool stopping = stop_requested() || done == options.stop_after;
     recent_ms = recent_ms == 0 ? seconds * 1e3 : 0.9 * recent_ms + 0.1 * seconds * 1e3;
     const double eta = (tc.steps - done) * recent_ms / 1e3;
 
@@ -218,8 +185,8 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     }
     result.steps = done;
     if (stopping) {
-      const std::string why = signals.pending() != 0 ? fmt::format("signal {} received", signals.pending())
-                                                     : fmt::format("--stop-after {}", options.stop_after);
+      const std::string why = stop_requested() ? fmt::format("signal {} received", stop_signal())
+                                               : fmt::format("--stop-after {}", options.stop_after);
       log_warn("train", "{}: stopped after step {}/{} with checkpoint {}; continue with: rfa train --resume {}", why,
                done, tc.steps, result.checkpoint_dir, run_dir);
       result.interrupted = true;
