@@ -8,8 +8,11 @@
 //   run_dir/metrics.jsonl     one JSON line per logged step and per evaluation
 //   run_dir/train.log         the log lines
 //   run_dir/checkpoints/step-NNNNNN/  every checkpoint.every steps and at the end
-// SIGINT/SIGTERM stop after the current step, save a checkpoint and return
-// (result.interrupted); `rfa train --resume RUN_DIR` continues from it.
+// SIGINT/SIGTERM (core/stop_signals.h) stop at the next micro-batch or evaluation
+// batch: a step cut short is dropped whole (nothing of it is applied), the state after
+// the last finished step is saved as a checkpoint (unless one is on disk already) and
+// train_run returns (result.interrupted); `rfa train --resume RUN_DIR` continues from
+// it exactly as an uninterrupted run would. A signal stop records no val loss.
 #include <cstdint>
 #include <string>
 
@@ -34,7 +37,7 @@ struct TrainOptions {
   // gives it with its config and tokenizer); "" starts from scratch.
   std::string resume_checkpoint;
   std::string resume_tokenizer;  // the tokenizer model the checkpoint was trained with
-  // Stop after this optimizer step as on SIGTERM (evaluate, save, return); 0 = never.
+  // Stop after this optimizer step (evaluate, save, return); 0 = never.
   int64_t stop_after = 0;
   // A new run refuses a run directory that already holds checkpoints (nothing is
   // lost by accident); overwrite deletes them first.

@@ -1,8 +1,10 @@
 #include "train/train_session.h"
 
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
+#include "core/stop_signals.h"
 #include "core/timer.h"
 #include "model/model_forward.h"
 #include "optim/lr_schedule.h"
@@ -69,6 +71,10 @@ StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
   double loss_sum = 0;
   const double scale = 1.0 / tc.grad_accum;
   for (int micro = 0; micro < tc.grad_accum; ++micro) {
+    if (stop_requested()) {
+      st.stopped = true;
+      return st;
+    }
     sampler.sample(step, micro, batch_.inputs.data(), batch_.targets.data());
     timer.reset();
     double loss = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_step());
@@ -101,6 +107,7 @@ double TrainSession::evaluate(const TokenSplit& split, int eval_batches) {
   double sum = 0;
   int64_t count = 0;
   for (;;) {
+    if (stop_requested()) return std::numeric_limits<double>::quiet_NaN();
     int rows = windows.next(batch_.inputs.data(), batch_.targets.data());
     if (rows == 0) break;
     // A short last batch: pad with token 0 and ignore its targets.

@@ -25,6 +25,10 @@ struct StepStats {
   int64_t tokens = 0;      // tokens processed (B * T * grad_accum)
   // Wall time by phase: random draw + zero-grad, forwards, backwards, clip + AdamW.
   double setup_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  // A stop request (core/stop_signals.h) came before the step's last micro-batch: the
+  // step was abandoned before its update, parameters and AdamW moments are untouched,
+  // and redoing the step later gives the same result (batches are keyed by step).
+  bool stopped = false;
 };
 
 class TrainSession {
@@ -34,9 +38,11 @@ class TrainSession {
 
   // One optimizer step over grad_accum micro-batches from `sampler` keyed by (seed, step, micro).
   // Throws Error naming the step and the first non-finite tensor if the loss or a gradient is NaN/inf.
+  // Polls stop_requested() before each micro-batch (see StepStats::stopped).
   StepStats step(int64_t step, const BatchSampler& sampler);
 
   // Mean loss over the first eval_batches * B windows of `split`, with the fixed random matrices.
+  // Polls stop_requested() before each batch and returns NaN if it cut the pass short.
   double evaluate(const TokenSplit& split, int eval_batches);
 
   Model<float>& model() { return model_; }
