@@ -106,6 +106,6 @@ for trial in $(seq 1 "$trials"); do
   echo "trial $trial: SIG$sig after ${delay_ms} ms -> exit 0, checkpoint step $step loads, resume to $to matches"
   rm -rf "$run"
 done
-echo "signal-trials: $((trials - failures))/$trials trials passed ($during_step stopped during a step or" \
-  "evaluation, $after_step after one) in $((SECONDS - start_all)) s; seed $seed"
+echo "signal-trials: $((trials - failures))/$trials trials passed ($during_step stopped during a step, dropping it;" \
+  "$after_step after one) in $((SECONDS - start_all)) s; seed $seed"
 [ "$failures" = 0 ]
