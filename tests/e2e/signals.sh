@@ -106,8 +106,8 @@ run=$tmp/run-accum
 "$rfa" --threads 2 train --config "$tmp/accum.yaml" --set train.run_dir="$run" 2>"$tmp/accum.log" &
 pid=$!
 wait_for "$run/metrics.jsonl" '"step":1,'
-kill -TERM "$pid"
 stop_start=$(date +%s%N)
+kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?
 pid=
