@@ -1,8 +1,10 @@
 #include "train/train_session.h"
 
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
+#include "core/stop_signals.h"
 #include "core/timer.h"
 #include "model/model_forward.h"
 #include "optim/lr_schedule.h"
@@ -72,6 +74,10 @@ StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
   double loss_sum = 0;
   const double scale = 1.0 / tc.grad_accum;
   for (int micro = 0; micro < tc.grad_accum; ++micro) {
+    if (stop_requested()) {
+      st.stopped = true;
+      return st;
+    }
     sampler.sample(step, micro, batch_.inputs.data(), batch_.targets.data());
     timer.reset();
     double loss = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_step());
@@ -112,8 +118,8 @@ double TrainSession::evaluate(std::span<const int32_t> tokens) {
     eval_decoder_ = std::make_unique<Decoder<float>>(model_, d);
     eval_decoder_plan_ = plan;
   }
-  const double sum = perplexity_nll_sum(*eval_decoder_, plan, tokens, /*progress=*/false);
-  return sum / static_cast<double>(tokens.size() - 1);
+  const double sum = perplexity_nll_sum(*eval_decoder_, plan, tokens, /*progress=*/false, stop_requested);
+  return sum / static_cast<double>(tokens.size() - 1);  // NaN if a stop request cut the pass short
 }
 
 }  // namespace rfa
