@@ -263,10 +263,10 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   result.train_seconds = train_seconds;
   result.wall_seconds = wall.seconds();
   result.tokens_per_s = train_seconds > 0 ? tokens_seen / train_seconds : 0;
-  const std::string val_text = evaluated ? fmt::format("final val loss {:.4f} (best {:.4f})", result.final_val_loss,
+  const std::string val_summary = evaluated ? fmt::format("final val loss {:.4f} (best {:.4f})", result.final_val_loss,
                                                       result.best_val_loss)
                                         : std::string("no val loss measured");  // a signal stop skips it
-  log_info("train", "done: {} steps, {}, {} in steps ({} wall), {:.0f} tok/s", result.steps, val_text,
+  log_info("train", "done: {} steps, {}, {} in steps ({} wall), {:.0f} tok/s", result.steps, val_summary,
            duration_text(result.train_seconds), duration_text(result.wall_seconds), result.tokens_per_s);
   log_info("train", "loss curves: scripts/plot-runs.py {} -o {}/loss.png", run_dir, run_dir);
   return result;
