@@ -46,7 +46,7 @@ void rfa_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaParams<T
   const size_t per_task = step_scratch_size(c, Dh), FE = static_cast<size_t>(F) * E;
   // Work per (b, h): two feature maps (2 D Dh) and the state update and read (2 F E).
   const int64_t work = 2 * int64_t(D) * Dh + 2 * int64_t(FE);
-  attention_for(int64_t(st.B) * H, work, [&](int64_t bh) {
+  parallel_for(int64_t(st.B) * H, parallel_grain(work), [&](int64_t bh) {
     const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
     T* at = st.scratch.data() + bh * per_task;
     auto take = [&](size_t n) { T* r = at; at += n; return r; };

@@ -1,4 +1,4 @@
-#include "decode/softmax_cache_prefill.h"
+#include "attention/softmax_cache_prefill.h"
 
 #include <algorithm>
 #include <cmath>

@@ -35,7 +35,7 @@ void softmax_attention_step(T* out, KvCache<T>& cache, const T* q, const T* k, c
          cache.max_len);
   const int H = cache.H, Dh = cache.Dh, C = H * Dh, L = cache.max_len, t = cache.len;
   const T scale = T(1) / std::sqrt(T(Dh));
-  attention_for(int64_t(cache.B) * H, 2 * int64_t(t + 1) * Dh, [&](int64_t task) {
+  parallel_for(int64_t(cache.B) * H, parallel_grain(2 * int64_t(t + 1) * Dh), [&](int64_t task) {
     const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
     const size_t row = static_cast<size_t>(b) * C + static_cast<size_t>(h) * Dh;
     T* kc = cache.k.data() + static_cast<size_t>(task) * L * Dh;  // (max_len, Dh)

@@ -7,7 +7,8 @@
 #include "attention/rfa_layout.h"
 #include "attention/vector_math.h"
 #include "core/error.h"
-#include "decode/decode_kernels.h"
+#include "core/parallel.h"
+#include "kernels/gemm.h"
 #include "kernels/reduce.h"
 
 namespace rfa {
@@ -59,8 +60,9 @@ void rfa_decode_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaP
   RFA_ASSERT(per_task >= static_cast<size_t>(Dh + D + 2 * F + 2 * E), "rfa state scratch too small");
   const T eps_d = T(c.eps_d);
   const size_t FE = static_cast<size_t>(F) * E;
-  const int64_t work = int64_t(st.B) * H * (2 * int64_t(D) * Dh + 2 * int64_t(F) * E);
-  decode_for(int64_t(st.B) * H, work, [&](int64_t bh) {
+  // Work per (b, h): two feature maps (2 D Dh) and one pass over the state (2 F E).
+  const int64_t work = 2 * int64_t(D) * Dh + 2 * int64_t(F) * E;
+  parallel_for(int64_t(st.B) * H, parallel_grain(work), [&](int64_t bh) {
     const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
     T* at = st.scratch.data() + bh * per_task;
     T* sx = at;
@@ -118,13 +120,13 @@ void softmax_decode_step(T* out, KvCache<T>& cache, const T* q, const T* k, cons
     std::copy(k + row, k + row + Dh, kc + static_cast<size_t>(slot) * Dh);
     std::copy(v + row, v + row + Dh, vc + static_cast<size_t>(slot) * Dh);
     T* s = cache.scores.data() + static_cast<size_t>(task) * L;  // (n)
-    gemm_decode<T>(false, true, 1, n, Dh, scale, q + row, Dh, kc, Dh, T(0), s, n);
+    gemm<T>(false, true, 1, n, Dh, scale, q + row, Dh, kc, Dh, T(0), s, n, GemmThreads::one);
     const T max = row_max(s, n);
 #pragma omp simd
     for (int j = 0; j < n; ++j) s[j] -= max;
     exp_row(s, n);
     const T inv = T(1) / row_sum(s, n);
-    gemm_decode<T>(false, false, 1, Dh, n, inv, s, n, vc, Dh, T(0), out + row, C);
+    gemm<T>(false, false, 1, Dh, n, inv, s, n, vc, Dh, T(0), out + row, C, GemmThreads::one);
   }
   cache.len = t + 1;
 }

@@ -3,7 +3,7 @@
 // the reference steps rfa_step (attention/rfa_recurrent.h) and
 // softmax_attention_step (attention/softmax_kv_cache.h), which the tests
 // compare them against. Work per (row, head) runs serially when small (see
-// decode_for): at B = 1 a thread fork costs more than the whole step.
+// parallel_grain): at B = 1 a thread fork costs more than the whole step.
 #include "attention/rfa_recurrent.h"
 #include "attention/softmax_kv_cache.h"
 

@@ -7,7 +7,7 @@
 #include "core/parallel.h"
 #include "decode/decode_kernels.h"
 #include "decode/decode_step_attention.h"
-#include "decode/softmax_cache_prefill.h"
+#include "attention/softmax_cache_prefill.h"
 #include "kernels/gemm.h"
 #include "layers/embedding.h"
 #include "layers/linear.h"
@@ -209,7 +209,7 @@ void Decoder<T>::step_layers(const int32_t* tokens) {
     matvec_forward(gate_up_, n_, w.w13, B, C, 2 * Hf, false);
     swiglu_rows(act_, gate_up_, B, Hf);
     // x += act · W2 (W2 is stored (Hf, C), input-major)
-    gemm_decode<T>(false, false, B, C, Hf, T(1), act_, Hf, w.w2, C, T(1), x_, C);
+    gemm<T>(false, false, B, C, Hf, T(1), act_, Hf, w.w2, C, T(1), x_, C, GemmThreads::one);
   }
   rmsnorm_rows(n_, x_, model_.w.final_norm, B, C, s.model.norm_eps);
   matvec_forward(logits_, n_, model_.w.lm_head, B, C, s.V, false);

@@ -12,7 +12,7 @@
 
 #include "attention/softmax_kv_cache.h"
 #include "decode/decode_step_attention.h"
-#include "decode/softmax_cache_prefill.h"
+#include "attention/softmax_cache_prefill.h"
 #include "support/gradcheck.h"
 
 using namespace rfa;

@@ -95,7 +95,7 @@ TEST_CASE("decode kernels: fused rfa step equals rfa_step") {
       check_rfa_step<double>(c, 2, 3, 8, 1e-11);
       check_rfa_step<float>(c, 2, 3, 8, 2e-4);
     }
-  c.num_features = 64;  // B*H*(2D Dh + 2F E) above kDecodeParallelWork: threaded
+  c.num_features = 64;  // B*H*(2D Dh + 2F E) above kParallelMinWork: threaded
   c.gated = true;
   c.feature_map = FeatureMapKind::gaussian;
   check_rfa_step<double>(c, 4, 8, 32, 1e-11);
