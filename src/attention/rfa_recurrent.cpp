@@ -38,7 +38,7 @@ void rfa_state_reset(RfaState<T>& state) {
 }
 
 template <typename T>
-void rfa_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaParams<T>& p, const RfaConfig& c) {
+void rfa_step_reference(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaParams<T>& p, const RfaConfig& c) {
   const int H = st.H, Dh = st.Dh, C = H * Dh, D = c.num_features, F = st.F, E = Dh + 1;
   RFA_ASSERT(F == rfa_feature_count(c), "state made for {} features, config has {}", F, rfa_feature_count(c));
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
@@ -99,7 +99,7 @@ void rfa_prefill(T* out, RfaState<T>& state, Workspace<T> workspace, const RfaIn
 #define RFA_INSTANTIATE(T)                                                                                 \
   template RfaState<T> rfa_state_create<T>(const RfaConfig&, int, int, int);                              \
   template void rfa_state_reset<T>(RfaState<T>&);                                                         \
-  template void rfa_step<T>(T*, RfaState<T>&, const RfaInputs<T>&, const RfaParams<T>&, const RfaConfig&); \
+  template void rfa_step_reference<T>(T*, RfaState<T>&, const RfaInputs<T>&, const RfaParams<T>&, const RfaConfig&); \
   template void rfa_prefill<T>(T*, RfaState<T>&, Workspace<T>, const RfaInputs<T>&, const RfaParams<T>&,  \
                                const RfaConfig&, const AttentionDims&);
 RFA_INSTANTIATE(float)

@@ -28,8 +28,8 @@ void kv_cache_reset(KvCache<T>& cache) {
 }
 
 template <typename T>
-void softmax_attention_step(T* out, KvCache<T>& cache, const T* q, const T* k, const T* v) {
-  RFA_ASSERT(!cache.ring, "softmax_attention_step is the linear-cache reference; ring caches use softmax_decode_step");
+void softmax_attention_step_reference(T* out, KvCache<T>& cache, const T* q, const T* k, const T* v) {
+  RFA_ASSERT(!cache.ring, "softmax_attention_step_reference is the linear-cache reference; ring caches use softmax_decode_step");
   if (cache.len >= cache.max_len)
     fail("kv cache full at {} positions; create it with a larger max_len (decode length + prompt)",
          cache.max_len);
@@ -62,7 +62,7 @@ void softmax_attention_step(T* out, KvCache<T>& cache, const T* q, const T* k, c
 #define RFA_INSTANTIATE(T)                                           \
   template KvCache<T> kv_cache_create<T>(int, int, int, int, bool);  \
   template void kv_cache_reset<T>(KvCache<T>&);                      \
-  template void softmax_attention_step<T>(T*, KvCache<T>&, const T*, const T*, const T*);
+  template void softmax_attention_step_reference<T>(T*, KvCache<T>&, const T*, const T*, const T*);
 RFA_INSTANTIATE(float)
 RFA_INSTANTIATE(double)
 #undef RFA_INSTANTIATE

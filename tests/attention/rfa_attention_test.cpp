@@ -16,7 +16,7 @@ using rfa::test::RfaProblem;
 
 namespace {
 
-// Runs rfa_step over all T positions; returns out (B, T, C).
+// Runs rfa_step_reference over all T positions; returns out (B, T, C).
 template <typename T>
 std::vector<T> run_recurrent(RfaProblem<T>& p, RfaState<T>& state, int t_begin, int t_end) {
   const int C = p.d.C(), B = p.d.B, Tn = p.d.T;
@@ -29,7 +29,7 @@ std::vector<T> run_recurrent(RfaProblem<T>& p, RfaState<T>& state, int t_begin, 
         qt[dst] = p.q[src], kt[dst] = p.k[src], vt[dst] = p.v[src], nt[dst] = p.n[src];
       }
     RfaInputs<T> in{qt.data(), kt.data(), vt.data(), nt.data()};
-    rfa_step(ot.data(), state, in, p.params(), p.cfg);
+    rfa_step_reference(ot.data(), state, in, p.params(), p.cfg);
     for (int b = 0; b < B; ++b)
       std::copy(ot.begin() + size_t(b) * C, ot.begin() + size_t(b + 1) * C, out.begin() + (size_t(b) * Tn + t) * C);
   }
