@@ -9,6 +9,7 @@
 
 #include "checkpoint/json.h"
 #include "cli/commands.h"
+#include "config/config_enums.h"
 #include "config/config_load.h"
 #include "core/cpu_timer.h"
 #include "core/error.h"
@@ -63,7 +64,7 @@ KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeA
   for (int32_t& t : tokens) t = static_cast<int32_t>(rng.below(static_cast<uint64_t>(a.vocab)));
 
   KindResult r;
-  const bool rfa = model.spec.is_rfa();
+  const bool rfa = !attention_state_grows(model.spec.attn);  // a fixed-size state: snapshot and restore it
   if (!rfa) {
     // A causal cache truncated to P is exactly the cache after P tokens: prefill once.
     Timer t;
@@ -86,12 +87,18 @@ KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeA
       dec.prefill_all(tokens.data(), p);
       r.prefill_tokens_per_s = std::max(r.prefill_tokens_per_s, p / t.seconds());
       snapshot.clear();
-      for (const RfaState<float>& s : dec.rfa_states()) snapshot.push_back(s.S);
+      for (const AttentionState<float>& s : dec.attention_states()) {
+        const float* data = attention_state_data(s);
+        int64_t n = 1;
+        for (int64_t d : attention_state_shape(s)) n *= d;
+        snapshot.emplace_back(data, data + n);
+      }
     }
     std::vector<double> runs, cpu_runs;
     for (int rep = -1; rep < a.repeats; ++rep) {  // rep -1 warms caches up after the prefill; not recorded
       if (rfa)
-        for (size_t l = 0; l < snapshot.size(); ++l) dec.rfa_states()[l].S = snapshot[l];  // same size: no realloc
+        for (size_t l = 0; l < snapshot.size(); ++l)
+          std::copy(snapshot[l].begin(), snapshot[l].end(), attention_state_data(dec.attention_states()[l]));
       dec.set_position(p);
       const double cpu0 = process_cpu_seconds();
       Timer t;
@@ -104,7 +111,7 @@ KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeA
     r.ms[index] = median(runs);
     r.cpu_ms[index] = median(cpu_runs);
     r.state[index] = dec.state_bytes();
-    log_info("bench", "{} position {}: {:.4f} ms/token wall, {:.4f} ms/token CPU", attention_kind_name(kind), p,
+    log_info("bench", "{} position {}: {:.4f} ms/token wall, {:.4f} ms/token CPU", enum_name(kind), p,
              r.ms[index], r.cpu_ms[index]);
   }
   return r;

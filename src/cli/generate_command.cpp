@@ -7,6 +7,7 @@
 
 #include "checkpoint/file_io.h"
 #include "cli/commands.h"
+#include "config/config_enums.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "decode/decoder_state_io.h"
@@ -51,9 +52,11 @@ void run_generate(const GenerateArgs& a) {
   DecoderOptions o;
   o.batch = 1;
   o.max_segment = a.prefill_segment;
-  o.max_positions = static_cast<int64_t>(prompt.size()) + a.max_new_tokens;  // softmax's positions
+  // The RoPE table and softmax's cache: a continued generation starts where its state left off.
+  const int64_t start = a.load_state.empty() ? 0 : decoder_state_position(a.load_state);
+  o.max_positions = start + static_cast<int64_t>(prompt.size()) + a.max_new_tokens;
   const int context = model.spec.model.context_length;
-  if (!model.spec.is_rfa()) {
+  if (attention_state_grows(model.spec.attn)) {
     // Softmax sees at most `window` positions, so relative distances stay within training's.
     o.window = a.window < 0 ? context : a.window;
     if (o.window == 0 && o.max_positions > context)
@@ -65,7 +68,7 @@ void run_generate(const GenerateArgs& a) {
                "past the training context", o.window, context);
   } else if (a.window >= 0) {
     log_info("generate", "--window {} ignored: {} attention keeps a fixed-size state, no KV cache", a.window,
-             attention_kind_name(model.spec.attention.kind));
+             enum_name(model.spec.attention.kind));
   }
   Decoder<float> dec(model, o);
   Sampler sampler(model.spec.V, a.sampler);
@@ -100,13 +103,13 @@ void run_generate(const GenerateArgs& a) {
              a.save_state, bytes_human(dec.state_bytes()));
   }
 
-  const char* kind = attention_kind_name(model.spec.attention.kind);
+  const char* kind = enum_name(model.spec.attention.kind);
   log_info("generate", "prompt: {} tokens, prefill {:.0f} tokens/s ({:.1f} ms)", total.prompt_tokens,
            total.prompt_tokens / std::max(total.prefill_seconds, 1e-9), total.prefill_seconds * 1e3);
   log_info("generate", "generated: {} tokens in {} sample(s), {:.0f} tokens/s, {:.3f} ms/token", total.generated,
            a.num_samples, total.generated / std::max(total.decode_seconds, 1e-9),
            total.decode_seconds * 1e3 / std::max<int64_t>(total.generated, 1));
-  if (model.spec.is_rfa())
+  if (!attention_state_grows(model.spec.attn))
     log_info("generate", "state: {} ({} recurrent state, fixed size whatever the length)",
              bytes_human(total.state_bytes), kind);
   else if (o.window > 0)

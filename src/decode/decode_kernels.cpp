@@ -37,26 +37,10 @@ void swiglu_rows(T* out, const T* gate_up, int B, int Hf) {
   }
 }
 
-template <typename T>
-void rope_rows(T* x, const RopeTable& table, int B, int H, int Dh, int64_t pos) {
-  const int half = Dh / 2;
-  const T* cs = table.cos_row<T>(pos);
-  const T* sn = table.sin_row<T>(pos);
-  for (int64_t r = 0; r < int64_t(B) * H; ++r) {
-    T* y = x + r * Dh;
-    for (int i = 0; i < half; ++i) {
-      const T x0 = y[2 * i], x1 = y[2 * i + 1];
-      y[2 * i] = x0 * cs[i] - x1 * sn[i];
-      y[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
-    }
-  }
-}
-
 #define RFA_INSTANTIATE(T)                                                              \
   template void matvec_forward<T>(T*, const T*, const T*, int, int, int, bool);         \
   template void rmsnorm_rows<T>(T*, const T*, const T*, int, int, double);              \
-  template void swiglu_rows<T>(T*, const T*, int, int);                                 \
-  template void rope_rows<T>(T*, const RopeTable&, int, int, int, int64_t);
+  template void swiglu_rows<T>(T*, const T*, int, int);
 RFA_INSTANTIATE(float)
 RFA_INSTANTIATE(double)
 #undef RFA_INSTANTIATE

@@ -3,11 +3,9 @@
 // (~1 MFLOP for the reference model): an OpenMP fork/join costs as much as the
 // work, so these run on the calling thread. Plain loops written so -O3 vectorises them (omp simd
 // reductions, no -ffast-math). The layer kernels (layers/) are their reference
-// twins in the tests.
+// twins in the tests. (The step's RoPE is layers/rope.h's rope_rows.)
 #include <cstdint>
 
-#include "core/parallel.h"
-#include "layers/rope.h"
 
 namespace rfa {
 
@@ -25,9 +23,5 @@ void rmsnorm_rows(T* out /*(B, C)*/, const T* x /*(B, C)*/, const T* weight /*(C
 // out = silu(gate) * up with gate_up rows [gate (Hf) | up (Hf)].
 template <typename T>
 void swiglu_rows(T* out /*(B, Hf)*/, const T* gate_up /*(B, 2Hf)*/, int B, int Hf);
-
-// Rotates every head of one token per row at absolute position `pos` (as rope_forward), in place.
-template <typename T>
-void rope_rows(T* x /*(B, H, Dh)*/, const RopeTable& table, int B, int H, int Dh, int64_t pos);
 
 }  // namespace rfa

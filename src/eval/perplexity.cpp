@@ -36,6 +36,7 @@ double nll_recurrent(Model<float>& model, std::span<const int32_t> x, const Perp
   const int64_t inputs = static_cast<int64_t>(x.size()) - 1;
   DecoderOptions d;
   d.max_segment = static_cast<int>(std::min<int64_t>(o.segment, inputs));
+  d.max_positions = inputs;  // the RoPE table, when the attention uses one
   Decoder<float> dec(model, d);
   const int V = model.spec.V;
   double sum = 0;
@@ -100,7 +101,7 @@ PerplexityResult perplexity_evaluate(Model<float>& model, std::span<const int32_
   r.tokens = static_cast<int64_t>(x.size()) - 1;
   r.bytes = bytes;
   Progress progress(r.tokens, o.progress);
-  if (s.is_rfa() && !o.sliding) {
+  if (!attention_state_grows(s.attn) && !o.sliding) {
     r.method = fmt::format("one pass, recurrent state carried across segments of {} tokens (no context limit)",
                            std::min<int64_t>(o.segment, r.tokens));
     r.nll_sum = nll_recurrent(model, x, o, progress);

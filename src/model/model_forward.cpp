@@ -16,10 +16,9 @@ template <typename T>
 BlockContext<T> block_context(Model<T>& m, Activations<T>& a, const T* random, int l) {
   BlockContext<T> ctx;
   ctx.spec = &m.spec;
-  ctx.rope = &m.rope;
-  ctx.random = m.spec.is_rfa() ? random + int64_t(l) * m.spec.H * m.spec.D * m.spec.Dh : nullptr;
-  ctx.attn_scratch = a.grad.attn_scratch;
-  ctx.attn_scratch_size = a.attn_scratch_size();
+  ctx.attention = &m.attention;
+  ctx.random = random ? random + l * m.random_per_layer() : nullptr;
+  ctx.attn_scratch = Workspace<T>{a.grad.attn_scratch, static_cast<size_t>(a.attn_scratch_size())};
   ctx.B = a.B;
   ctx.T_len = a.T_len;
   return ctx;
@@ -45,9 +44,9 @@ void grads_zero_accumulated(Model<T>& m) {
   for (const BlockWeights<T>& dw : m.g.layers) {
     zero(dw.attn_norm, s.C);
     zero(dw.ffn_norm, s.C);
-    zero(dw.sigma, int64_t(s.H) * s.Dh);
-    zero(dw.gate_w, int64_t(s.H) * s.C);
-    zero(dw.gate_b, s.H);
+    zero(dw.attn.sigma, int64_t(s.H) * s.Dh);
+    zero(dw.attn.gate_w, int64_t(s.H) * s.C);
+    zero(dw.attn.gate_b, s.H);
   }
 }
 
@@ -58,7 +57,7 @@ double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, cons
                      std::type_identity_t<const T*> random) {
   const ModelSpec& s = m.spec;
   const int64_t N = int64_t(a.B) * a.T_len;
-  RFA_ASSERT(!s.is_rfa() || random != nullptr, "RFA model run without random matrices");
+  RFA_ASSERT(m.random_size == 0 || random != nullptr, "the attention needs its random matrices");
   for (int64_t i = 0; i < N; ++i)
     if (inputs[i] < 0 || inputs[i] >= s.V)
       fail("token id {} at position {} is outside the vocabulary [0, {}); the token data and the model disagree",

@@ -6,6 +6,7 @@
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/file_io.h"
 #include "checkpoint/xxhash64.h"
+#include "config/config_enums.h"
 #include "config/config_load.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -78,7 +79,7 @@ LoadedModel model_load(const std::string& run_or_checkpoint) {
   out.step = ck.state.step;
   out.model = std::make_unique<Model<float>>(spec);
   model_tensors_load(*out.model, ck.model);
-  log_info("load", "{}: {} model, {} layers, width {}, vocab {}, step {}", dir, attention_kind_name(spec.attention.kind),
+  log_info("load", "{}: {} model, {} layers, width {}, vocab {}, step {}", dir, enum_name(spec.attention.kind),
            spec.L, spec.C, spec.V, out.step);
   return out;
 }

@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "decode/decode_kernels.h"
+#include "layers/rope.h"
 #include "layers/linear.h"
 #include "layers/rmsnorm.h"
 #include "layers/swiglu.h"

@@ -19,11 +19,13 @@ namespace {
 
 constexpr int kB = 2, kT = 13, kV = 17;
 
-ModelSpec small_spec(AttentionKind kind, FeatureMapKind map = FeatureMapKind::gaussian) {
+ModelSpec small_spec(AttentionKind kind, FeatureMapKind map = FeatureMapKind::gaussian,
+                     PositionKind positions = PositionKind::automatic) {
   // init_std 0.3: large enough that logits vary strongly with the context;
   // chunk 4: T = 13 spans four chunks, the last one partial.
   Config c = test::tiny_config(kind, {.vocab = kV, .context = kT, .num_features = 5, .chunk_size = 4, .init_std = 0.3});
   c.attention.feature_map = map;
+  c.attention.positions = positions;
   c.attention.gate_bias_init = 0.5;
   return test::tiny_spec(c);
 }
@@ -141,6 +143,18 @@ TEST_CASE("decoder equals the full forward: rfa_gate gaussian") {
 TEST_CASE("decoder equals the full forward: rfa_gate arccos") {
   check_kind<double>(small_spec(AttentionKind::rfa_gate, FeatureMapKind::arccos), 1e-10, 1e-12);
   check_kind<float>(small_spec(AttentionKind::rfa_gate, FeatureMapKind::arccos), 5e-4, 5e-5);
+}
+
+TEST_CASE("decoder equals the full forward: rfa_gate with rope (the attention rotates, in every path)") {
+  const ModelSpec spec = small_spec(AttentionKind::rfa_gate, FeatureMapKind::gaussian, PositionKind::rope);
+  REQUIRE(spec.attn.rope);
+  check_kind<double>(spec, 1e-10, 1e-12);
+  check_kind<float>(spec, 5e-4, 5e-5);
+  // Its positions are bounded by the RoPE table: a decoder without max_positions is refused.
+  Model<float> model(spec);
+  model_init(model, 1);
+  DecoderOptions o;
+  CHECK_THROWS_AS(Decoder<float>(model, o), Error);
 }
 
 TEST_CASE("decoder: RFA state size does not grow with position; softmax cache does") {

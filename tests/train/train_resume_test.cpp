@@ -14,6 +14,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/xxhash64.h"
+#include "config/config_enums.h"
 #include "config/config_load.h"
 #include "core/error.h"
 #include "model/model_io.h"
@@ -65,7 +66,7 @@ bool same(const float* a, const float* b, int64_t n) { return std::equal(a, a + 
 
 TEST_CASE("resume: k steps, save, load into a fresh session, N-k steps equals N steps straight") {
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa, AttentionKind::rfa_gate}) {
-    CAPTURE(attention_kind_name(kind));
+    CAPTURE(enum_name(kind));
     const Config c = tiny_config(kind);
     const ModelSpec spec = model_spec_make(c.model, c.attention);
     std::vector<uint16_t> tokens = random_tokens(3000, 4);
