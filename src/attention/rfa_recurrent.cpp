@@ -23,7 +23,6 @@ size_t step_scratch_size(const RfaConfig& c, int Dh) {
 
 template <typename T>
 RfaState<T> rfa_state_create(const RfaConfig& c, int B, int H, int Dh) {
-  rfa_config_validate(c);
   if (B <= 0 || H <= 0 || Dh <= 0) fail("rfa state: B={} H={} Dh={} must all be positive", B, H, Dh);
   RfaState<T> s;
   s.B = B, s.H = H, s.F = rfa_feature_count(c), s.Dh = Dh;

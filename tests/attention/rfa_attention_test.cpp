@@ -125,33 +125,6 @@ TEST_CASE("rfa: prefill rejects a state of another shape") {
   CHECK_THROWS_AS(rfa_prefill(p.out.data(), st, p.workspace(), p.inputs(), p.params(), cfg, d), rfa::Error);
 }
 
-TEST_CASE("rfa: config from the option tree, with validation") {
-  AttentionConfig a;
-  a.kind = AttentionKind::rfa;
-  a.feature_map = FeatureMapKind::arccos;
-  a.num_features = 48;
-  a.chunk_size = 32;
-  a.denominator_floor = 0.05;
-  RfaConfig c = rfa_config_from(a);
-  CHECK(!c.gated);
-  CHECK(c.feature_map == FeatureMapKind::arccos);
-  CHECK(rfa_feature_count(c) == 48);
-  CHECK(c.chunk_size == 32);
-  CHECK(c.eps_d == 0.05);
-  a.kind = AttentionKind::rfa_gate;
-  a.feature_map = FeatureMapKind::gaussian;
-  CHECK(rfa_config_from(a).gated);
-  CHECK(rfa_feature_count(rfa_config_from(a)) == 96);
-  a.kind = AttentionKind::softmax;
-  CHECK_THROWS_AS(rfa_config_from(a), rfa::Error);
-  a.kind = AttentionKind::rfa;
-  a.chunk_size = 0;
-  CHECK_THROWS_AS(rfa_config_from(a), rfa::Error);
-  a.chunk_size = 64;
-  a.denominator_floor = 0;
-  CHECK_THROWS_AS(rfa_config_from(a), rfa::Error);
-}
-
 TEST_CASE("rfa: a reset state decodes like a fresh one") {
   RfaConfig cfg;
   AttentionDims d{2, 6, 2, 4};
