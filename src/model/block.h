@@ -7,6 +7,7 @@
 // decoder's prefill runs the same forward continuing an attention state
 // (ctx.state), saving nothing. The decoder's one-token step mirrors it.
 #include "attention/attention_core.h"
+#include "layers/grad_write.h"
 #include "model/activations.h"
 #include "model/model_params.h"
 #include "model/model_spec.h"
@@ -27,9 +28,9 @@ struct BlockContext {
   // pos0 .. pos0+T-1; a.attn_saved may be null (no backward follows).
   AttentionState<T>* state = nullptr;
   int64_t pos0 = 0;
-  // block_backward: the weight matrices' gradients are overwritten (gemm beta 0)
-  // instead of added into; the caller zeroes the vector gradients itself.
-  bool matrix_grads_overwrite = false;
+  // block_backward: how the weight matrices' gradients are written (gemm beta 0
+  // overwrites); the rest are added into (model_backward zeroes them first).
+  GradWrite write = GradWrite::accumulate;
 };
 
 // Reads a.resid_in (completing it with ctx.resid_pending), fills the rest of `a`,
@@ -41,8 +42,7 @@ template <typename T>
 void block_forward(const BlockContext<T>& ctx, const BlockWeights<T>& w, BlockActs<T>& a, T* resid_out);
 
 // On entry g.dresid holds d x_out; on exit it holds d x (the block input).
-// Adds into the layer's parameter gradients dw (the matrices' are overwritten
-// when ctx.matrix_grads_overwrite).
+// Writes the weight matrices' gradients in dw as ctx.write says, adds into the rest.
 template <typename T>
 void block_backward(const BlockContext<T>& ctx, const BlockWeights<T>& w, const BlockWeights<T>& dw,
                     BlockActs<T>& a, GradScratch<T>& g);

@@ -16,19 +16,21 @@ ParamTable model_param_table(const ModelSpec& s) {
   const ParamInit one = ParamInit::constant(1.0), normal = ParamInit::normal(1.0),
                   residual = ParamInit::normal(1.0 / std::sqrt(2.0 * s.L));  // wo, w2
   const std::vector<AttentionParam> attn = attention_params(s.attn);
+  const bool gemm = true;  // grad_by_gemm: the weight matrices' gradients come whole from one gemm
   ParamTable t;
-  t.add("tok_embedding", {s.V, s.C}, true, normal);
+  // Tied, the embedding's gradient starts as lm_head's gemm (the scatter-add follows).
+  t.add("tok_embedding", {s.V, s.C}, true, normal, s.model.tie_embeddings);
   for (int l = 0; l < s.L; ++l) {
     t.add(layer_name(l, "attn_norm"), {s.C}, false, one);
-    for (const char* w : {"attn.wq", "attn.wk", "attn.wv"}) t.add(layer_name(l, w), {s.C, s.C}, true, normal);
-    t.add(layer_name(l, "attn.wo"), {s.C, s.C}, true, residual);
+    for (const char* w : {"attn.wq", "attn.wk", "attn.wv"}) t.add(layer_name(l, w), {s.C, s.C}, true, normal, gemm);
+    t.add(layer_name(l, "attn.wo"), {s.C, s.C}, true, residual, gemm);
     for (const AttentionParam& p : attn) t.add(layer_name(l, "attn.") + p.name, p.shape, p.decay, p.init);
     t.add(layer_name(l, "ffn_norm"), {s.C}, false, one);
-    t.add(layer_name(l, "ffn.w13"), {2 * s.Hf, s.C}, true, normal);
-    t.add(layer_name(l, "ffn.w2"), {s.Hf, s.C}, true, residual);  // input-major: see model_params.h
+    t.add(layer_name(l, "ffn.w13"), {2 * s.Hf, s.C}, true, normal, gemm);
+    t.add(layer_name(l, "ffn.w2"), {s.Hf, s.C}, true, residual, gemm);  // input-major: see model_params.h
   }
   t.add("final_norm", {s.C}, false, one);
-  if (!s.model.tie_embeddings) t.add("lm_head", {s.V, s.C}, true, normal);
+  if (!s.model.tie_embeddings) t.add("lm_head", {s.V, s.C}, true, normal, gemm);
   return t;
 }
 

@@ -28,12 +28,14 @@ struct ParamEntry {
   int64_t numel = 0;
   bool decay = false;          // AdamW weight decay applies (weight matrices only)
   ParamInit init;              // how model_init fills it
+  bool grad_by_gemm = false;   // a backward gemm writes its whole gradient (beta 0 can overwrite it)
 };
 
 class ParamTable {
  public:
   // Appends a tensor; names must be unique. Returns its offset.
-  int64_t add(const std::string& name, std::vector<int64_t> shape, bool decay, ParamInit init = {});
+  int64_t add(const std::string& name, std::vector<int64_t> shape, bool decay, ParamInit init = {},
+              bool grad_by_gemm = false);
 
   const ParamEntry& get(const std::string& name) const;  // throws Error naming the missing tensor
   const ParamEntry* find(const std::string& name) const;  // nullptr if absent
