@@ -2,14 +2,14 @@
 
 #include "attention/rfa_attention.h"
 #include "attention/rfa_layout.h"
+#include "attention/rfa_scratch.h"
 
 namespace rfa {
 
 size_t rfa_saved_size(const RfaConfig& c, const AttentionDims& d) { return rfa_saved_layout(c, d).total; }
 
 size_t rfa_workspace_size(const RfaConfig& c, const AttentionDims& d, int threads) {
-  const size_t per_thread = std::max(rfa_forward_scratch_size(c, d), rfa_backward_scratch_size(c, d));
-  return rfa_backward_shared_size(d, threads) + static_cast<size_t>(threads) * per_thread;
+  return rfa_shared_scratch_size(d, threads) + static_cast<size_t>(threads) * rfa_thread_scratch_size(c, d);
 }
 
 }  // namespace rfa
