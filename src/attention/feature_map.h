@@ -27,7 +27,7 @@ template <typename T>
 void feature_map_from_u(T* phi /*(F)*/, const T* u /*(D)*/, FeatureMapKind kind, int D);
 
 // One head's W (D, Dh) packed for the row functions, leading dimensions padded
-// to pad16 so vecmat (vector_math.h) reads whole vectors:
+// to pad16 so vecmat (kernels/vector_math.h) reads whole vectors:
 //   forward reads Wt (Dh, pad16(D)), backward reads Wp (D, pad16(Dh)).
 size_t feature_map_packed_size(int D, int Dh);  // elements of either pack
 template <typename T>

@@ -12,7 +12,7 @@
 #include "attention/rfa_attention.h"
 #include "attention/rfa_layout.h"
 #include "attention/rfa_scratch.h"
-#include "attention/vector_math.h"
+#include "kernels/vector_math.h"
 #include "core/error.h"
 
 namespace rfa {

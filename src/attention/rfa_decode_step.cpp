@@ -7,10 +7,9 @@
 #include "attention/feature_map.h"
 #include "attention/rfa_layout.h"
 #include "attention/rfa_recurrent.h"
-#include "attention/vector_math.h"
+#include "kernels/vector_math.h"
 #include "core/error.h"
 #include "core/parallel.h"
-#include "kernels/reduce.h"
 
 namespace rfa {
 namespace {

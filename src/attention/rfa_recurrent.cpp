@@ -7,7 +7,7 @@
 #include "attention/attention_tasks.h"
 #include "attention/feature_map.h"
 #include "attention/rfa_layout.h"
-#include "attention/vector_math.h"
+#include "kernels/vector_math.h"
 #include "core/error.h"
 #include "core/parallel.h"
 

@@ -14,7 +14,7 @@
 #include "attention/attention_dims.h"
 #include "attention/feature_map.h"
 #include "attention/rfa_attention.h"
-#include "attention/vector_math.h"
+#include "kernels/vector_math.h"
 
 namespace rfa {
 

@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attention/vector_math.h"
+#include "kernels/vector_math.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/gemm.h"
-#include "kernels/reduce.h"
 
 namespace rfa {
 

@@ -5,10 +5,9 @@
 #include <cmath>
 
 #include "attention/softmax_kv_cache.h"
-#include "attention/vector_math.h"
+#include "kernels/vector_math.h"
 #include "core/error.h"
 #include "kernels/gemm.h"
-#include "kernels/reduce.h"
 
 namespace rfa {
 

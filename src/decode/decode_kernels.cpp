@@ -4,7 +4,7 @@
 
 #include "kernels/fast_exp.h"
 #include "kernels/gemm.h"
-#include "kernels/reduce.h"
+#include "kernels/vector_math.h"
 
 namespace rfa {
 template <typename T>

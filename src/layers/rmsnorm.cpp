@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "core/parallel.h"
-#include "kernels/reduce.h"
+#include "kernels/vector_math.h"
 
 namespace rfa {
 
