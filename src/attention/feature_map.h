@@ -1,5 +1,5 @@
 #pragma once
-// RFA's random feature maps for one row (one token of one head), design section 1:
+// RFA's random feature maps for one row (one token of one head), docs/rfa-attention.md section 1:
 //   x̄ = x / sqrt(|x|² + eps_n),   u = W (sigma ⊙ x̄)                W: (D, Dh)
 //   gaussian: phi = (1/sqrt(D)) [sin u, cos u]   (F = 2D features, |phi| = 1)
 //   arccos:   phi = (1/sqrt(D)) relu(u)          (F = D features)

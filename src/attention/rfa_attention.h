@@ -1,6 +1,6 @@
 #pragma once
-// RFA and RFA-Gate attention cores, training (chunked) form: design sections 2-4
-// (../shared/design/rfa-attention.md). Per (batch row b, head h), with
+// RFA and RFA-Gate attention cores, training (chunked) form: docs/rfa-attention.md
+// sections 2-4. Per (batch row b, head h), with
 // F = feature_count(kind, D) features and v' = [v, 1]:
 //   a_t = gate_w[h]·n_t + gate_b[h],  g_t = sigmoid(a_t),  beta_t = 1 - g_t  (ungated: g = beta = 1)
 //   q̂_t = phi(q_t),  k̃_t = beta_t phi(k_t)

@@ -1,4 +1,4 @@
-// RFA chunked backward, design section 4: a reverse pass over chunks carrying
+// RFA chunked backward, docs/rfa-attention.md section 4: a reverse pass over chunks carrying
 // dS (the gradient of the state leaving the chunk), with the chunk-entry states,
 // features and masked scores P the forward saved. Per chunk (notation of
 // rfa_chunked_forward.cpp):

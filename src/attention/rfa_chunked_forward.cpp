@@ -1,4 +1,4 @@
-// RFA chunked forward, design section 3. Per (b, h), chunks in order; inside a
+// RFA chunked forward, docs/rfa-attention.md section 3. Per (b, h), chunks in order; inside a
 // chunk of c rows with chunk-local cumulative log-gates G (fp32 or better):
 //   M_ij   = exp(G_i - G_j) for j <= i, else 0        (built as products of gates: no exp, no overflow)
 //   Y      = ((Q̂ K̃ᵀ) ⊙ M) V'  +  diag(exp(G)) Q̂ S_prev

@@ -1,4 +1,4 @@
-// RFA recurrent form (design section 2), one token per batch row:
+// RFA recurrent form (docs/rfa-attention.md section 2), one token per batch row:
 //   S = g S + beta phi(k) [v, 1]ᵀ,   [num, den] = phi(q)ᵀ S,   out = num / max(den, eps_d)
 #include "attention/rfa_recurrent.h"
 

@@ -1,5 +1,5 @@
 #pragma once
-// RFA's recurrent (decoding) form, design section 2: per layer a state
+// RFA's recurrent (decoding) form, docs/rfa-attention.md section 2: per layer a state
 // S (B, H, F, Dh+1) updated once per token, O(F·Dh) time and memory per token
 // independent of position.
 //   rfa_step_reference: one token per batch row, plainly (the tests' twin).
