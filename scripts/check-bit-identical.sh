@@ -6,7 +6,8 @@
 # gaussian and arccos maps; rfa_gate with rope), on a tiny model (L=2, C=32, H=2,
 # T=32, F=8, chunks of 16) trained on a generated corpus:
 #   - `rfa train`: metrics.jsonl without its wall-time fields, sha256 of the final
-#     model.safetensors and optimizer.safetensors (150 steps, grad_accum 2, evals);
+#     model.safetensors and optimizer.safetensors (150 steps, grad_accum 2, evals),
+#     of the prepared token file and tokenizer, and state.json's tokenizer checksum;
 #   - `rfa eval perplexity --json` on the val split (recurrent or sliding, the
 #     default), with --sliding, and with --segment 16 (state carried);
 #   - `rfa generate --greedy` past the training context, a seeded sample, and
@@ -77,6 +78,9 @@ matrix() {  # matrix <bin> <dir>
     untimed <"$d/work/run/metrics.jsonl" >"$d/metrics.jsonl" 2>/dev/null || true
     (cd "$d/work/run/checkpoints" 2>/dev/null && sha256sum step-*/model.safetensors step-*/optimizer.safetensors) \
       >"$d/safetensors.sha256" || true
+    # The formats that store tokenizer fingerprints: the token file's bytes, state.json's entry.
+    (cd "$d/work" && sha256sum data/corpus.tokens data/char.model) >"$d/data.sha256" 2>/dev/null || true
+    grep -h '"tokenizer_checksum"' "$d"/work/run/checkpoints/step-*/state.json >"$d/state-tokenizer.txt" 2>/dev/null || true
     run "$bin" "$d" ppl eval perplexity run --json
     run "$bin" "$d" ppl-sliding eval perplexity run --json --sliding
     run "$bin" "$d" ppl-segment eval perplexity run --json --segment 16

@@ -3,8 +3,8 @@
 #include <filesystem>
 
 #include "checkpoint/checkpoint_dir.h"
-#include "checkpoint/file_io.h"
-#include "checkpoint/xxhash64.h"
+#include "io/file_io.h"
+#include "io/hash.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -56,11 +56,11 @@ LoadedCheckpoint checkpoint_load(const std::string& dir, const std::vector<Tenso
   std::error_code ec;
   if (std::filesystem::exists(tokenizer, ec)) {
     out.tokenizer_path = tokenizer;
-    if (!out.state.tokenizer_checksum.empty()) {
-      std::string actual = file_checksum(tokenizer);
-      if (actual != out.state.tokenizer_checksum) {
+    if (!out.state.tokenizer_xxh64.empty()) {
+      std::string actual = tokenizer_xxh64(tokenizer);
+      if (actual != out.state.tokenizer_xxh64) {
         fail("{}: checksum {} differs from {} recorded in {}: the tokenizer copy is corrupted", tokenizer, actual,
-             out.state.tokenizer_checksum, state_path);
+             out.state.tokenizer_xxh64, state_path);
       }
     }
   }

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/json.h"
+#include "io/json.h"
 #include "cli/commands.h"
 #include "config/config_enums.h"
 #include "config/config_load.h"

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/file_io.h"
-#include "checkpoint/json.h"
+#include "io/file_io.h"
+#include "io/json.h"
 #include "cli/commands.h"
 #include "config/config_enums.h"
 #include "core/error.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/file_io.h"
+#include "io/file_io.h"
 #include "cli/commands.h"
 #include "config/config_enums.h"
 #include "core/error.h"

@@ -31,7 +31,7 @@ std::array<unsigned char, kTokenFileHeaderBytes> token_file_header_bytes(const T
   put<int64_t>(b.data() + 32, h.split);
   put<int64_t>(b.data() + 40, h.train_bytes);
   put<int64_t>(b.data() + 48, h.val_bytes);
-  put<uint64_t>(b.data() + 56, h.tokenizer_checksum);
+  put<uint64_t>(b.data() + 56, h.tokenizer_fnv1a64);
   return b;
 }
 
@@ -47,7 +47,7 @@ TokenFileHeader token_file_header_parse(const unsigned char* b, size_t file_size
   h.split = get<int64_t>(b + 32);
   h.train_bytes = get<int64_t>(b + 40);
   h.val_bytes = get<int64_t>(b + 48);
-  h.tokenizer_checksum = get<uint64_t>(b + 56);
+  h.tokenizer_fnv1a64 = get<uint64_t>(b + 56);
   if (h.version != kTokenFileVersion)
     fail("token file {} has format version {}, this rfa reads version {}; re-run `rfa data prepare`", path, h.version,
          kTokenFileVersion);

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "checkpoint/safetensors.h"
-#include "checkpoint/xxhash64.h"
+#include "io/hash.h"
 #include "core/error.h"
 
 namespace rfa {

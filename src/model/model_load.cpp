@@ -4,8 +4,8 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_dir.h"
-#include "checkpoint/file_io.h"
-#include "checkpoint/xxhash64.h"
+#include "io/file_io.h"
+#include "io/hash.h"
 #include "config/config_enums.h"
 #include "config/config_load.h"
 #include "core/error.h"
@@ -27,7 +27,7 @@ std::unique_ptr<Tokenizer> tokenizer_of(const std::string& dir, const TrainState
   const std::string copy = dir + "/tokenizer.model";
   if (fs::exists(copy)) return std::make_unique<Tokenizer>(Tokenizer::load(copy));
   const std::string& path = config.tokenizer.path;
-  if (state.tokenizer_checksum.empty())
+  if (state.tokenizer_xxh64.empty())
     fail("checkpoint {} has no tokenizer.model and its state.json records no tokenizer checksum, so the "
          "tokenizer cannot be identified; re-save the checkpoint with its tokenizer",
          dir);
@@ -35,11 +35,11 @@ std::unique_ptr<Tokenizer> tokenizer_of(const std::string& dir, const TrainState
     fail("checkpoint {} has no tokenizer.model and the config's tokenizer.path '{}' does not exist; copy the "
          "tokenizer used in training to {}/tokenizer.model",
          dir, path, dir);
-  std::string actual = file_checksum(path);
-  if (actual != state.tokenizer_checksum)
+  std::string actual = tokenizer_xxh64(path);
+  if (actual != state.tokenizer_xxh64)
     fail("checkpoint {} has no tokenizer.model and '{}' has checksum {}, not the {} recorded in training; "
          "it is a different tokenizer. Copy the training tokenizer to {}/tokenizer.model",
-         dir, path, actual, state.tokenizer_checksum, dir);
+         dir, path, actual, state.tokenizer_xxh64, dir);
   log_info("load", "checkpoint has no tokenizer copy; using {} (checksum matches)", path);
   return std::make_unique<Tokenizer>(Tokenizer::load(path));
 }

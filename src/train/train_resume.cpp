@@ -5,13 +5,13 @@
 #include <sstream>
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/file_io.h"
-#include "checkpoint/json.h"
-#include "checkpoint/xxhash64.h"
+#include "io/file_io.h"
+#include "io/json.h"
+#include "io/hash.h"
 #include "config/config_keys.h"
 #include "config/config_load.h"
 #include "core/error.h"
-#include "core/file_util.h"
+#include "io/file_util.h"
 #include "model/model_io.h"
 #include "model/model_load.h"
 #include "train/train_session.h"
@@ -41,14 +41,14 @@ std::string tokenizer_of(const std::string& dir, const TrainState& state, const 
   const std::string copy = dir + "/tokenizer.model";
   if (fs::exists(copy)) return copy;
   const std::string& path = config.tokenizer.path;
-  if (state.tokenizer_checksum.empty() || !fs::exists(path))
+  if (state.tokenizer_xxh64.empty() || !fs::exists(path))
     fail("checkpoint {} has no tokenizer.model and the tokenizer it was trained with cannot be identified "
          "(tokenizer.path '{}'); copy the training tokenizer to {}/tokenizer.model",
          dir, path, dir);
-  if (std::string actual = file_checksum(path); actual != state.tokenizer_checksum)
+  if (std::string actual = tokenizer_xxh64(path); actual != state.tokenizer_xxh64)
     fail("checkpoint {} has no tokenizer.model and '{}' has checksum {}, not the {} recorded in training; copy the "
          "training tokenizer to {}/tokenizer.model",
-         dir, path, actual, state.tokenizer_checksum, dir);
+         dir, path, actual, state.tokenizer_xxh64, dir);
   return path;
 }
 

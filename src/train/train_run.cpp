@@ -7,11 +7,11 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_dir.h"
-#include "checkpoint/xxhash64.h"
+#include "io/hash.h"
 #include "config/config_enums.h"
 #include "config/config_load.h"
 #include "core/error.h"
-#include "core/file_util.h"
+#include "io/file_util.h"
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/timer.h"
@@ -123,15 +123,15 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   result.best_val_loss = std::numeric_limits<double>::infinity();
   TrainState state;
   state.seed = tc.seed;
-  state.tokenizer_checksum = file_checksum(run_dir + "/tokenizer.model");
+  state.tokenizer_xxh64 = tokenizer_xxh64(run_dir + "/tokenizer.model");
   state.threads = thread_count();
   int64_t start = 0, tokens_seen = 0;
   double wall_before = 0;  // training wall time of the run before this process
   if (resuming) {
     const TrainState saved = resume_load(session, options.resume_checkpoint);
-    if (saved.tokenizer_checksum != state.tokenizer_checksum)
+    if (saved.tokenizer_xxh64 != state.tokenizer_xxh64)
       fail("checkpoint {} records tokenizer checksum {} but the run's tokenizer has {}",
-           options.resume_checkpoint, saved.tokenizer_checksum, state.tokenizer_checksum);
+           options.resume_checkpoint, saved.tokenizer_xxh64, state.tokenizer_xxh64);
     if (saved.step >= tc.steps)
       fail("checkpoint {} is at step {} and train.steps is {}: nothing to train; extend the run with "
            "--set train.steps=N (N > {})",

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/xxhash64.h"
+#include "io/hash.h"
 #include "config/config_load.h"
 #include "core/error.h"
 #include "model/model_io.h"
@@ -46,7 +46,7 @@ Saved save(const std::string& root, const std::string& tokenizer, bool with_copy
   c.model = model_tensor_refs(model);
   c.optimizer = optimizer_tensor_refs(model, m.data(), v.data());
   c.state.step = 7;
-  c.state.tokenizer_checksum = file_checksum(tokenizer);
+  c.state.tokenizer_xxh64 = tokenizer_xxh64(tokenizer);
   c.config_yaml = config_dump(s.config);
   if (with_copy) c.tokenizer_path = tokenizer;
   checkpoint_save(root, c, CheckpointConfig{});

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/xxhash64.h"
+#include "io/hash.h"
 #include "config/config_enums.h"
 #include "config/config_load.h"
 #include "core/error.h"
@@ -54,7 +54,7 @@ std::string save(TrainSession& session, const Config& c, const std::string& run_
   contents.state.step = step;
   contents.state.seed = c.train.seed;
   contents.state.data_position = step;
-  contents.state.tokenizer_checksum = file_checksum(tokenizer);
+  contents.state.tokenizer_xxh64 = tokenizer_xxh64(tokenizer);
   contents.config_yaml = config_dump(c);
   contents.tokenizer_path = tokenizer;
   return checkpoint_save(run_dir + "/checkpoints", contents, c.checkpoint);
