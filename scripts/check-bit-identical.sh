@@ -96,7 +96,7 @@ matrix() {  # matrix <bin> <dir>
     else
       run "$bin" "$d" save generate run -p "Line 9" -n 20 --seed 5 --save-state ../state.st
       run "$bin" "$d" load generate run -n 30 --seed 5 --load-state ../state.st
-      sha256sum <"$d/state.st" >"$d/state.sha256" 2>/dev/null && rm -f "$d/state.st" || true
+      if [ -f "$d/state.st" ]; then sha256sum <"$d/state.st" >"$d/state.sha256"; rm -f "$d/state.st"; fi
     fi
     rm -rf "$d/work"
   done
