@@ -6,7 +6,7 @@
 
 #include "attention/attention_tasks.h"
 #include "attention/tile_matmul.h"
-#include "attention/vector_math.h"
+#include "kernels/vector_math.h"
 #include "core/error.h"
 
 namespace rfa {

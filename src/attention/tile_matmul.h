@@ -9,7 +9,7 @@
 // Runs inside a parallel_for body: it neither allocates nor calls gemm.
 #include <cstddef>
 
-#include "attention/vector_math.h"
+#include "kernels/vector_math.h"
 
 namespace rfa {
 
