@@ -6,7 +6,7 @@
 
 #include "attention/random_features.h"
 #include "attention/rfa_attention.h"
-#include "attention/softmax_attention.h"
+#include "attention/softmax_flash.h"
 #include "core/error.h"
 
 namespace rfa {
@@ -85,7 +85,7 @@ double attention_forward_flops_per_token(const AttentionSpec& s, int64_t T) {
 
 int64_t attention_saved_size(const AttentionSpec& s, int B, int T) {
   switch (s.kind) {
-    case AttentionKind::softmax: return static_cast<int64_t>(softmax_attention_saved_size(dims_of(s, B, T)));
+    case AttentionKind::softmax: return static_cast<int64_t>(softmax_flash_saved_size(dims_of(s, B, T)));
     case AttentionKind::rfa:
     case AttentionKind::rfa_gate: return static_cast<int64_t>(rfa_saved_size(s.rfa, dims_of(s, B, T)));
   }
@@ -95,7 +95,7 @@ int64_t attention_saved_size(const AttentionSpec& s, int B, int T) {
 int64_t attention_scratch_size(const AttentionSpec& s, int B, int T, int threads) {
   switch (s.kind) {
     case AttentionKind::softmax:
-      return static_cast<int64_t>(softmax_attention_workspace_size(dims_of(s, B, T), threads));
+      return static_cast<int64_t>(softmax_flash_workspace_size(dims_of(s, B, T), threads));
     case AttentionKind::rfa:
     case AttentionKind::rfa_gate: return static_cast<int64_t>(rfa_workspace_size(s.rfa, dims_of(s, B, T), threads));
   }
@@ -114,7 +114,7 @@ void attention_forward(const AttentionCore& core, const AttentionWeights<T>& w, 
   }
   switch (s.kind) {
     case AttentionKind::softmax:
-      softmax_attention_forward(out, call.saved, call.scratch, in.q, in.k, in.v, d);
+      softmax_flash_forward(out, call.saved, call.scratch, in.q, in.k, in.v, d);
       return;
     case AttentionKind::rfa:
     case AttentionKind::rfa_gate:
@@ -131,7 +131,7 @@ void attention_backward(const AttentionCore& core, const AttentionWeights<T>& w,
   const AttentionDims d = dims_of(s, call.B, call.T_len);
   switch (s.kind) {
     case AttentionKind::softmax:
-      softmax_attention_backward(g.dq, g.dk, g.dv, call.scratch, dout, call.saved, in.q, in.k, in.v, d);
+      softmax_flash_backward(g.dq, g.dk, g.dv, call.scratch, dout, out, call.saved, in.q, in.k, in.v, d);
       break;
     case AttentionKind::rfa:
     case AttentionKind::rfa_gate: {

@@ -1,7 +1,7 @@
 #pragma once
 // The one interface to attention. Only src/attention/ knows which attention is in
 // use: every function here switches on spec.kind once and calls the softmax
-// baseline (softmax_attention.h, softmax_kv_cache.h) or the RFA / RFA-Gate cores
+// baseline (softmax_flash.h, softmax_kv_cache.h) or the RFA / RFA-Gate cores
 // (rfa_attention.h, rfa_recurrent.h). model/ and decode/ call only this file.
 // The math: docs/rfa-attention.md.
 //

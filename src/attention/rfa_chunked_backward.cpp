@@ -33,30 +33,37 @@ bool all_zero(const T* x, size_t n) {
   return !nonzero;
 }
 
-// The gate's gradients once all heads of batch row b have their da (B,H,T):
+// The gate's gradients once every (b, h) has its da (B,H,T), split over the B*T
+// token rows (a split over batch rows would leave threads idle at B = 1, the
+// long-context shape):
 //   a = gate_w[h]·n_t + gate_b[h]:  dn_t = sum_h da gate_w[h] (head 0 overwrites: no zeroing);
 //   dgate_w[h] += sum da n_t;  dgate_b[h] += sum da
-// dgate goes to this thread's partial sums (H, C+1): [dgate_w[h], dgate_b[h]] rows.
+// dgate goes to each thread's partial sums (threads, H, C+1): [dgate_w[h], dgate_b[h]] rows.
 template <typename T>
-void gate_row_backward(T* dn, T* partial, const T* da, const T* n, const T* gate_w, int b, const AttentionDims& d) {
+void gate_backward(T* dn, T* parts, const T* da, const T* n, const T* gate_w, const AttentionDims& d,
+                   int max_threads) {
   const int Tn = d.T, H = d.H, C = d.C();
-  for (int h = 0; h < H; ++h) {
-    const T* da_bh = da + (static_cast<size_t>(b) * H + h) * Tn;
-    T* dw = partial + static_cast<size_t>(h) * (C + 1);
-    for (int t = 0; t < Tn; ++t) {
-      const size_t row = (static_cast<size_t>(b) * Tn + t) * C;
-      axpy(dw, da_bh[t], n + row, C);
-      dw[C] += da_bh[t];
-      if (dn && h == 0) {
-        const T s = da_bh[t];
-        const T* w0 = gate_w;
+  const int64_t N = int64_t(d.B) * Tn;
+  parallel_region([&](int thread, int threads) {
+    RFA_ASSERT(thread < max_threads, "thread {} but gate partials sized for {} threads", thread, max_threads);
+    T* partial = parts + static_cast<size_t>(thread) * H * (C + 1);
+    for (int64_t bt = N * thread / threads; bt < N * (thread + 1) / threads; ++bt) {
+      const int64_t b = bt / Tn, t = bt % Tn;
+      const size_t row = static_cast<size_t>(bt) * C;
+      for (int h = 0; h < H; ++h) {
+        const T s = da[(static_cast<size_t>(b) * H + h) * Tn + t];
+        T* dw = partial + static_cast<size_t>(h) * (C + 1);
+        axpy(dw, s, n + row, C);
+        dw[C] += s;
+        if (dn && h == 0) {
 #pragma omp simd
-        for (int c = 0; c < C; ++c) dn[row + c] = s * w0[c];
-      } else if (dn) {
-        axpy(dn + row, da_bh[t], gate_w + static_cast<size_t>(h) * C, C);
+          for (int c = 0; c < C; ++c) dn[row + c] = s * gate_w[c];
+        } else if (dn) {
+          axpy(dn + row, s, gate_w + static_cast<size_t>(h) * C, C);
+        }
       }
     }
-  }
+  });
 }
 
 // One (b, h) of the backward, chunk by chunk in reverse; each step below is one
@@ -290,11 +297,11 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
   std::fill(shared.gate_parts, shared.gate_parts + static_cast<size_t>(threads) * H * (C + 1), T(0));
   T* thread_slices = workspace.data + shared_size;
 
-  attention_rows_run(d.B, H, thread_slices, rfa_thread_scratch_size(c, d), threads,
-                     [&](int b, int h, T* scratch, int thread) {
+  attention_tasks_run(int64_t(d.B) * H, thread_slices, rfa_thread_scratch_size(c, d), threads,
+                      [&](int64_t bh, T* scratch) {
+    const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
     RfaBackwardScratch<T> sc;
     sc.carve(scratch, sd);
-    const int64_t bh = int64_t(b) * H + h;
     RfaHeadBackward<T> hb{c, d, L, sd, grads, in, dout, out, saved, shared.da, b, h, bh,
                           p.sigma + static_cast<size_t>(h) * Dh, shared.dsigma_parts + static_cast<size_t>(bh) * Dh,
                           sc};
@@ -311,10 +318,8 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
       hb.chunk_gate_grads();
       hb.chunk_input_grads();
     }
-    if (c.gated && h == H - 1)  // all heads of row b are done (attention_rows_run's order)
-      gate_row_backward(grads.dn, shared.gate_parts + static_cast<size_t>(thread) * H * (C + 1), shared.da, in.n,
-                        p.gate_w, b, d);
   });
+  if (c.gated) gate_backward(grads.dn, shared.gate_parts, shared.da, in.n, p.gate_w, d, threads);
 
   // dsigma[h] += sum_b partials (serial: H*B*Dh adds).
   for (int h = 0; h < H; ++h)

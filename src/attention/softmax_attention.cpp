@@ -46,7 +46,7 @@ size_t softmax_attention_workspace_size(const AttentionDims& d, int threads) {
 }
 
 template <typename T>
-void softmax_attention_forward(T* out, T* probs, Workspace<T> workspace, const T* q, const T* k, const T* v,
+void softmax_attention_forward_reference(T* out, T* probs, Workspace<T> workspace, const T* q, const T* k, const T* v,
                                const AttentionDims& d) {
   const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C();
   const size_t TP = pad16(Tn), DP = pad16(Dh);
@@ -81,7 +81,7 @@ void softmax_attention_forward(T* out, T* probs, Workspace<T> workspace, const T
 }
 
 template <typename T>
-void softmax_attention_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T* dout, const T* probs,
+void softmax_attention_backward_reference(T* dq, T* dk, T* dv, Workspace<T> workspace, const T* dout, const T* probs,
                                 const T* q, const T* k, const T* v, const AttentionDims& d) {
   const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C();
   const size_t TP = pad16(Tn), DP = pad16(Dh), TT = static_cast<size_t>(Tn) * Tn;
@@ -126,9 +126,9 @@ void softmax_attention_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, con
 }
 
 #define RFA_INSTANTIATE(T)                                                                                    \
-  template void softmax_attention_forward<T>(T*, T*, Workspace<T>, const T*, const T*, const T*,             \
+  template void softmax_attention_forward_reference<T>(T*, T*, Workspace<T>, const T*, const T*, const T*,             \
                                              const AttentionDims&);                                          \
-  template void softmax_attention_backward<T>(T*, T*, T*, Workspace<T>, const T*, const T*, const T*,        \
+  template void softmax_attention_backward_reference<T>(T*, T*, T*, Workspace<T>, const T*, const T*, const T*,        \
                                               const T*, const T*, const AttentionDims&);
 RFA_INSTANTIATE(float)
 RFA_INSTANTIATE(double)

@@ -42,10 +42,14 @@ void bench_train(Config config, const BenchOptions& o) {
   FlopCount f = model_train_flops(spec, int64_t(B) * config.train.grad_accum, T);
   log_info("bench", "median {:.2f} ms/step (min {:.2f}): forward {:.2f}, backward {:.2f}, optimizer {:.2f}",
            r.median_ms, r.min_ms, r.median_forward_ms, r.median_backward_ms, r.median_optimizer_ms);
+  log_info("bench", "CPU time {:.2f} ms/step over {} threads: {:.0f} tokens per CPU-second", r.median_cpu_ms,
+           thread_count(), r.tokens_per_s * r.median_ms / r.median_cpu_ms);
   log_info("bench", "{:.0f} tokens/s; {:.3f} GFLOP/step ({:.3f} matmul 6*N*tokens + {:.3f} attention)", r.tokens_per_s,
            f.total() / 1e9, f.matmul / 1e9, f.attention / 1e9);
   log_info("bench", "{:.1f} GFLOP/s achieved = {:.0f}% of the measured sgemm peak {:.1f} GFLOP/s", r.gflops,
            100.0 * r.gflops / r.gemm_peak_gflops, r.gemm_peak_gflops);
+  log_info("bench", "memory: activation arena {}, AdamW m+v {}, peak RSS {}", bytes_text(double(r.activation_bytes)),
+           bytes_text(double(r.optimizer_bytes)), bytes_text(double(r.peak_rss_bytes)));
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 #include "train/train_bench.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <vector>
 
+#include "core/cpu_timer.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/timer.h"
@@ -51,20 +54,27 @@ TrainBenchResult train_bench(const Config& config, int steps, int warmup) {
   TokenSplit split(reinterpret_cast<const unsigned char*>(tokens.data()), 2, n_tokens, n_tokens);
   TrainSession session(config, spec);
   BatchSampler sampler(split, B, T, config.train.seed);
-  std::vector<double> total, fwd, bwd, opt;
+  std::vector<double> total, cpu, fwd, bwd, opt;
   for (int s = 0; s < warmup + steps; ++s) {
     Timer t;
+    const double cpu0 = process_cpu_seconds();
     StepStats st = session.step(s, sampler);
     double ms = t.ms();
     if (s < warmup) continue;
     total.push_back(ms);
+    cpu.push_back((process_cpu_seconds() - cpu0) * 1e3);
     fwd.push_back(st.forward_ms);
     bwd.push_back(st.backward_ms);
     opt.push_back(st.optimizer_ms + st.setup_ms);
   }
   TrainBenchResult r;
+  r.activation_bytes = session.activation_bytes();
+  r.optimizer_bytes = session.optimizer_bytes();
+  struct rusage usage {};
+  if (getrusage(RUSAGE_SELF, &usage) == 0) r.peak_rss_bytes = int64_t(usage.ru_maxrss) * 1024;  // KiB on Linux
   r.median_ms = median(total);
   r.min_ms = *std::min_element(total.begin(), total.end());
+  r.median_cpu_ms = median(cpu);
   r.median_forward_ms = median(fwd);
   r.median_backward_ms = median(bwd);
   r.median_optimizer_ms = median(opt);

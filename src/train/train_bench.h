@@ -11,11 +11,16 @@ namespace rfa {
 struct TrainBenchResult {
   double median_ms = 0;          // per optimizer step
   double min_ms = 0;
+  double median_cpu_ms = 0;      // CPU time of all threads per step: on a shared machine it does not count
+                                 // the time other processes held the cores (OMP_WAIT_POLICY=passive)
   double tokens_per_s = 0;       // at the median
   double gflops = 0;             // model_train_flops / median
   double matmul_gflops = 0;      // the matmul share of it
   double gemm_peak_gflops = 0;   // best of the sgemm probes
   double median_forward_ms = 0, median_backward_ms = 0, median_optimizer_ms = 0;
+  int64_t activation_bytes = 0;  // the activation arena (includes attention's saved tensors and scratch)
+  int64_t optimizer_bytes = 0;   // AdamW m and v
+  int64_t peak_rss_bytes = 0;    // getrusage's ru_maxrss after the timed steps (whole process)
 };
 
 // config.model.vocab_size must be set (> 0).

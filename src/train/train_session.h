@@ -61,6 +61,8 @@ class TrainSession {
   float* adam_m() { return optim_.data(); }                            // (P)
   float* adam_v() { return optim_.data() + model_.param_size(); }      // (P)
   int64_t steps_taken() const { return steps_taken_; }
+  int64_t activation_bytes() const { return acts_.bytes(); }  // the activation arena
+  int64_t optimizer_bytes() const { return optim_.size() * static_cast<int64_t>(sizeof(float)); }
   void set_steps_taken(int64_t n) { steps_taken_ = n; }  // for resume: AdamW's t = n + 1
 
  private:

