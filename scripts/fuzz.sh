@@ -2,6 +2,7 @@
 # Fuzzes every reader of a file a user hands us (tests/fuzz/) with libFuzzer under
 # AddressSanitizer + UndefinedBehaviorSanitizer, each target for SECONDS (default 60).
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     e.g. scripts/fuzz.sh 300 config
+#        RFA_FUZZ_JOBS=2 scripts/fuzz.sh             (two targets at a time)
 # Builds into $RFA_FUZZ_BUILD_DIR (default build-fuzz) with Debian's clang-14, which it
 # installs with libclang-rt-14-dev (libFuzzer and the sanitizer runtimes) when missing;
 # the normal build and suite need neither (they replay the corpus with the normal compiler).
@@ -42,11 +43,11 @@ targets=()
 for t in "${names[@]}"; do targets+=("rfa_fuzz_$t"); done
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 
-# One target at a time: each is single-threaded, and the machine may be shared.
+# Each target is single-threaded; RFA_FUZZ_JOBS (default 1) of them run at a time.
 log="$build/fuzz.log"
 status=0
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir "$build" -L fuzz -R "^fuzz/($(IFS='|'; echo "${names[*]}"))\$" --output-on-failure -V \
+  ctest --test-dir "$build" -L fuzz -j "${RFA_FUZZ_JOBS:-1}" -R "^fuzz/($(IFS='|'; echo "${names[*]}"))\$" --output-on-failure -V \
   >"$log" 2>&1 || status=$?
 # Per target: libFuzzer's last status line (#executions, cov, ft, corpus) and any finding.
 grep -E "Test +#|: #[0-9]+ +DONE|stat::number_of_executed_units|==[0-9]+==ERROR|runtime error|SUMMARY|Test crashed|Failed" \

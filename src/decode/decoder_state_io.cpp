@@ -1,5 +1,8 @@
 #include "decode/decoder_state_io.h"
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -65,18 +68,32 @@ void decoder_state_restore(const std::vector<uint8_t>& bytes, const std::string&
     expected.push_back({state_name(static_cast<int>(l)), DType::F32, state_shape(dec.rfa_states()[l])});
   expected.push_back({"logits", DType::F32, {dec.vocab()}});
   safetensors_validate(f, expected, path);
-  int64_t position = 0;
-  try {
-    position = std::stoll(meta("position"));
-  } catch (const std::exception&) {
-    fail("{}: position '{}' is not a number", path, meta("position"));
-  }
+  const std::string& position_text = meta("position");
+  int64_t position = -1;
+  const auto [end, ec] = std::from_chars(position_text.data(), position_text.data() + position_text.size(), position);
+  if (ec != std::errc() || end != position_text.data() + position_text.size() || position < 0 ||
+      position >= (int64_t{1} << 62))
+    fail("{}: position '{}' is not a count of tokens (a whole number >= 0); the file is corrupt", path,
+         position_text);
+  // A state saved from a model's forward pass is finite; NaN or inf would only turn every
+  // next token into noise (and feed NaN to exp), so such a file is refused.
+  std::vector<float> values;
+  auto restore = [&](const std::string& name, float* dst, int64_t count) {
+    const Tensor& t = *f.find(name);
+    values.resize(static_cast<size_t>(count));
+    tensor_copy_to(t, values.data(), count);
+    for (int64_t i = 0; i < count; ++i)
+      if (!std::isfinite(values[static_cast<size_t>(i)]))
+        fail("{}: tensor '{}' holds {} at index {}; a saved decoder state is finite, so the file is corrupt", path,
+             name, values[static_cast<size_t>(i)], i);
+    std::copy(values.begin(), values.end(), dst);
+  };
   for (size_t l = 0; l < dec.rfa_states().size(); ++l) {
     RfaState<float>& s = dec.rfa_states()[l];
-    tensor_copy_to(*f.find(state_name(static_cast<int>(l))), s.S.data(), static_cast<int64_t>(s.S.size()));
+    restore(state_name(static_cast<int>(l)), s.S.data(), static_cast<int64_t>(s.S.size()));
   }
   std::vector<float> logits(static_cast<size_t>(dec.vocab()));
-  tensor_copy_to(*f.find("logits"), logits.data(), dec.vocab());
+  restore("logits", logits.data(), dec.vocab());
   dec.set_position(position);
   dec.last_logits_restore(logits.data());
 }
