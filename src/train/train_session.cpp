@@ -1,8 +1,10 @@
 #include "train/train_session.h"
 
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
+#include "core/stop_signals.h"
 #include "core/timer.h"
 #include "model/model_forward.h"
 #include "optim/lr_schedule.h"
@@ -72,6 +74,10 @@ StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
   double loss_sum = 0;
   const double scale = 1.0 / tc.grad_accum;
   for (int micro = 0; micro < tc.grad_accum; ++micro) {
+    if (stop_requested()) {
+      st.stopped = true;
+      return st;
+    }
     sampler.sample(step, micro, batch_.inputs.data(), batch_.targets.data());
     timer.reset();
     double loss = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_step());
@@ -98,25 +104,22 @@ StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
   return st;
 }
 
-double TrainSession::evaluate(const TokenSplit& split, int eval_batches) {
-  const int B = acts_.B, T = acts_.T_len;
-  SequentialBatches windows(split, B, T, int64_t(eval_batches) * B);
-  double sum = 0;
-  int64_t count = 0;
-  for (;;) {
-    int rows = windows.next(batch_.inputs.data(), batch_.targets.data());
-    if (rows == 0) break;
-    // A short last batch: pad with token 0 and ignore its targets.
-    for (int64_t i = int64_t(rows) * T; i < int64_t(B) * T; ++i) {
-      batch_.inputs[i] = 0;
-      batch_.targets[i] = -1;
-    }
-    double loss = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_fixed());
-    sum += loss * rows * T;
-    count += int64_t(rows) * T;
+PerplexityPlan TrainSession::eval_plan(int64_t tokens) const {
+  PerplexityOptions o;  // the defaults of `rfa eval perplexity`: the same numbers
+  o.progress = false;
+  return perplexity_plan(model_.spec, tokens, o);
+}
+
+double TrainSession::evaluate(std::span<const int32_t> tokens) {
+  const PerplexityPlan plan = eval_plan(static_cast<int64_t>(tokens.size()));
+  const DecoderOptions& d = plan.decoder;
+  const DecoderOptions& built = eval_decoder_plan_.decoder;
+  if (!eval_decoder_ || d.max_segment != built.max_segment || d.max_positions != built.max_positions) {
+    eval_decoder_ = std::make_unique<Decoder<float>>(model_, d);
+    eval_decoder_plan_ = plan;
   }
-  RFA_ASSERT(count > 0, "evaluation saw no windows");
-  return sum / static_cast<double>(count);
+  const double sum = perplexity_nll_sum(*eval_decoder_, plan, tokens, /*progress=*/false, stop_requested);
+  return sum / static_cast<double>(tokens.size() - 1);  // NaN if a stop request cut the pass short
 }
 
 }  // namespace rfa
