@@ -50,7 +50,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "$build" -L fuzz -j "${RFA_FUZZ_JOBS:-1}" -R "^fuzz/($(IFS='|'; echo "${names[*]}"))\$" --output-on-failure -V \
   >"$log" 2>&1 || status=$?
 # Per target: libFuzzer's last status line (#executions, cov, ft, corpus) and any finding.
-grep -E "Test +#|: #[0-9]+ +DONE|stat::number_of_executed_units|==[0-9]+==ERROR|runtime error|SUMMARY|Test crashed|Failed" \
+grep -E "Test +#|DONE|stat::number_of_executed_units|==[0-9]+==ERROR|runtime error|SUMMARY|Test crashed|Failed" \
   "$log" || true
 echo "[fuzz] log: $log; crash inputs: $build/fuzz-crashes/<target>/"
 exit $status
