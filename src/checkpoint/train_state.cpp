@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "checkpoint/json.h"
-#include "checkpoint/xxhash64.h"
+#include "io/hash.h"
+#include "io/json.h"
 #include "core/checksum_policy.h"
 #include "core/error.h"
 
@@ -27,7 +27,7 @@ std::string state_fields(const TrainState& s) {
       "  \"tokenizer_checksum\": {},\n"
       "  \"threads\": {}",
       s.format_version, s.step, s.seed, s.data_position, s.tokens_seen, json_number(s.wall_seconds),
-      json_number(s.val_loss), json_number(s.best_val_loss), json_quote(s.tokenizer_checksum), s.threads);
+      json_number(s.val_loss), json_number(s.best_val_loss), json_quote(s.tokenizer_xxh64), s.threads);
 }
 
 std::string state_checksum(const TrainState& s) {
@@ -65,7 +65,7 @@ TrainState train_state_parse(std::string_view json, const std::string& source) {
   s.val_loss = field("val_loss").as_double(what("val_loss"));
   s.best_val_loss = field("best_val_loss").as_double(what("best_val_loss"));
   if (std::isnan(s.best_val_loss)) s.best_val_loss = std::numeric_limits<double>::infinity();
-  s.tokenizer_checksum = field("tokenizer_checksum").as_string(what("tokenizer_checksum"));
+  s.tokenizer_xxh64 = field("tokenizer_checksum").as_string(what("tokenizer_checksum"));
   if (const JsonValue* t = root.find("threads")) s.threads = static_cast<int>(t->as_int64(what("threads")));
   if (s.step < 0 || s.data_position < 0 || s.tokens_seen < 0) {
     fail("{}: step {}, data_position {} and tokens_seen {} must be >= 0", source, s.step, s.data_position,

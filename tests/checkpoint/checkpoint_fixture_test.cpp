@@ -9,11 +9,11 @@
 #include <string>
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/file_io.h"
 #include "checkpoint/train_state.h"
-#include "checkpoint/xxhash64.h"
 #include "decode/decoder.h"
 #include "decode/decoder_state_io.h"
+#include "io/file_io.h"
+#include "io/hash.h"
 #include "model/model_io.h"
 #include "model/model_load.h"
 #include "model/model_spec.h"
@@ -33,8 +33,8 @@ TEST_CASE("checkpoint fixture v2: state.json, both safetensors files and the tok
   CHECK(state.seed == 7);
   CHECK(state.tokens_seen == 96);
   CHECK(state.threads == 1);
-  CHECK(state.tokenizer_checksum == "f1e4b0737acdaacf");
-  CHECK(file_checksum(kFixture + "/tokenizer.model") == state.tokenizer_checksum);
+  CHECK(state.tokenizer_xxh64 == "f1e4b0737acdaacf");
+  CHECK(tokenizer_xxh64(kFixture + "/tokenizer.model") == state.tokenizer_xxh64);
 
   LoadedModel loaded = model_load(kFixture);
   CHECK(loaded.step == 3);

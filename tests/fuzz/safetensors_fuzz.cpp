@@ -5,7 +5,7 @@
 
 #include "checkpoint/safetensors.h"
 #include "config/config_load.h"
-#include "checkpoint/file_io.h"
+#include "io/file_io.h"
 #include "fuzz_support.h"
 #include "model/model.h"
 #include "model/model_io.h"
