@@ -6,7 +6,7 @@ packages=(build-essential cmake ninja-build pkg-config
           nlohmann-json3-dev libxxhash-dev
           bible-kjv python3-matplotlib)
 # ocl-icd-opencl-dev: oneDNN's dnnl-config.cmake calls find_package(OpenCL), and libdnnl-dev only recommends it.
-# nlohmann-json3-dev, libxxhash-dev: the JSON reader and XXH64 of checkpoints (src/checkpoint/json.cpp, xxhash64.cpp).
+# nlohmann-json3-dev, libxxhash-dev: the JSON reader and XXH64 of checkpoints (src/io/json.cpp, src/io/hash.cpp).
 # python3-matplotlib: scripts/plot-runs.py draws loss curves (the suite skips its e2e test without it).
 # The test suite needs no Python: tests/e2e/resume.sh runs the README's numpy snippet only
 # where a python3 with numpy already exists.
