@@ -1,5 +1,6 @@
 // Reading: YAML files and text, and --set assignments, onto a Config through
 // the key table. The only file in the project that includes yaml-cpp's parser.
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -97,7 +98,7 @@ YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
 // The line (1-based) where the second of several YAML documents starts: its
 // '---' marker. The document's own mark is used when it has one (an empty
 // document has none).
-int second_document_line(const std::string& text, const YAML::Node& second) {
+int second_document_line(const std::string& text, const YAML::Mark& second) {
   std::vector<int> markers;  // lines that start a document ("---" alone or before content)
   bool content_before_marker = false;
   int line = 0;
@@ -111,7 +112,7 @@ int second_document_line(const std::string& text, const YAML::Node& second) {
       content_before_marker = true;
     at = end + 1;
   }
-  const int mark = line_of(second);
+  const int mark = second.is_null() ? 0 : second.line + 1;
   if (mark > 0) {
     int best = mark;
     for (int m : markers)
@@ -123,23 +124,63 @@ int second_document_line(const std::string& text, const YAML::Node& second) {
   return index < markers.size() ? markers[index] : 1;
 }
 
+// The documents of a YAML text as parse events, keeping each one's root node mark (null
+// for a document without a node). Used instead of YAML::LoadAll to stop after the second
+// document: yaml-cpp 0.7's LoadAll never returns on a text starting with a stray ',' (it
+// yields empty documents without end until memory runs out; found by fuzzing).
+class DocumentRoots : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> roots;
+
+  void OnDocumentStart(const YAML::Mark&) override { roots.push_back(YAML::Mark::null_mark()); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { node(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { node(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { node(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void node(const YAML::Mark& m) {
+    if (!roots.empty() && roots.back().is_null()) roots.back() = m;
+  }
+};
+
 // A config file is exactly one non-empty YAML mapping.
 YAML::Node parse_config_file(const std::string& text, const std::string& origin) {
-  std::vector<YAML::Node> documents;
+  DocumentRoots documents;
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(text);
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    while (documents.roots.size() < 2 && parser.HandleNextDocument(documents)) {
+    }
+    if (documents.roots.size() == 1) root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     fail("{}:{}:{}: YAML syntax error: {}", origin, e.mark.line + 1, e.mark.column + 1, e.msg);
   }
-  if (documents.size() > 1)
+  if (documents.roots.size() > 1 && !documents.roots[1].is_null() && documents.roots[1].pos == documents.roots[0].pos) {
+    // The parser did not move: the stray-',' case above (a real second document starts later).
+    const YAML::Mark& m = documents.roots[1];
+    const size_t at = static_cast<size_t>(m.pos);
+    fail("{}:{}:{}: YAML syntax error: unexpected '{}'", origin, m.line + 1, m.column + 1,
+         at < text.size() ? text.substr(at, 1) : std::string());
+  }
+  if (documents.roots.size() > 1)
     fail("{}:{}: a second YAML document starts here ('---'), and a config file holds one; move its keys into the "
          "first document and delete the '---' line",
-         origin, second_document_line(text, documents[1]));
-  if (documents.empty() || documents[0].IsNull())
+         origin, second_document_line(text, documents.roots[1]));
+  if (documents.roots.empty() || root.IsNull())
     fail("{}: the config file is empty (only blank lines or comments); give it at least one key, e.g. "
          "'model:' then '  n_layers: 4' (configs/ holds complete examples)",
          origin);
-  return documents[0];
+  return root;
 }
 
 std::string read_file(const std::string& path) {

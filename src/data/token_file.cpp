@@ -84,8 +84,7 @@ TokenFile TokenFile::open_unchecked(const std::string& path) {
   size_t size = static_cast<size_t>(st.st_size);
   if (size < static_cast<size_t>(kTokenFileHeaderBytes)) {
     ::close(fd);
-    fail("token file {} is truncated: {} bytes, shorter than its {}-byte header; re-run `rfa data prepare`", path,
-         size, kTokenFileHeaderBytes);
+    token_file_check(nullptr, size, path);  // throws: too short for the header
   }
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   int err = errno;
@@ -96,17 +95,24 @@ TokenFile TokenFile::open_unchecked(const std::string& path) {
   file.path_ = path;
   file.map_ = map;
   file.map_size_ = size;
-  file.header_ = token_file_header_parse(static_cast<const unsigned char*>(map), size, path);
-  const TokenFileHeader& h = file.header_;
+  file.header_ = token_file_check(static_cast<const unsigned char*>(map), size, path);
+  return file;
+}
+
+TokenFileHeader token_file_check(const unsigned char* bytes, size_t size, const std::string& path) {
+  if (size < static_cast<size_t>(kTokenFileHeaderBytes))
+    fail("token file {} is truncated: {} bytes, shorter than its {}-byte header; re-run `rfa data prepare`", path,
+         size, kTokenFileHeaderBytes);
+  const TokenFileHeader h = token_file_header_parse(bytes, size, path);
   // Every id must index the embedding table; a 30M-token scan takes ~20 ms.
-  TokenSplit all(static_cast<const unsigned char*>(map) + kTokenFileHeaderBytes, h.token_width, h.tokens, 0);
+  TokenSplit all(bytes + kTokenFileHeaderBytes, h.token_width, h.tokens, 0);
   for (int64_t i = 0; i < h.tokens; ++i) {
     int32_t id = all[i];
     if (id < 0 || static_cast<uint32_t>(id) >= h.vocab_size)
       fail("token file {} is corrupt: token {} has id {} outside vocab [0, {}); re-run `rfa data prepare`", path, i,
            id, h.vocab_size);
   }
-  return file;
+  return h;
 }
 
 TokenFile TokenFile::open(const std::string& path, const Tokenizer& expected) {

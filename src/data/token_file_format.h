@@ -19,6 +19,9 @@ std::array<unsigned char, kTokenFileHeaderBytes> token_file_header_bytes(const T
 // Parses and checks a header (magic, version, checksum, fields against the file
 // size); throws Error naming the path, the bad field and `rfa data prepare` as the fix.
 TokenFileHeader token_file_header_parse(const unsigned char* bytes, size_t file_size, const std::string& path);
+// All that TokenFile::open_unchecked checks, over the `size` bytes of a whole token file
+// in memory: its length, the header, and every token id below the vocab size.
+TokenFileHeader token_file_check(const unsigned char* bytes, size_t size, const std::string& path);
 
 // token_file_prepare with a chosen block size (corpus bytes read at a time);
 // tests use small blocks to exercise every way a block can end.

@@ -1,11 +1,16 @@
 #include "decode/decoder_state_io.h"
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "checkpoint/safetensors.h"
-#include "io/hash.h"
+#include "core/checksum_policy.h"
 #include "core/error.h"
+#include "io/file_io.h"
+#include "io/hash.h"
 
 namespace rfa {
 namespace {
@@ -49,11 +54,13 @@ const std::string& state_meta(const SafetensorsFile& f, const std::string& path,
 
 int64_t state_position(const SafetensorsFile& f, const std::string& path) {
   if (state_meta(f, path, "rfa.content") != "decode-state") fail("{} is not a decoder state file", path);
-  try {
-    return std::stoll(state_meta(f, path, "position"));
-  } catch (const std::exception&) {
-    fail("{}: position '{}' is not a number", path, state_meta(f, path, "position"));
-  }
+  // The whole text a whole number (std::stoll took '7x' and '-3', which then failed an assert).
+  const std::string& text = state_meta(f, path, "position");
+  int64_t position = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), position);
+  if (ec != std::errc() || end != text.data() + text.size() || position < 0 || position >= (int64_t{1} << 62))
+    fail("{}: position '{}' is not a count of tokens (a whole number >= 0); the file is corrupt", path, text);
+  return position;
 }
 
 }  // namespace
@@ -63,10 +70,17 @@ int64_t decoder_state_position(const std::string& path) { return state_position(
 void decoder_state_load(const std::string& path, Decoder<float>& dec, const std::string& model_sum) {
   const std::string refusal = attention_state_save_refusal(dec.spec().attn);
   if (!refusal.empty()) fail("--load-state needs an RFA model: {}", refusal);
-  SafetensorsFile f = safetensors_read(path);
+  decoder_state_restore(file_read_bytes(path), path, dec, model_sum);
+}
+
+void decoder_state_restore(const std::vector<uint8_t>& bytes, const std::string& path, Decoder<float>& dec,
+                           const std::string& model_sum) {
+  const std::string refusal = attention_state_save_refusal(dec.spec().attn);
+  if (!refusal.empty()) fail("--load-state needs an RFA model: {}", refusal);
+  SafetensorsFile f = safetensors_parse(bytes, path);
   auto meta = [&](const char* key) -> const std::string& { return state_meta(f, path, key); };
   const int64_t position = state_position(f, path);
-  if (meta("model_checksum") != model_sum)
+  if (checksums_enforced() && meta("model_checksum") != model_sum)
     fail("{} was saved from another model (weights checksum {}, this model {}); continue with the model that "
          "wrote it",
          path, meta("model_checksum"), model_sum);
@@ -75,14 +89,26 @@ void decoder_state_load(const std::string& path, Decoder<float>& dec, const std:
     expected.push_back({state_name(static_cast<int>(l)), DType::F32, attention_state_shape(dec.attention_states()[l])});
   expected.push_back({"logits", DType::F32, {dec.vocab()}});
   safetensors_validate(f, expected, path);
+  // A state saved from a model's forward pass is finite; NaN or inf would only turn every
+  // next token into noise (and feed NaN to exp; fuzzing found it), so such a file is refused.
+  std::vector<float> values;
+  auto restore = [&](const std::string& name, float* dst, int64_t count) {
+    values.resize(static_cast<size_t>(count));
+    tensor_copy_to(*f.find(name), values.data(), count);
+    for (int64_t i = 0; i < count; ++i)
+      if (!std::isfinite(values[static_cast<size_t>(i)]))
+        fail("{}: tensor '{}' holds {} at index {}; a saved decoder state is finite, so the file is corrupt", path,
+             name, values[static_cast<size_t>(i)], i);
+    std::copy(values.begin(), values.end(), dst);
+  };
   for (size_t l = 0; l < dec.attention_states().size(); ++l) {
     AttentionState<float>& s = dec.attention_states()[l];
     int64_t n = 1;
     for (int64_t d : attention_state_shape(s)) n *= d;
-    tensor_copy_to(*f.find(state_name(static_cast<int>(l))), attention_state_data(s), n);
+    restore(state_name(static_cast<int>(l)), attention_state_data(s), n);
   }
   std::vector<float> logits(static_cast<size_t>(dec.vocab()));
-  tensor_copy_to(*f.find("logits"), logits.data(), dec.vocab());
+  restore("logits", logits.data(), dec.vocab());
   dec.set_position(position);
   dec.last_logits_restore(logits.data());
 }

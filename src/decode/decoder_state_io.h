@@ -4,7 +4,9 @@
 // fixed-size safetensors file whatever the length of the text so far. The file
 // records a checksum of the model's weights and random matrices, and loading
 // into another model is an error.
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "decode/decoder.h"
 
@@ -24,5 +26,8 @@ int64_t decoder_state_position(const std::string& path);
 // Restores states, logits and position; throws Error naming the file and the
 // mismatch (other model, other shape, corrupted file).
 void decoder_state_load(const std::string& path, Decoder<float>& decoder, const std::string& model_sum);
+// The same over the file's bytes already in memory; `path` names them in messages.
+void decoder_state_restore(const std::vector<uint8_t>& bytes, const std::string& path, Decoder<float>& decoder,
+                           const std::string& model_sum);
 
 }  // namespace rfa

@@ -1,6 +1,6 @@
 #pragma once
 // Content hashes (not cryptographic).
-//   xxhash64: XXH64 (Yann Collet's xxHash, 64-bit variant), the checksum of
+//   xxhash64: XXH64 (Yann Collet's xxHash, 64-bit variant, from libxxhash), the checksum of
 //     checkpoint payloads; fast (several GB/s), reproduces the reference vectors.
 //   fnv1a64: 64-bit FNV-1a.
 // And the tokenizer model's fingerprints, in one place. There are two, and both

@@ -1,9 +1,12 @@
 #include "io/json.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
@@ -12,209 +15,135 @@ namespace {
 
 constexpr int kMaxDepth = 32;
 
-class Parser {
+// A char iterator that records how far the parser has read, so errors our SAX
+// handler raises (duplicate key, depth) can name a position like nlohmann's own.
+class CountingIterator {
  public:
-  Parser(std::string_view text, std::string_view source) : s_(text), source_(source) {}
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
 
-  JsonValue document() {
-    JsonValue v = value(0);
-    skip_space();
-    if (pos_ != s_.size()) error("unexpected text after the JSON value");
-    return v;
+  CountingIterator(const char* p, const char* begin, size_t* consumed) : p_(p), begin_(begin), consumed_(consumed) {}
+  reference operator*() const { return *p_; }
+  CountingIterator& operator++() {
+    ++p_;
+    *consumed_ = static_cast<size_t>(p_ - begin_);
+    return *this;
   }
+  CountingIterator operator++(int) {
+    CountingIterator old = *this;
+    ++*this;
+    return old;
+  }
+  bool operator==(const CountingIterator& o) const { return p_ == o.p_; }
+  bool operator!=(const CountingIterator& o) const { return p_ != o.p_; }
 
  private:
-  [[noreturn]] void error(std::string_view what) {
-    fail("{}: malformed JSON at byte {}: {}", source_, pos_, what);
-  }
-  void skip_space() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) {
-      ++pos_;
-    }
-  }
-  char peek() {
-    if (pos_ >= s_.size()) error("unexpected end of text");
-    return s_[pos_];
-  }
-  void expect(char c) {
-    if (peek() != c) error(fmt::format("expected '{}'", c));
-    ++pos_;
-  }
-  void literal(std::string_view word) {
-    if (s_.substr(pos_, word.size()) != word) error("unknown literal");
-    pos_ += word.size();
-  }
+  const char* p_;
+  const char* begin_;
+  size_t* consumed_;
+};
 
-  JsonValue value(int depth) {
-    if (depth > kMaxDepth) error("nested too deeply");
-    skip_space();
+// Builds a JsonValue tree from nlohmann's SAX events. nlohmann owns the grammar
+// (RFC 8259, UTF-8 checked, non-finite numbers refused); we add what it lets
+// through: duplicate keys and nesting deeper than kMaxDepth. Numbers keep their
+// source text so 64-bit values survive: a float's as nlohmann read it, an integer's
+// printed back (the same text, JSON integers having one spelling; only -0 reads as 0).
+class TreeBuilder : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit TreeBuilder(const size_t* consumed) : consumed_(consumed) {}
+
+  bool null() override { return add(JsonValue{}); }
+  bool boolean(bool val) override {
     JsonValue v;
-    char c = peek();
-    if (c == '{') {
-      v.kind = JsonValue::Kind::object;
-      ++pos_;
-      skip_space();
-      if (peek() == '}') {
-        ++pos_;
-        return v;
-      }
-      for (;;) {
-        skip_space();
-        std::string key = string();
-        if (v.find(key) != nullptr) error(fmt::format("duplicate key \"{}\"", key));
-        skip_space();
-        expect(':');
-        v.members.emplace_back(std::move(key), value(depth + 1));
-        skip_space();
-        if (peek() == ',') {
-          ++pos_;
-          continue;
-        }
-        expect('}');
-        return v;
-      }
-    }
-    if (c == '[') {
-      v.kind = JsonValue::Kind::array;
-      ++pos_;
-      skip_space();
-      if (peek() == ']') {
-        ++pos_;
-        return v;
-      }
-      for (;;) {
-        v.items.push_back(value(depth + 1));
-        skip_space();
-        if (peek() == ',') {
-          ++pos_;
-          continue;
-        }
-        expect(']');
-        return v;
-      }
-    }
-    if (c == '"') {
-      v.kind = JsonValue::Kind::string;
-      v.text = string();
-      return v;
-    }
-    if (c == 't' || c == 'f') {
-      v.kind = JsonValue::Kind::boolean;
-      v.boolean = c == 't';
-      literal(v.boolean ? "true" : "false");
-      return v;
-    }
-    if (c == 'n') {
-      literal("null");
-      return v;
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-      v.kind = JsonValue::Kind::number;
-      v.text = number();
-      return v;
-    }
-    error(fmt::format("unexpected character (code {})", static_cast<int>(static_cast<unsigned char>(c))));
+    v.kind = JsonValue::Kind::boolean;
+    v.boolean = val;
+    return add(std::move(v));
+  }
+  bool number_integer(number_integer_t val) override { return add(number(std::to_string(val))); }
+  bool number_unsigned(number_unsigned_t val) override { return add(number(std::to_string(val))); }
+  bool number_float(number_float_t, const string_t& s) override { return add(number(s)); }
+  bool string(string_t& val) override {
+    JsonValue v;
+    v.kind = JsonValue::Kind::string;
+    v.text = std::move(val);
+    return add(std::move(v));
+  }
+  bool binary(binary_t&) override { return refuse(0, "binary values are not JSON"); }
+  bool start_object(std::size_t) override { return open(JsonValue::Kind::object); }
+  bool key(string_t& val) override {
+    JsonValue& object = *stack_.back();
+    if (object.find(val) != nullptr) return refuse(*consumed_, fmt::format("duplicate key \"{}\"", val));
+    object.members.push_back({std::move(val), JsonValue{}});
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(JsonValue::Kind::array); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override {
+    // ex.what() is "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error while
+    // parsing value - invalid literal; last read: 'tru'": keep what follows the position.
+    std::string_view what = ex.what();
+    if (size_t at = what.find(": "); at != std::string_view::npos && what.starts_with("[json.exception.parse_error"))
+      what.remove_prefix(at + 2);
+    else if (size_t tag = what.find("] "); tag != std::string_view::npos)
+      what.remove_prefix(tag + 2);
+    // nlohmann counts the character it stopped on; report the offset of that character.
+    return refuse(position > 0 ? position - 1 : 0, printable(what));
   }
 
-  bool digit() { return pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9'; }
-  void digits() {
-    if (!digit()) error("expected a digit");
-    while (digit()) ++pos_;
-  }
+  JsonValue root;
+  size_t error_at = 0;
+  std::string error;
 
-  // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-  std::string number() {
-    size_t start = pos_;
-    if (s_[pos_] == '-') ++pos_;
-    if (peek() == '0') {
-      ++pos_;
-    } else {
-      digits();
-    }
-    if (pos_ < s_.size() && s_[pos_] == '.') {
-      ++pos_;
-      digits();
-    }
-    if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
-      ++pos_;
-      if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
-      digits();
-    }
-    return std::string(s_.substr(start, pos_ - start));
-  }
-
-  uint32_t hex4() {
-    if (pos_ + 4 > s_.size()) error("truncated \\u escape");
-    uint32_t code = 0;
-    auto r = std::from_chars(s_.data() + pos_, s_.data() + pos_ + 4, code, 16);
-    if (r.ptr != s_.data() + pos_ + 4) error("bad \\u escape");
-    pos_ += 4;
-    return code;
-  }
-
-  static void append_utf8(std::string& out, uint32_t c) {
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-    } else if (c < 0x800) {
-      out += static_cast<char>(0xC0 | (c >> 6));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-      out += static_cast<char>(0xE0 | (c >> 12));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (c >> 18));
-      out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    }
-  }
-
-  std::string string() {
-    expect('"');
+ private:
+  // nlohmann quotes the bytes it last read, which may be any bytes: keep messages printable.
+  static std::string printable(std::string_view s) {
     std::string out;
-    for (;;) {
-      char c = peek();
-      ++pos_;
-      if (c == '"') return out;
-      if (static_cast<unsigned char>(c) < 0x20) error("control character inside a string");
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      char e = peek();
-      ++pos_;
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-          uint32_t code = hex4();
-          if (code >= 0xD800 && code < 0xDC00) {  // high surrogate: a low one must follow
-            if (s_.substr(pos_, 2) != "\\u") error("unpaired surrogate");
-            pos_ += 2;
-            uint32_t low = hex4();
-            if (low < 0xDC00 || low >= 0xE000) error("unpaired surrogate");
-            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-          } else if (code >= 0xDC00 && code < 0xE000) {
-            error("unpaired surrogate");
-          }
-          append_utf8(out, code);
-          break;
-        }
-        default: error("unknown escape");
-      }
+    for (char c : s) {
+      const auto u = static_cast<unsigned char>(c);
+      out += u < 0x20 || u >= 0x7F ? fmt::format("\\x{:02x}", u) : std::string(1, c);
     }
+    return out;
+  }
+  static JsonValue number(std::string text) {
+    JsonValue v;
+    v.kind = JsonValue::Kind::number;
+    v.text = std::move(text);
+    return v;
+  }
+  bool refuse(size_t at, std::string what) {
+    error_at = at;
+    error = std::move(what);
+    return false;
+  }
+  // The slot a new value goes into: the root, the next array item, or the value of the last key.
+  JsonValue& slot() {
+    if (stack_.empty()) return root;
+    JsonValue& parent = *stack_.back();
+    if (parent.kind == JsonValue::Kind::array) return parent.items.emplace_back();
+    return parent.members.back().second;
+  }
+  bool add(JsonValue v) {
+    slot() = std::move(v);
+    return true;
+  }
+  bool open(JsonValue::Kind kind) {
+    if (static_cast<int>(stack_.size()) >= kMaxDepth) return refuse(*consumed_ - 1, "nested too deeply");
+    JsonValue& v = slot();
+    v.kind = kind;
+    stack_.push_back(&v);
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
   }
 
-  std::string_view s_;
-  std::string_view source_;
-  size_t pos_ = 0;
+  const size_t* consumed_;
+  std::vector<JsonValue*> stack_;  // open containers; a child is only added to the innermost one
 };
 
 const char* kind_name(JsonValue::Kind k) {
@@ -263,7 +192,27 @@ const std::string& JsonValue::as_string(std::string_view what) const {
   return text;
 }
 
-JsonValue json_parse(std::string_view text, std::string_view source) { return Parser(text, source).document(); }
+JsonValue json_parse(std::string_view text, std::string_view source) {
+  size_t consumed = 0;
+  TreeBuilder builder(&consumed);
+  const char* begin = text.data();
+  bool ok = false;
+  try {
+    ok = nlohmann::json::sax_parse(CountingIterator(begin, begin, &consumed),
+                                   CountingIterator(begin + text.size(), begin, &consumed), &builder);
+  } catch (const nlohmann::json::exception& e) {  // not expected in SAX mode; kept as a clear error
+    fail("{}: malformed JSON: {}", source, e.what());
+  }
+  if (!ok) {
+    const size_t at = std::min(builder.error_at, text.size());
+    const std::string_view before = text.substr(0, at);
+    const size_t line = 1 + static_cast<size_t>(std::count(before.begin(), before.end(), '\n'));
+    const size_t line_start = before.rfind('\n');  // npos + 1 == 0: the first line
+    const size_t column = at - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
+    fail("{}: malformed JSON at line {}, column {} (byte {}): {}", source, line, column, at, builder.error);
+  }
+  return std::move(builder.root);
+}
 
 std::string json_quote(std::string_view s) {
   std::string out = "\"";

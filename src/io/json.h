@@ -1,15 +1,17 @@
 #pragma once
-// A small JSON reader and string quoting, enough for safetensors headers and
-// state.json. Not a general library: strict RFC 8259 grammar, nesting depth
-// limited to 32, numbers kept as their source text so 64-bit integers survive
-// exactly. Errors are rfa::Error with the byte offset.
+// JSON for safetensors headers and state.json: a small tree read by nlohmann-json
+// (strict RFC 8259, UTF-8 checked, non-finite numbers refused) plus our rules:
+// duplicate keys refused, nesting depth limited to 32, numbers kept as their
+// source text so 64-bit integers survive exactly. Errors are rfa::Error naming
+// the source, line, column and byte offset, and what is wrong.
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace rfa {
+
+struct JsonMember;
 
 struct JsonValue {
   enum class Kind { null, boolean, number, string, array, object };
@@ -17,7 +19,7 @@ struct JsonValue {
   bool boolean = false;
   std::string text;  // string contents (unescaped), or a number's source text
   std::vector<JsonValue> items;                              // array
-  std::vector<std::pair<std::string, JsonValue>> members;    // object, in file order
+  std::vector<JsonMember> members;                           // object, in file order
 
   const JsonValue* find(std::string_view key) const;  // object member or nullptr
   // Typed accessors; throw rfa::Error naming `what` if the value has another kind
@@ -26,6 +28,13 @@ struct JsonValue {
   uint64_t as_uint64(std::string_view what) const;
   double as_double(std::string_view what) const;  // null reads as NaN
   const std::string& as_string(std::string_view what) const;
+};
+
+// One key and its value, named like std::pair's members (which cannot hold the
+// still-incomplete JsonValue under every standard library).
+struct JsonMember {
+  std::string first;
+  JsonValue second;
 };
 
 // Parses exactly one JSON value (surrounding whitespace allowed). Duplicate

@@ -21,7 +21,8 @@ inline float exp_approx(float x) {
   x = x > 88.3f ? 88.3f : x;
   // Round x*log2(e) to nearest: adding 1.5*2^23 pushes the fraction out.
   const float shifter = 12582912.0f;
-  float n = (x * 1.44269504088896341f + shifter) - shifter;
+  const float t = x * 1.44269504088896341f + shifter;  // 1.5*2^23 + n: n sits in t's low mantissa bits
+  float n = t - shifter;
   float r = x - n * 0.693359375f;
   r = r + n * 2.12194440e-4f;  // ln2 = 0.693359375 - 2.12194440e-4
   float r2 = r * r;
@@ -32,7 +33,10 @@ inline float exp_approx(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r2 + r + 1.0f;
-  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n, n in [-126, 127]
+  // 2^n, n in [-126, 127], with n read from t's bits: a float -> int cast would be
+  // undefined for NaN (UBSan found it through a decode state holding NaN).
+  // Unsigned: wraps (defined) for the NaN bit patterns, exact for n in range.
+  const uint32_t bits = (std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(shifter) + 127u) << 23;
   return p * std::bit_cast<float>(bits);
 }
 

@@ -53,7 +53,15 @@ Tokenizer Tokenizer::load(const std::string& path) {
 Tokenizer Tokenizer::from_bytes(std::string model_bytes, const std::string& origin) {
   Tokenizer t;
   t.sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  auto status = t.sp_->LoadFromSerializedProto(model_bytes);
+  sentencepiece::util::Status status;
+  try {
+    status = t.sp_->LoadFromSerializedProto(model_bytes);
+  } catch (const std::exception& e) {
+    // SentencePiece 0.1.97 reports some defects by throwing instead of returning a status:
+    // its trie builder (darts-clone) throws on a piece of length 0 (fuzzing found it).
+    fail("tokenizer model {} ({} bytes) is not a valid SentencePiece model: {}; re-train it with "
+         "`rfa tokenizer train`", origin, model_bytes.size(), e.what());
+  }
   if (!status.ok())
     fail("tokenizer model {} ({} bytes) is not a valid SentencePiece model: {}; re-train it with "
          "`rfa tokenizer train`", origin, model_bytes.size(), status.ToString());

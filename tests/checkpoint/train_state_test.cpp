@@ -146,3 +146,29 @@ TEST_CASE("train state: version 2 requires the checksum; version 1 files (writte
   CHECK(old.tokens_seen == 6144);
   CHECK(old.threads == 2);
 }
+
+TEST_CASE("train state: a malformed state.json is refused naming the file, the line and what is wrong") {
+  TrainState s;
+  s.step = 12;
+  const std::string json = train_state_serialize(s);  // "step" is on line 3
+  CHECK_THROWS_WITH_AS(train_state_parse(replaced(json, "\"step\": 12,", "\"step\": 12"), "ck/state.json"),
+                       doctest::Contains("ck/state.json: malformed JSON at line 4, column 8 (byte 45): syntax error while parsing "
+                                         "object - unexpected string literal; expected '}'"), Error);
+  CHECK_THROWS_WITH_AS(train_state_parse(replaced(json, "\"step\": 12,", "\"step\": 12, \"step\": 13,"), "ck/state.json"),
+                       doctest::Contains("ck/state.json: malformed JSON at line 3, column 21 (byte 45): duplicate key "
+                                         "\"step\""),
+                       Error);
+  CHECK_THROWS_WITH_AS(train_state_parse(replaced(json, "\"val_loss\": null", "\"val_loss\": NaN"), "ck/state.json"),
+                       doctest::Contains("ck/state.json: malformed JSON at line 8"), Error);
+  CHECK_THROWS_WITH_AS(train_state_parse(replaced(json, "\"step\": 12", "\"step\": 1e999"), "ck/state.json"),
+                       doctest::Contains("ck/state.json: malformed JSON at line 3, column 15 (byte 39): number overflow "
+                                         "parsing '1e999'"),
+                       Error);
+  CHECK_THROWS_WITH_AS(train_state_parse(replaced(json, "\"step\": 12", "\"step\": 99999999999999999999"), "ck/state.json"),
+                       doctest::Contains("ck/state.json: \"step\" must be an integer in range, got 99999999999999999999"),
+                       Error);
+  CHECK_THROWS_WITH_AS(train_state_parse(replaced(json, "\"step\": 12", "\"step\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["),
+                                         "ck/state.json"),
+                       doctest::Contains("ck/state.json: malformed JSON at line 3, column 42 (byte 66): nested too deeply"),
+                       Error);
+}

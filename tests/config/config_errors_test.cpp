@@ -198,6 +198,15 @@ TEST_CASE("config errors: a missing file and a YAML syntax error") {
   CHECK(has(e, "checkpoint dump:2:"));
 }
 
+TEST_CASE("config errors: a file starting with a stray ',' is a syntax error, not an endless parse") {
+  // Found by fuzzing (tests/fuzz/corpus/config/timeout-stray-comma): yaml-cpp 0.7's LoadAll
+  // yields empty documents for ever on such a text, until memory runs out.
+  for (const char* text : {",", ", a\n", ",\nmodel:\n  n_layers: 2\n"}) {
+    CAPTURE(text);
+    CHECK(has(error_of([&] { config_parse(text, "comma.yaml"); }), "comma.yaml:1:1: YAML syntax error: unexpected ','"));
+  }
+}
+
 TEST_CASE("config errors: an impossible value points at the line or --set that gave it") {
   std::string path = temp_file("origin.yaml", "model:\n  d_model: 100\n  n_heads: 3\ndata:\n  val_fraction: 2\n");
   std::string e = error_of([&] { config_load(path, {"data.val_fraction=0.5"}); });

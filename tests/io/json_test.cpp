@@ -25,7 +25,7 @@ TEST_CASE("json: parses objects, arrays, strings with escapes and exact 64-bit i
   CHECK(v.find("missing") == nullptr);
 }
 
-TEST_CASE("json: rejects malformed text with the byte offset") {
+TEST_CASE("json: rejects malformed text with the line, column, byte offset and what is wrong") {
   const char* bad[] = {"",          "{",          "{\"a\":}",    "{\"a\" 1}",   "[1,]",        "[01]",
                        "[1.]",      "[-]",        "\"abc",       "\"\\x\"",     "\"\\ud800\"", "tru",
                        "{} extra",  "{\"a\":1,\"a\":2}", "[1e]",   "\"\x01\"",    "{1:2}"};
@@ -33,18 +33,43 @@ TEST_CASE("json: rejects malformed text with the byte offset") {
     CAPTURE(text);
     CHECK_THROWS_AS(json_parse(text, "test.json"), Error);
   }
-  CHECK_THROWS_WITH_AS(json_parse("[1, 2", "x.json"), doctest::Contains("x.json: malformed JSON at byte 5"), Error);
+  CHECK_THROWS_WITH_AS(json_parse("[1, 2", "x.json"),
+                       doctest::Contains("x.json: malformed JSON at line 1, column 6 (byte 5): syntax error while "
+                                         "parsing array - unexpected end of input; expected ']'"),
+                       Error);
+  CHECK_THROWS_WITH_AS(json_parse("{\n \"x\": 1,\n \"x\": 2}", "d.json"),
+                       doctest::Contains("d.json: malformed JSON at line 3, column 5 (byte 15): duplicate key \"x\""),
+                       Error);
+  CHECK_THROWS_WITH_AS(json_parse("{\n  \"a\": 1,\n  \"b\": NaN\n}", "nan.json"),
+                       doctest::Contains("nan.json: malformed JSON at line 3, column 8 (byte 19): syntax error while "
+                                         "parsing value - invalid literal"),
+                       Error);
+  CHECK_THROWS_WITH_AS(json_parse("[1e999]", "huge.json"),
+                       doctest::Contains("huge.json: malformed JSON at line 1, column 6 (byte 5): number overflow "
+                                         "parsing '1e999'"),
+                       Error);
+  // An ill-formed UTF-8 byte is named, not copied into the message.
+  CHECK_THROWS_WITH_AS(json_parse("\"\xff\"", "u.json"), doctest::Contains("ill-formed UTF-8 byte; last read: '\"\\xff'"),
+                       Error);
   std::string deep(100, '[');
-  CHECK_THROWS_WITH_AS(json_parse(deep, "deep"), doctest::Contains("nested too deeply"), Error);
+  CHECK_THROWS_WITH_AS(json_parse(deep, "deep"), doctest::Contains("deep: malformed JSON at line 1, column 33 (byte 32): "
+                                                                   "nested too deeply"),
+                       Error);
+  std::string deepest(32, '[');
+  CHECK(json_parse(deepest + std::string(32, ']'), "32 deep").kind == JsonValue::Kind::array);
 }
 
 TEST_CASE("json: typed accessors reject the wrong kind and out-of-range numbers") {
-  JsonValue v = json_parse(R"({"f": 1.5, "s": "x", "neg": -1, "huge": 1e999})", "t");
+  JsonValue v = json_parse(R"({"f": 1.5, "s": "x", "neg": -1, "huge": 1e300, "big": 18446744073709551616})", "t");
   CHECK_THROWS_WITH_AS(v.find("f")->as_int64("field f"), doctest::Contains("field f must be an integer"), Error);
   CHECK_THROWS_AS(v.find("s")->as_double("s"), Error);
   CHECK_THROWS_AS(v.find("neg")->as_uint64("neg"), Error);
   CHECK_THROWS_AS(v.find("f")->as_string("f"), Error);
-  CHECK(std::isinf(v.find("huge")->as_double("huge")));
+  CHECK(v.find("huge")->as_double("huge") == 1e300);
+  CHECK_THROWS_WITH_AS(v.find("huge")->as_int64("huge"), doctest::Contains("huge must be an integer in range, got 1e300"),
+                       Error);
+  CHECK_THROWS_WITH_AS(v.find("big")->as_uint64("big"),
+                       doctest::Contains("big must be an integer in range, got 18446744073709551616"), Error);
 }
 
 TEST_CASE("json: quoting round-trips through the parser; non-finite numbers become null") {

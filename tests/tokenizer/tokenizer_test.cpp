@@ -229,3 +229,16 @@ TEST_CASE("tokenizer: too little text for the vocab is refused with the largest 
   }
   CHECK_FALSE(std::filesystem::exists(o.model_path));
 }
+
+TEST_CASE("tokenizer: a model SentencePiece throws on is refused with a message, not a crash") {
+  // Found by fuzzing (tests/fuzz/corpus/tokenizer/crash-empty-piece-throws-in-darts): a unigram
+  // model with a zero-length piece makes SentencePiece 0.1.97's trie builder throw
+  // Darts::Details::Exception out of LoadFromSerializedProto.
+  const std::string model("\x0a\x0e\x0a\x05\x3c\x0b\x6e\x6b\x3e\x15\x00\x0b\x01\x00\x18\x00\x18\x02\x0a\x0c\x0a\x03\x2f"
+                          "\x73\x3e\x15\x00\x00\x00\x00\x18\x02\x0a\x0c\x0a\x03\x00\x28\x3e\x15\x00\x00\x00\x00\x18\x0a",
+                          46);
+  CHECK_THROWS_WITH_AS(Tokenizer::from_bytes(model, "bad.model"),
+                       doctest::Contains("tokenizer model bad.model (46 bytes) is not a valid SentencePiece model: "),
+                       Error);
+  CHECK_THROWS_WITH_AS(Tokenizer::from_bytes(model, "bad.model"), doctest::Contains("zero-length key"), Error);
+}

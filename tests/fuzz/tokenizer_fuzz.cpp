@@ -1,0 +1,17 @@
+// A tokenizer model file as our wrapper loads it (SentencePiece parses the
+// protobuf), then a short text encoded and decoded with it.
+#include <string>
+
+#include "fuzz_support.h"
+#include "tokenizer/tokenizer.h"
+
+using namespace rfa;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return fuzz::run([&] {
+    const Tokenizer t = Tokenizer::from_bytes(std::string(reinterpret_cast<const char*>(data), size), "fuzz.model");
+    const std::vector<int32_t> ids = t.encode("Line 7: the quick brown fox, caf\xc3\xa9 \xe2\x96\x81 \xf0\x9f\x98\x80\n");
+    t.decode(ids);
+    for (int32_t id : ids) t.decode_token(id);
+  });
+}
