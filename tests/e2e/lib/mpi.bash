@@ -1,0 +1,15 @@
+# Sourced by the tests/e2e/mpi_*.sh scripts (after lib/common.bash): mpirun as the suite
+# runs it on one machine (docs/distributed.md, "Running as root, in a container").
+#   --oversubscribe       more ranks than Open MPI counts free slots (2 cores, other tests running)
+#   --allow-run-as-root   the suite runs as root in the container
+#   --bind-to none        do not pin each rank to one core: the OpenMP threads share them
+# Open MPI's mpirun passes its own environment (OMP_WAIT_POLICY, RFA_TEST_*) to local ranks.
+mpi_run() {  # mpi_run <ranks> <args of rfa...>
+  local n=$1
+  shift
+  mpirun --oversubscribe --allow-run-as-root --bind-to none -np "$n" "$rfa" "$@"
+}
+# The 1-based step of a checkpoint's state.json.
+state_step() { sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$1/state.json"; }
+# Train lines of metrics.jsonl without the fields that measure time.
+train_lines() { grep '"type":"train"' "$1" | untimed; }
