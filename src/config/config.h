@@ -71,7 +71,7 @@ struct TrainConfig {
   uint64_t seed = 1337;
   int log_every = 10;
   int eval_every = 250;       // 0 = only at the end
-  int eval_batches = 20;
+  int eval_batches = 0;       // 0 = the whole validation split; N = its first N * B * T + 1 tokens
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };

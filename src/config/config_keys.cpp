@@ -70,7 +70,8 @@ const ConfigKey kKeys[] = {
     {RFA_FIELD(train, seed), kAny, "seed of every random stream (init, features, batches)"},
     {RFA_FIELD(train, log_every), at_least(1), "steps between log lines"},
     {RFA_FIELD(train, eval_every), at_least(0), "steps between evaluations; 0 = only at the end"},
-    {RFA_FIELD(train, eval_batches), at_least(1), "validation batches per evaluation"},
+    {RFA_FIELD(train, eval_batches), at_least(0),
+     "0 = val loss over the whole validation split; N = over its first N x batch_size x context_length tokens"},
 
     {RFA_FIELD(optim, lr), above(0), "peak learning rate"},
     {RFA_FIELD(optim, lr_min), at_least(0), "learning rate at the end of the cosine decay; <= lr"},

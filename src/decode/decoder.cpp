@@ -25,6 +25,8 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   if (s.is_rfa()) {
     rfa_config_ = rfa_config_from(s.attention);
     for (int l = 0; l < s.L; ++l) rfa_.push_back(rfa_state_create<T>(rfa_config_, B_, s.H, s.Dh));
+    // No position limit: a table of one segment's rows slides along the text (run() rebases it).
+    if (s.rope) rope_ = RopeTable::build(S_max_, s.Dh, s.attention.rope_theta);
   } else {
     if (o.max_positions <= 0)
       fail("decoder: a softmax model needs max_positions (prompt + tokens to generate) for its KV cache, got {}",
@@ -148,6 +150,7 @@ const T* Decoder<T>::run(const int32_t* tokens, int S, bool recurrent) {
   if (!kv_.empty() && position_ + S > max_positions_)
     fail("softmax decoder: position {} + {} tokens exceeds its max_positions {}; raise max_positions", position_, S,
          max_positions_);
+  if (s.rope && !rope_.covers(position_, S)) rope_.rebase(position_);  // RFA only: softmax's table covers all
   if (recurrent) {
     step_layers(tokens);
   } else {

@@ -86,7 +86,7 @@ class Decoder {
   int64_t position_ = 0;
   int64_t max_positions_ = 0;       // softmax: the bound on position_
   RfaConfig rfa_config_;
-  RopeTable rope_;                  // max_positions rows when spec.rope
+  RopeTable rope_;                  // when spec.rope: softmax max_positions rows; RFA max_segment rows, rebased
   std::vector<RfaState<T>> rfa_;    // (L)
   std::vector<KvCache<T>> kv_;      // (L)
   Arena<T> arena_;

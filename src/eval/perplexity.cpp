@@ -26,7 +26,6 @@ class Progress {
     log_info("eval", "{}/{} tokens ({:.0f}%), {:.0f} tokens/s, ETA {:.0f} s", done, total_, 100.0 * done / total_,
              rate, (total_ - done) / std::max(rate, 1e-9));
   }
-  double seconds() const { return clock_.seconds(); }
 
  private:
   int64_t total_;
@@ -35,17 +34,13 @@ class Progress {
 };
 
 // One pass, the state carried across segments: logits of segment position t score x[t0 + t + 1].
-double nll_recurrent(Model<float>& model, std::span<const int32_t> x, const PerplexityOptions& o, Progress& progress) {
+double nll_recurrent(Decoder<float>& dec, int segment, std::span<const int32_t> x, Progress& progress) {
   const int64_t inputs = static_cast<int64_t>(x.size()) - 1;
-  DecoderOptions d;
-  d.max_segment = static_cast<int>(std::min<int64_t>(o.segment, inputs));
-  memory_require(memory_estimate_decoder(model.spec, d, thread_count(), fmt::format("--segment ({})", d.max_segment), ""),
-                 "evaluating");
-  Decoder<float> dec(model, d);
-  const int V = model.spec.V;
+  const int V = dec.vocab();
   double sum = 0;
-  for (int64_t t0 = 0; t0 < inputs; t0 += d.max_segment) {
-    const int S = static_cast<int>(std::min<int64_t>(d.max_segment, inputs - t0));
+  dec.reset();
+  for (int64_t t0 = 0; t0 < inputs; t0 += segment) {
+    const int S = static_cast<int>(std::min<int64_t>(segment, inputs - t0));
     const float* logits = dec.prefill(x.data() + t0, S);
     for (int t = 0; t < S; ++t) sum += token_nll(logits + int64_t(t) * V, V, x[static_cast<size_t>(t0 + t + 1)]);
     progress.update(t0 + S);
@@ -55,15 +50,9 @@ double nll_recurrent(Model<float>& model, std::span<const int32_t> x, const Perp
 
 // Sliding windows of `window` inputs starting every `stride` tokens; each scores
 // only targets beyond the previous window's last.
-double nll_windows(Model<float>& model, std::span<const int32_t> x, int window, int stride, Progress& progress) {
+double nll_windows(Decoder<float>& dec, int window, int stride, std::span<const int32_t> x, Progress& progress) {
   const int64_t N = static_cast<int64_t>(x.size());
-  DecoderOptions d;
-  d.max_segment = window;
-  d.max_positions = window;
-  const std::string context = fmt::format("model.context_length ({}, the window)", window);
-  memory_require(memory_estimate_decoder(model.spec, d, thread_count(), context, context), "evaluating");
-  Decoder<float> dec(model, d);
-  const int V = model.spec.V;
+  const int V = dec.vocab();
   double sum = 0;
   int64_t next_target = 1;  // the first target index no window has scored yet
   for (int64_t a = 0; next_target < N; a += stride) {
@@ -94,33 +83,63 @@ double token_nll(const float* logits, int V, int32_t target) {
   return max + std::log(sum) - double(logits[target]);
 }
 
+PerplexityPlan perplexity_plan(const ModelSpec& s, int64_t tokens, const PerplexityOptions& o) {
+  if (tokens < 2) fail("perplexity needs at least 2 tokens, got {}; give a longer text", tokens);
+  if (o.segment <= 0) fail("perplexity: segment {} must be positive", o.segment);
+  PerplexityPlan p;
+  p.recurrent = s.is_rfa() && !o.sliding;
+  if (p.recurrent) {
+    p.segment = static_cast<int>(std::min<int64_t>(o.segment, tokens - 1));
+    p.decoder.max_segment = p.segment;
+  } else {
+    p.window = s.model.context_length;
+    p.stride = o.stride > 0 ? std::min(o.stride, p.window) : std::max(1, p.window / 2);
+    p.decoder.max_segment = p.window;
+    p.decoder.max_positions = p.window;
+  }
+  return p;
+}
+
+std::string perplexity_method(const PerplexityPlan& p) {
+  if (p.recurrent)
+    return fmt::format("one pass, recurrent state carried across segments of {} tokens (no context limit)",
+                       p.segment);
+  return fmt::format("sliding window of {} tokens (the training context), stride {}", p.window, p.stride);
+}
+
+double perplexity_nll_sum(Decoder<float>& dec, const PerplexityPlan& plan, std::span<const int32_t> x,
+                          bool progress_log) {
+  RFA_ASSERT(x.size() >= 2, "perplexity over {} tokens", x.size());
+  Progress progress(static_cast<int64_t>(x.size()) - 1, progress_log);
+  return plan.recurrent ? nll_recurrent(dec, plan.segment, x, progress)
+                        : nll_windows(dec, plan.window, plan.stride, x, progress);
+}
+
 PerplexityResult perplexity_evaluate(Model<float>& model, std::span<const int32_t> x, int64_t bytes,
                                      const PerplexityOptions& o) {
   const ModelSpec& s = model.spec;
-  if (x.size() < 2) fail("perplexity needs at least 2 tokens, got {}; give a longer text", x.size());
   if (bytes <= 0) fail("perplexity: the text has {} bytes; bits per byte needs a positive count", bytes);
-  if (o.segment <= 0) fail("perplexity: segment {} must be positive", o.segment);
+  const PerplexityPlan plan = perplexity_plan(s, static_cast<int64_t>(x.size()), o);
   for (size_t i = 0; i < x.size(); ++i)
     if (x[i] < 0 || x[i] >= s.V)
       fail("token {} at index {} is outside the model's vocabulary [0, {}); wrong tokenizer?", x[i], i, s.V);
+  const std::string limit = plan.recurrent ? fmt::format("--segment ({})", plan.segment)
+                                           : fmt::format("model.context_length ({}, the window)", plan.window);
+  memory_require(memory_estimate_decoder(s, plan.decoder, thread_count(), limit, plan.recurrent ? "" : limit),
+                 "evaluating");
+  Timer clock;
+  Decoder<float> dec(model, plan.decoder);
   PerplexityResult r;
   r.tokens = static_cast<int64_t>(x.size()) - 1;
   r.bytes = bytes;
-  Progress progress(r.tokens, o.progress);
-  if (s.is_rfa() && !o.sliding) {
-    r.method = fmt::format("one pass, recurrent state carried across segments of {} tokens (no context limit)",
-                           std::min<int64_t>(o.segment, r.tokens));
-    r.nll_sum = nll_recurrent(model, x, o, progress);
-  } else {
-    r.window = s.model.context_length;
-    r.stride = o.stride > 0 ? std::min(o.stride, r.window) : std::max(1, r.window / 2);
-    r.method = fmt::format("sliding window of {} tokens (the training context), stride {}", r.window, r.stride);
-    r.nll_sum = nll_windows(model, x, r.window, r.stride, progress);
-  }
+  r.method = perplexity_method(plan);
+  r.window = plan.window;
+  r.stride = plan.stride;
+  r.nll_sum = perplexity_nll_sum(dec, plan, x, o.progress);
   r.mean_nll = r.nll_sum / static_cast<double>(r.tokens);
   r.perplexity = std::exp(r.mean_nll);
   r.bits_per_byte = r.nll_sum / std::log(2.0) / static_cast<double>(bytes);
-  r.seconds = progress.seconds();
+  r.seconds = clock.seconds();
   return r;
 }
 

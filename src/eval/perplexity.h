@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 
+#include "decode/decoder.h"
 #include "model/model.h"
 
 namespace rfa {
@@ -37,6 +38,24 @@ struct PerplexityResult {
 
 // -log softmax(logits)[target], computed in double. Throws Error on a non-finite logit.
 double token_nll(const float* logits /*(V)*/, int V, int32_t target);
+
+// How a text of `tokens` tokens is covered, and the decoder (B = 1) that does it.
+// The trainer builds that decoder once (it allocates) and reuses it for every
+// evaluation; perplexity_evaluate builds one per call.
+struct PerplexityPlan {
+  bool recurrent = false;  // RFA one pass; else sliding windows
+  int segment = 0;         // recurrent: tokens per prefill (the decoder's max_segment)
+  int window = 0, stride = 0;  // sliding windows
+  DecoderOptions decoder;
+};
+PerplexityPlan perplexity_plan(const ModelSpec& spec, int64_t tokens, const PerplexityOptions& options);
+std::string perplexity_method(const PerplexityPlan& plan);  // one line, for reports and logs
+
+// Summed NLL (nats) of every target x[1..N) given all of x before it, as the
+// plan says. `decoder` is built from plan.decoder over the model being scored;
+// it is reset first, and nothing allocates. Tokens are checked by the decoder.
+double perplexity_nll_sum(Decoder<float>& decoder, const PerplexityPlan& plan, std::span<const int32_t> x,
+                          bool progress);
 
 // tokens: N >= 2 ids in [0, V). bytes: the text's byte count (> 0).
 PerplexityResult perplexity_evaluate(Model<float>& model, std::span<const int32_t> tokens, int64_t bytes,

@@ -15,33 +15,39 @@ RopeTable RopeTable::build(int64_t max_positions, int Dh, double theta) {
   table.max_positions = max_positions;
   table.Dh = Dh;
   table.theta = theta;
-  int half = Dh / 2;
-  size_t size = static_cast<size_t>(max_positions) * half;
+  const size_t size = static_cast<size_t>(max_positions) * (Dh / 2);
   table.cos_d.resize(size);
   table.sin_d.resize(size);
   table.cos_f.resize(size);
   table.sin_f.resize(size);
-  for (int64_t p = 0; p < max_positions; ++p) {
-    for (int i = 0; i < half; ++i) {
-      double angle = static_cast<double>(p) * std::pow(theta, -2.0 * i / Dh);
-      size_t at = static_cast<size_t>(p) * half + i;
-      table.cos_d[at] = std::cos(angle);
-      table.sin_d[at] = std::sin(angle);
-      table.cos_f[at] = static_cast<float>(table.cos_d[at]);
-      table.sin_f[at] = static_cast<float>(table.sin_d[at]);
-    }
-  }
+  table.rebase(0);
   return table;
 }
 
+void RopeTable::rebase(int64_t first) {
+  RFA_ASSERT(first >= 0, "rope table rebased to position {}", first);
+  first_position = first;
+  const int half = Dh / 2;
+  for (int64_t r = 0; r < max_positions; ++r) {
+    for (int i = 0; i < half; ++i) {
+      double angle = static_cast<double>(first + r) * std::pow(theta, -2.0 * i / Dh);
+      size_t at = static_cast<size_t>(r) * half + i;
+      cos_d[at] = std::cos(angle);
+      sin_d[at] = std::sin(angle);
+      cos_f[at] = static_cast<float>(cos_d[at]);
+      sin_f[at] = static_cast<float>(sin_d[at]);
+    }
+  }
+}
+
 template <>
-const float* RopeTable::cos_row<float>(int64_t p) const { return cos_f.data() + p * (Dh / 2); }
+const float* RopeTable::cos_row<float>(int64_t p) const { return cos_f.data() + (p - first_position) * (Dh / 2); }
 template <>
-const float* RopeTable::sin_row<float>(int64_t p) const { return sin_f.data() + p * (Dh / 2); }
+const float* RopeTable::sin_row<float>(int64_t p) const { return sin_f.data() + (p - first_position) * (Dh / 2); }
 template <>
-const double* RopeTable::cos_row<double>(int64_t p) const { return cos_d.data() + p * (Dh / 2); }
+const double* RopeTable::cos_row<double>(int64_t p) const { return cos_d.data() + (p - first_position) * (Dh / 2); }
 template <>
-const double* RopeTable::sin_row<double>(int64_t p) const { return sin_d.data() + p * (Dh / 2); }
+const double* RopeTable::sin_row<double>(int64_t p) const { return sin_d.data() + (p - first_position) * (Dh / 2); }
 
 namespace {
 
@@ -71,9 +77,9 @@ template <typename Real, bool kBackward>
 void rope_apply(Real* out, const Real* inp, const RopeTable& table, int B, int T, int H, int Dh,
                 int64_t pos_offset) {
   RFA_ASSERT(table.Dh == Dh, "rope table built for Dh {} but called with Dh {}", table.Dh, Dh);
-  RFA_ASSERT(pos_offset >= 0 && pos_offset + T <= table.max_positions,
-             "rope positions [{}, {}) exceed the table's {}; build the table for the longest sequence", pos_offset,
-             pos_offset + T, table.max_positions);
+  RFA_ASSERT(table.covers(pos_offset, T),
+             "rope positions [{}, {}) outside the table's [{}, {}); build or rebase the table for them", pos_offset,
+             pos_offset + T, table.first_position, table.first_position + table.max_positions);
   int64_t C = static_cast<int64_t>(H) * Dh;
   parallel_for(static_cast<int64_t>(B) * T, [&](int64_t n) {
     int64_t p = pos_offset + n % T;

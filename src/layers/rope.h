@@ -9,27 +9,38 @@
 
 namespace rfa {
 
-// cos/sin of p * theta^(-2i/Dh) for p in [0, max_positions), i in [0, Dh/2).
-// Built once outside the hot loop (allocates); computed in double, and stored in
-// both precisions so the float path reads float and the double path reads double.
+// cos/sin of p * theta^(-2i/Dh) for p in [first_position, first_position +
+// max_positions), i in [0, Dh/2). Built once outside the hot loop (allocates);
+// computed in double, and stored in both precisions so the float path reads
+// float and the double path reads double. A table of fixed size can slide along
+// a text of any length (RFA decoding has no position limit): rebase() refills it
+// in place, and a row holds the same values whichever window it was built for.
 struct RopeTable {
-  int64_t max_positions = 0;
+  int64_t first_position = 0;  // row r holds position first_position + r
+  int64_t max_positions = 0;   // rows
   int Dh = 0;
   double theta = 10000.0;
   std::vector<float> cos_f, sin_f;    // (max_positions, Dh/2)
   std::vector<double> cos_d, sin_d;   // (max_positions, Dh/2)
 
-  // Throws Error when Dh is odd or not positive, or max_positions < 1.
+  // Rows for positions [0, max_positions). Throws Error when Dh is odd or not
+  // positive, or max_positions < 1.
   static RopeTable build(int64_t max_positions, int Dh, double theta = 10000.0);
+  // Refills the rows for positions [first, first + max_positions); no allocation.
+  void rebase(int64_t first);
+  // Whether positions [pos, pos + n) are all in the table.
+  bool covers(int64_t pos, int64_t n) const {
+    return pos >= first_position && pos + n <= first_position + max_positions;
+  }
 
   template <typename Real>
-  const Real* cos_row(int64_t p) const;  // (Dh/2)
+  const Real* cos_row(int64_t p) const;  // (Dh/2) of absolute position p (covered)
   template <typename Real>
   const Real* sin_row(int64_t p) const;  // (Dh/2)
 };
 
-// out may equal inp (in place). Requires pos_offset + T <= table.max_positions
-// and table.Dh == Dh (asserted).
+// out may equal inp (in place). Requires table.covers(pos_offset, T) and
+// table.Dh == Dh (asserted).
 // (The scalar type is named Real here because T is the time dimension.)
 template <typename Real>
 void rope_forward(Real* out,         // (B, T, H, Dh)

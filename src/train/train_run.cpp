@@ -27,6 +27,7 @@
 #include "train/train_report.h"
 #include "train/train_resume.h"
 #include "train/train_session.h"
+#include "train/train_validation.h"
 
 namespace rfa {
 namespace {
@@ -175,6 +176,9 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
              int64_t(dist_size()) * tc.batch_size * tc.grad_accum * spec.model.context_length, dist_backend());
   log_info("train", "data: {} train / {} val tokens from {}; run dir {}", data.tokens.train().size(), val.size(),
            data.tokens.path(), run_dir);
+  const ValidationText val_text = validation_text(val, tc, spec.model.context_length);
+  log_info("train", "val loss: mean NLL per token over {}, {}; as `rfa eval perplexity` computes it", val_text.what,
+           perplexity_method(session.eval_plan(static_cast<int64_t>(val_text.tokens.size()))));
 
   TrainResult result;
   result.best_val_loss = std::numeric_limits<double>::infinity();
@@ -251,7 +255,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     double val_loss = -1;
     if (root && ((tc.eval_every > 0 && done % tc.eval_every == 0) || is_last || stopping)) {
       progress.clear();
-      val_loss = session.evaluate(val, tc.eval_batches);
+      val_loss = session.evaluate(val_text.tokens);
       result.final_val_loss = val_loss;
       result.best_val_loss = std::min(result.best_val_loss, val_loss);
       metrics->write(eval_log_json(done, val_loss, wall_before + wall.seconds()));

@@ -110,25 +110,22 @@ StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
   return st;
 }
 
-double TrainSession::evaluate(const TokenSplit& split, int eval_batches) {
-  const int B = acts_.B, T = acts_.T_len;
-  SequentialBatches windows(split, B, T, int64_t(eval_batches) * B);
-  double sum = 0;
-  int64_t count = 0;
-  for (;;) {
-    int rows = windows.next(batch_.inputs.data(), batch_.targets.data());
-    if (rows == 0) break;
-    // A short last batch: pad with token 0 and ignore its targets.
-    for (int64_t i = int64_t(rows) * T; i < int64_t(B) * T; ++i) {
-      batch_.inputs[i] = 0;
-      batch_.targets[i] = -1;
-    }
-    double loss = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_fixed());
-    sum += loss * rows * T;
-    count += int64_t(rows) * T;
+PerplexityPlan TrainSession::eval_plan(int64_t tokens) const {
+  PerplexityOptions o;  // the defaults of `rfa eval perplexity`: the same numbers
+  o.progress = false;
+  return perplexity_plan(model_.spec, tokens, o);
+}
+
+double TrainSession::evaluate(std::span<const int32_t> tokens) {
+  const PerplexityPlan plan = eval_plan(static_cast<int64_t>(tokens.size()));
+  const DecoderOptions& d = plan.decoder;
+  const DecoderOptions& built = eval_decoder_plan_.decoder;
+  if (!eval_decoder_ || d.max_segment != built.max_segment || d.max_positions != built.max_positions) {
+    eval_decoder_ = std::make_unique<Decoder<float>>(model_, d);
+    eval_decoder_plan_ = plan;
   }
-  RFA_ASSERT(count > 0, "evaluation saw no windows");
-  return sum / static_cast<double>(count);
+  const double sum = perplexity_nll_sum(*eval_decoder_, plan, tokens, /*progress=*/false);
+  return sum / static_cast<double>(tokens.size() - 1);
 }
 
 }  // namespace rfa

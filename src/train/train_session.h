@@ -1,14 +1,19 @@
 #pragma once
 // One training run's in-memory state: the float model, its activations for
 // (B, T), AdamW's m and v (same flat layout as the parameters), the decay mask
-// and the batch buffers. Everything is allocated in the constructor; step()
-// and evaluate() do not allocate (evaluate's window iterator aside).
+// and the batch buffers. Everything is allocated in the constructor, except the
+// evaluation decoder, built at the first evaluate(); step() and later
+// evaluate() calls do not allocate.
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
 #include "data/batch_sampler.h"
+#include "decode/decoder.h"
+#include "eval/perplexity.h"
 #include "model/activations.h"
 #include "model/model.h"
 #include "optim/adamw.h"
@@ -40,8 +45,13 @@ class TrainSession {
   // first non-finite tensor if the loss or a gradient is NaN/inf.
   StepStats step(int64_t step, const BatchSampler& sampler);
 
-  // Mean loss over the first eval_batches * B windows of `split`, with the fixed random matrices.
-  double evaluate(const TokenSplit& split, int eval_batches);
+  // Validation loss: the mean NLL per token of every target of `tokens` (N >= 2),
+  // computed exactly as `rfa eval perplexity` computes it (eval/perplexity.h, default
+  // options): RFA kinds in one pass carrying the state, softmax in sliding windows of
+  // the training context; the fixed random matrices. Changes no training state.
+  double evaluate(std::span<const int32_t> tokens);
+  // The plan evaluate() follows for a text of `tokens` tokens (for the log).
+  PerplexityPlan eval_plan(int64_t tokens) const;
 
   Model<float>& model() { return model_; }
   const Config& config() const { return config_; }
@@ -61,6 +71,9 @@ class TrainSession {
   std::vector<NamedRange> ranges_;  // parameter names over the flat layout, for error messages
   TokenBatch batch_;
   int64_t steps_taken_ = 0;
+  // evaluate()'s decoder (B = 1) and the plan it was built for; rebuilt only when the plan changes.
+  std::unique_ptr<Decoder<float>> eval_decoder_;
+  PerplexityPlan eval_decoder_plan_;
 };
 
 }  // namespace rfa

@@ -19,11 +19,13 @@ namespace {
 
 constexpr int kB = 2, kT = 13, kV = 17;
 
-ModelSpec small_spec(AttentionKind kind, FeatureMapKind map = FeatureMapKind::gaussian) {
+ModelSpec small_spec(AttentionKind kind, FeatureMapKind map = FeatureMapKind::gaussian,
+                     PositionKind positions = PositionKind::automatic) {
   // init_std 0.3: large enough that logits vary strongly with the context;
   // chunk 4: T = 13 spans four chunks, the last one partial.
   Config c = test::tiny_config(kind, {.vocab = kV, .context = kT, .num_features = 5, .chunk_size = 4, .init_std = 0.3});
   c.attention.feature_map = map;
+  c.attention.positions = positions;
   c.attention.gate_bias_init = 0.5;
   return test::tiny_spec(c);
 }
@@ -141,6 +143,27 @@ TEST_CASE("decoder equals the full forward: rfa_gate gaussian") {
 TEST_CASE("decoder equals the full forward: rfa_gate arccos") {
   check_kind<double>(small_spec(AttentionKind::rfa_gate, FeatureMapKind::arccos), 1e-10, 1e-12);
   check_kind<float>(small_spec(AttentionKind::rfa_gate, FeatureMapKind::arccos), 5e-4, 5e-5);
+}
+
+// RFA kinds with rope: the decoder's table holds one segment's rows and slides
+// along the text (step-only rebases it at every position).
+TEST_CASE("decoder equals the full forward: rfa and rfa_gate with rope") {
+  for (AttentionKind kind : {AttentionKind::rfa, AttentionKind::rfa_gate}) {
+    INFO(attention_kind_name(kind));
+    const ModelSpec spec = small_spec(kind, FeatureMapKind::gaussian, PositionKind::rope);
+    REQUIRE(spec.rope);
+    check_kind<double>(spec, 1e-10, 1e-12);
+    check_kind<float>(spec, 5e-4, 5e-5);
+    // Not vacuous: the same weights without rope give other logits.
+    Model<double> with(spec), without(small_spec(kind));
+    model_init(with, 11);
+    model_init(without, 11);
+    const std::vector<int32_t> tokens = tokens_make(5);
+    const std::vector<double> a = full_forward(with, tokens), b = full_forward(without, tokens);
+    double diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::abs(a[i] - b[i]));
+    CHECK(diff > 1e-3);
+  }
 }
 
 TEST_CASE("decoder: RFA state size does not grow with position; softmax cache does") {

@@ -68,6 +68,51 @@ TEST_CASE("perplexity: rfa_gate, one pass with state carried across segments") {
   }
 }
 
+// A model trained with attention.positions=rope evaluates in one pass far past
+// its table of one segment (the decoder's rope table slides along the text).
+TEST_CASE("perplexity: rfa and rfa_gate with rope, one pass equals one forward") {
+  const int N = 50;
+  for (AttentionKind kind : {AttentionKind::rfa, AttentionKind::rfa_gate}) {
+    INFO(attention_kind_name(kind));
+    Config c = test::tiny_config(kind, {.vocab = kV, .context = 64, .num_features = 6, .chunk_size = 8, .init_std = 0.3});
+    c.attention.positions = PositionKind::rope;
+    Model<float> model(test::tiny_spec(c));
+    REQUIRE(model.spec.rope);
+    model_init(model, 4);
+    const std::vector<int32_t> x = text(N);
+    const std::vector<float> logits = forward_logits(model, x, 0, N - 1);
+    double sum = 0;
+    for (int t = 0; t < N - 1; ++t) sum += nll_by_hand(logits.data() + t * kV, x[static_cast<size_t>(t + 1)]);
+    for (int segment : {1, 7, 100}) {
+      INFO("segment ", segment);
+      PerplexityOptions o;
+      o.segment = segment;
+      o.progress = false;
+      CHECK(perplexity_evaluate(model, x, 123, o).nll_sum == doctest::Approx(sum).epsilon(1e-5));
+    }
+  }
+}
+
+// The trainer's use: one decoder, many passes; each pass starts from an empty
+// state and gives what a fresh perplexity_evaluate gives, bit for bit.
+TEST_CASE("perplexity: a reused decoder gives the same sum as a fresh evaluation") {
+  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
+    INFO(attention_kind_name(kind));
+    Model<float> model(spec_of(kind, 8));
+    model_init(model, 4);
+    const std::vector<int32_t> x = text(40);
+    PerplexityOptions o;
+    o.segment = 16;
+    o.progress = false;
+    const PerplexityPlan plan = perplexity_plan(model.spec, 40, o);
+    CHECK(plan.recurrent == (kind != AttentionKind::softmax));
+    Decoder<float> dec(model, plan.decoder);
+    const double first = perplexity_nll_sum(dec, plan, x, false);
+    CHECK(perplexity_nll_sum(dec, plan, x, false) == first);
+    CHECK(perplexity_evaluate(model, x, 40, o).nll_sum == first);
+  }
+}
+
 namespace {
 
 void check_sliding(AttentionKind kind) {

@@ -91,3 +91,27 @@ TEST_CASE("rope: q.k after rotation depends only on the position difference") {
   CHECK(dot_at(3, 7) == doctest::Approx(dot_at(10, 14)).epsilon(1e-12));
   CHECK(std::abs(dot_at(7, 3) - dot_at(7, 4)) > 1e-6);  // and it does depend on the difference
 }
+
+TEST_CASE("rope: a rebased table holds the same rows as one built from 0, and rotates by absolute position") {
+  const int B = 1, T = 3, H = 2, Dh = 8;
+  const int64_t n = int64_t(B) * T * H * Dh;
+  auto whole = rfa::RopeTable::build(40, Dh, 500.0);
+  auto slide = rfa::RopeTable::build(5, Dh, 500.0);
+  CHECK(slide.covers(0, 5));
+  CHECK_FALSE(slide.covers(3, 3));
+  slide.rebase(30);
+  CHECK(slide.first_position == 30);
+  CHECK(slide.covers(30, 5));
+  CHECK_FALSE(slide.covers(29, 1));
+  CHECK_FALSE(slide.covers(33, 3));
+  for (int64_t p = 30; p < 35; ++p)
+    for (int i = 0; i < Dh / 2; ++i) {
+      CHECK(slide.cos_row<double>(p)[i] == whole.cos_row<double>(p)[i]);
+      CHECK(slide.sin_row<float>(p)[i] == whole.sin_row<float>(p)[i]);
+    }
+  auto inp = random_vector<double>(n, 9);
+  std::vector<double> a(n), b(n);
+  rfa::rope_forward(a.data(), inp.data(), whole, B, T, H, Dh, 31);
+  rfa::rope_forward(b.data(), inp.data(), slide, B, T, H, Dh, 31);
+  CHECK(a == b);
+}

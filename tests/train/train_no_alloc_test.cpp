@@ -5,6 +5,7 @@
 //  - A float training step makes the same number of allocations every step:
 //    only oneDNN's dnnl_sgemm allocates internally (a fixed few per call), which
 //    our code does not control; nothing of ours allocates or grows per step.
+//  - So does every evaluation after the first (which builds its decoder).
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -83,5 +84,17 @@ TEST_CASE("train: every float training step makes the same allocations (oneDNN's
     }
     MESSAGE("allocations per float step (inside dnnl_sgemm): ", per_step[0]);
     for (long n : per_step) CHECK(n == per_step[0]);
+    // Evaluation: the first builds its decoder; every later one allocates as
+    // much as the one before (oneDNN's own, if any), never more.
+    const std::vector<int32_t> val = split.to_vector();
+    session.evaluate(val);
+    std::vector<long> per_eval;
+    for (int e = 0; e < 3; ++e) {
+      long before = g_news.load();
+      session.evaluate(val);
+      per_eval.push_back(g_news.load() - before);
+    }
+    MESSAGE("allocations per evaluation after the first: ", per_eval[0]);
+    for (long n : per_eval) CHECK(n == per_eval[0]);
   }
 }

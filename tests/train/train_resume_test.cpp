@@ -72,12 +72,13 @@ TEST_CASE("resume: k steps, save, load into a fresh session, N-k steps equals N 
     std::vector<uint16_t> tokens = random_tokens(3000, 4);
     TokenSplit split = split_of(tokens);
     BatchSampler sampler(split, c.train.batch_size, c.model.context_length, c.train.seed);
+    const std::vector<int32_t> val = split.to_vector();
     const int64_t N = 7, k = 3;
 
     TrainSession straight(c, spec);
     std::vector<double> want;
     for (int64_t s = 0; s < N; ++s) want.push_back(straight.step(s, sampler).loss);
-    want.push_back(straight.evaluate(split, 2));
+    want.push_back(straight.evaluate(val));
 
     test::TempDir dir;
     const std::string tokenizer = dir.write("tok.model", "stand-in tokenizer bytes");
@@ -86,7 +87,7 @@ TEST_CASE("resume: k steps, save, load into a fresh session, N-k steps equals N 
     {
       TrainSession first(c, spec);
       for (int64_t s = 0; s < k; ++s) got.push_back(first.step(s, sampler).loss);
-      first.evaluate(split, 2);  // as on a stop: evaluation must not disturb what follows
+      first.evaluate(val);  // as on a stop: evaluation must not disturb what follows
       checkpoint = save(first, c, dir.path(), k, tokenizer);
     }
     TrainSession resumed(c, spec);  // zeroed: the weights must come from the file, not from init
@@ -95,7 +96,7 @@ TEST_CASE("resume: k steps, save, load into a fresh session, N-k steps equals N 
     CHECK(state.step == k);
     CHECK(resumed.steps_taken() == k);
     for (int64_t s = k; s < N; ++s) got.push_back(resumed.step(s, sampler).loss);
-    got.push_back(resumed.evaluate(split, 2));
+    got.push_back(resumed.evaluate(val));
 
     CHECK(got == want);  // exact, loss by loss
     const int64_t P = straight.model().param_size();

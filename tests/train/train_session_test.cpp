@@ -39,7 +39,7 @@ double overfit(AttentionKind kind) {
   double first = session.step(0, sampler).loss;
   CHECK(first == doctest::Approx(std::log(16.0)).epsilon(0.05));
   for (int64_t s = 1; s < c.train.steps; ++s) session.step(s, sampler);
-  double eval = session.evaluate(split, 1);
+  double eval = session.evaluate(split.to_vector());
   MESSAGE(std::string(attention_kind_name(kind)), ": loss ", first, " -> eval ", eval);
   return eval;
 }
@@ -62,7 +62,7 @@ TEST_CASE("train: the same seed gives the same losses twice; another seed differ
       BatchSampler sampler(split, ci.train.batch_size, ci.model.context_length, seed);
       std::vector<double> losses;
       for (int64_t s = 0; s < 6; ++s) losses.push_back(session.step(s, sampler).loss);
-      losses.push_back(session.evaluate(split, 2));
+      losses.push_back(session.evaluate(split.to_vector()));
       return losses;
     };
     std::vector<double> a = run(5), b = run(5), d = run(6);
