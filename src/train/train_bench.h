@@ -1,7 +1,8 @@
 #pragma once
 // `rfa bench train`: times the real training step (the same TrainSession code
 // as `rfa train`) on random tokens, and compares the achieved FLOP rate with
-// the machine's sgemm rate measured in the same process.
+// the machine's sgemm rate measured in the same process. Under mpirun (dist/dist.h)
+// every rank runs it and the step includes the gradient all-reduce.
 #include <cstdint>
 
 #include "config/config.h"
@@ -16,6 +17,8 @@ struct TrainBenchResult {
   double matmul_gflops = 0;      // the matmul share of it
   double gemm_peak_gflops = 0;   // best of the sgemm probes
   double median_forward_ms = 0, median_backward_ms = 0, median_optimizer_ms = 0;
+  double median_allreduce_ms = 0;  // data parallel: the gradient all-reduce (0 with one rank)
+  int ranks = 1;                   // tokens_per_s counts all ranks' tokens; the times are rank 0's
 };
 
 // config.model.vocab_size must be set (> 0).
