@@ -57,7 +57,7 @@ void register_train_command(CLI::App& app, CommandAction& action) {
                     "config (--set may change only train.steps, cadences and paths)")
       ->type_name("DIR");
   train->add_option("--stop-after", flags->stop_after,
-                    "Stop after this optimizer step as on SIGTERM: evaluate, save a checkpoint, exit 0")
+                    "Stop after this optimizer step: evaluate, save a checkpoint, exit 0")
       ->type_name("STEP")
       ->check(cli_integer<int64_t>(1));
   train->add_flag("--overwrite", flags->overwrite,

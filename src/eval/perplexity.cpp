@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -34,12 +35,16 @@ class Progress {
 };
 
 // One pass, the state carried across segments: logits of segment position t score x[t0 + t + 1].
-double nll_recurrent(Decoder<float>& dec, int segment, std::span<const int32_t> x, Progress& progress) {
+constexpr double kStopped = std::numeric_limits<double>::quiet_NaN();
+
+double nll_recurrent(Decoder<float>& dec, int segment, std::span<const int32_t> x, Progress& progress,
+                     bool (*should_stop)()) {
   const int64_t inputs = static_cast<int64_t>(x.size()) - 1;
   const int V = dec.vocab();
   double sum = 0;
   dec.reset();
   for (int64_t t0 = 0; t0 < inputs; t0 += segment) {
+    if (should_stop && should_stop()) return kStopped;
     const int S = static_cast<int>(std::min<int64_t>(segment, inputs - t0));
     const float* logits = dec.prefill(x.data() + t0, S);
     for (int t = 0; t < S; ++t) sum += token_nll(logits + int64_t(t) * V, V, x[static_cast<size_t>(t0 + t + 1)]);
@@ -50,7 +55,8 @@ double nll_recurrent(Decoder<float>& dec, int segment, std::span<const int32_t> 
 
 // Sliding windows of `window` inputs starting every `stride` tokens; each scores
 // only targets beyond the previous window's last.
-double nll_windows(Decoder<float>& dec, int window, int stride, std::span<const int32_t> x, Progress& progress) {
+double nll_windows(Decoder<float>& dec, int window, int stride, std::span<const int32_t> x, Progress& progress,
+                   bool (*should_stop)()) {
   const int64_t N = static_cast<int64_t>(x.size());
   const int V = dec.vocab();
   double sum = 0;
@@ -58,6 +64,7 @@ double nll_windows(Decoder<float>& dec, int window, int stride, std::span<const 
   for (int64_t a = 0; next_target < N; a += stride) {
     const int64_t e = std::min<int64_t>(a + window, N - 1);  // inputs [a, e), targets [a+1, e]
     if (e + 1 <= next_target) continue;
+    if (should_stop && should_stop()) return kStopped;
     dec.reset();
     const float* logits = dec.prefill(x.data() + a, static_cast<int>(e - a));
     for (int64_t j = std::max(a, next_target - 1); j < e; ++j)
@@ -108,11 +115,11 @@ std::string perplexity_method(const PerplexityPlan& p) {
 }
 
 double perplexity_nll_sum(Decoder<float>& dec, const PerplexityPlan& plan, std::span<const int32_t> x,
-                          bool progress_log) {
+                          bool progress_log, bool (*should_stop)()) {
   RFA_ASSERT(x.size() >= 2, "perplexity over {} tokens", x.size());
   Progress progress(static_cast<int64_t>(x.size()) - 1, progress_log);
-  return plan.recurrent ? nll_recurrent(dec, plan.segment, x, progress)
-                        : nll_windows(dec, plan.window, plan.stride, x, progress);
+  return plan.recurrent ? nll_recurrent(dec, plan.segment, x, progress, should_stop)
+                        : nll_windows(dec, plan.window, plan.stride, x, progress, should_stop);
 }
 
 PerplexityResult perplexity_evaluate(Model<float>& model, std::span<const int32_t> x, int64_t bytes,

@@ -54,8 +54,10 @@ std::string perplexity_method(const PerplexityPlan& plan);  // one line, for rep
 // Summed NLL (nats) of every target x[1..N) given all of x before it, as the
 // plan says. `decoder` is built from plan.decoder over the model being scored;
 // it is reset first, and nothing allocates. Tokens are checked by the decoder.
+// `should_stop`, if given, is polled before each segment or window; when it answers true
+// the pass ends at once and the result is NaN (the trainer's stop request).
 double perplexity_nll_sum(Decoder<float>& decoder, const PerplexityPlan& plan, std::span<const int32_t> x,
-                          bool progress);
+                          bool progress, bool (*should_stop)() = nullptr);
 
 // tokens: N >= 2 ids in [0, V). bytes: the text's byte count (> 0).
 PerplexityResult perplexity_evaluate(Model<float>& model, std::span<const int32_t> tokens, int64_t bytes,

@@ -1,7 +1,5 @@
 #include "train/train_run.h"
 
-#include <atomic>
-#include <csignal>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -16,6 +14,7 @@
 #include "core/file_util.h"
 #include "core/log.h"
 #include "core/parallel.h"
+#include "core/stop_signals.h"
 #include "core/timer.h"
 #include "core/memory_check.h"
 #include "dist/dist.h"
@@ -31,41 +30,6 @@
 
 namespace rfa {
 namespace {
-
-std::atomic<int> g_stop_signal{0};
-
-// The first SIGINT/SIGTERM asks for a stop after the current step; a second one
-// (Ctrl-C pressed again) kills the process the default way: checkpoint writes are
-// atomic, so the previous checkpoint stays loadable. signal() and raise() are
-// async-signal-safe.
-extern "C" void on_stop_signal(int sig) {
-  if (g_stop_signal.exchange(sig) != 0) {
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-  }
-}
-
-// Installs SIGINT/SIGTERM handlers for the run and restores the old ones after.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal.store(0);
-    old_int_ = std::signal(SIGINT, on_stop_signal);
-    old_term_ = std::signal(SIGTERM, on_stop_signal);
-    old_usr1_ = std::signal(SIGUSR1, on_stop_signal);  // what Open MPI's mpirun forwards to every rank
-  }
-  ~StopSignals() {
-    std::signal(SIGINT, old_int_);
-    std::signal(SIGTERM, old_term_);
-    std::signal(SIGUSR1, old_usr1_);
-  }
-  int pending() const { return g_stop_signal.load(); }
-
- private:
-  void (*old_int_)(int) = nullptr;
-  void (*old_term_)(int) = nullptr;
-  void (*old_usr1_)(int) = nullptr;
-};
 
 Config resolve_vocab(Config c, const Tokenizer& tok) {
   if (c.model.vocab_size == 0) {
@@ -228,6 +192,24 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   train_dist_weights_check(session.model().params(), session.model().param_size(), 0);
   ProgressLine progress;
   StopSignals signals;
+  int64_t saved_step = resuming ? start : -1;  // the newest checkpoint on disk: its step and directory
+  std::string saved_dir = options.resume_checkpoint;
+  bool evaluated = false;  // by this process
+  // Saves the state after `done` steps (val_loss < 0: none measured at this step).
+  auto save = [&](int64_t done, double val_loss) {
+    state.step = done;
+    state.data_position = done;  // batches are keyed by (seed, step, micro): the step is the cursor
+    state.tokens_seen = tokens_seen;
+    state.wall_seconds = wall_before + wall.seconds();
+    state.val_loss = val_loss >= 0 ? val_loss : std::numeric_limits<double>::quiet_NaN();
+    state.best_val_loss = result.best_val_loss;
+    progress.clear();
+    saved_dir = save_checkpoint(session, config, run_dir, state);
+    saved_step = done;
+    run_lock->keep();  // a checkpoint exists: the run directory is no stub to remove on failure
+    log_info("train", "checkpoint {}", saved_dir);
+    return saved_dir;
+  };
 
   double interval_loss = 0, interval_seconds = 0, train_seconds = 0;
   int64_t interval_steps = 0, interval_tokens = 0;
@@ -236,6 +218,15 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   for (int64_t step = start; step < tc.steps; ++step) {
     Timer step_timer;
     last = session.step(step, sampler);
+    if (last.stopped) {  // a stop inside the step drops it whole; the last finished step is saved
+      if (saved_step != step) result.checkpoint_dir = save(step, -1);
+      log_warn("train", "signal {} received: stopped during step {}/{}, which is dropped, with checkpoint {} of "
+               "step {}; continue with: rfa train --resume {}",
+               stop_signal(), step + 1, tc.steps, saved_dir, step, run_dir);
+      result.steps = step;
+      result.interrupted = true;
+      break;
+    }
     train_dist_test_perturb(session.model().params(), step + 1);
     const double seconds = step_timer.seconds();
     train_seconds += seconds;
@@ -246,16 +237,23 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     ++interval_steps;
     const int64_t done = step + 1;
     const bool is_last = done == tc.steps;
-    // All ranks stop after the same step, whichever of them the signal reached.
-    const int stop_signal = train_dist_stop_agree(signals.pending());
-    const bool stopping = stop_signal != 0 || done == options.stop_after;
     recent_ms = recent_ms == 0 ? seconds * 1e3 : 0.9 * recent_ms + 0.1 * seconds * 1e3;
     const double eta = (tc.steps - done) * recent_ms / 1e3;
 
     double val_loss = -1;
-    if (root && ((tc.eval_every > 0 && done % tc.eval_every == 0) || is_last || stopping)) {
+    const bool eval_due = (tc.eval_every > 0 && done % tc.eval_every == 0) || is_last || done == options.stop_after;
+    if (root && eval_due && !stop_requested()) {
       progress.clear();
-      val_loss = session.evaluate(val_text.tokens);
+      val_loss = session.evaluate(val_text.tokens);  // NaN if a stop request cuts it short
+    }
+    // All ranks stop after the same step, whichever of them a signal reached and when (during
+    // rank 0's evaluation too): the largest of their pending signals. One rank: its own.
+    const int stop_sig = train_dist_stop_agree(stop_signal());
+    const bool stopping = stop_sig != 0 || done == options.stop_after;
+    if (stop_sig != 0) {
+      val_loss = -1;  // the pass was cut short (or skipped): a signal stop records no val loss
+    } else if (val_loss >= 0) {
+      evaluated = true;
       result.final_val_loss = val_loss;
       result.best_val_loss = std::min(result.best_val_loss, val_loss);
       metrics->write(eval_log_json(done, val_loss, wall_before + wall.seconds()));
@@ -284,22 +282,11 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
                                 last.loss, seconds * 1e3, duration_text(eta)));
     }
     const bool periodic = config.checkpoint.every > 0 && done % config.checkpoint.every == 0;
-    if (root && (periodic || is_last || stopping)) {
-      state.step = done;
-      state.data_position = done;  // batches are keyed by (seed, step, micro): the step is the cursor
-      state.tokens_seen = tokens_seen;
-      state.wall_seconds = wall_before + wall.seconds();
-      state.val_loss = val_loss >= 0 ? val_loss : std::numeric_limits<double>::quiet_NaN();
-      state.best_val_loss = result.best_val_loss;
-      progress.clear();
-      result.checkpoint_dir = save_checkpoint(session, config, run_dir, state);
-      run_lock->keep();
-      log_info("train", "checkpoint {}", result.checkpoint_dir);
-    }
+    if (root && (periodic || is_last || stopping)) result.checkpoint_dir = save(done, val_loss);
     result.steps = done;
     if (stopping) {
-      const std::string why = stop_signal != 0 ? fmt::format("signal {} received", stop_signal)
-                                                     : fmt::format("--stop-after {}", options.stop_after);
+      const std::string why = stop_sig != 0 ? fmt::format("signal {} received", stop_sig)
+                                            : fmt::format("--stop-after {}", options.stop_after);
       log_warn("train", "{}: stopped after step {}/{} with checkpoint {}; continue with: rfa train --resume {}", why,
                done, tc.steps, result.checkpoint_dir, run_dir);
       result.interrupted = true;
@@ -310,9 +297,11 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   result.train_seconds = train_seconds;
   result.wall_seconds = wall.seconds();
   result.tokens_per_s = train_seconds > 0 ? tokens_seen / train_seconds : 0;
-  log_info("train", "done: {} steps, final val loss {:.4f} (best {:.4f}), {} in steps ({} wall), {:.0f} tok/s",
-           result.steps, result.final_val_loss, result.best_val_loss, duration_text(result.train_seconds),
-           duration_text(result.wall_seconds), result.tokens_per_s);
+  const std::string val_summary = evaluated ? fmt::format("final val loss {:.4f} (best {:.4f})", result.final_val_loss,
+                                                      result.best_val_loss)
+                                        : std::string("no val loss measured");  // a signal stop skips it
+  log_info("train", "done: {} steps, {}, {} in steps ({} wall), {:.0f} tok/s", result.steps, val_summary,
+           duration_text(result.train_seconds), duration_text(result.wall_seconds), result.tokens_per_s);
   log_info("train", "loss curves: scripts/plot-runs.py {} -o {}/loss.png", run_dir, run_dir);
   return result;
 }

@@ -12,8 +12,11 @@
 // Before anything in run_dir is replaced, the run validates and allocates all it needs
 // (data, vocab, model, the checkpoint it resumes); a run that fails before its first
 // checkpoint leaves no directory or file it created behind.
-// SIGINT/SIGTERM stop after the current step, save a checkpoint and return
-// (result.interrupted); `rfa train --resume RUN_DIR` continues from it.
+// SIGINT/SIGTERM (core/stop_signals.h) stop at the next micro-batch or evaluation
+// batch: a step cut short is dropped whole (nothing of it is applied), the state after
+// the last finished step is saved as a checkpoint (unless one is on disk already) and
+// train_run returns (result.interrupted); `rfa train --resume RUN_DIR` continues from
+// it exactly as an uninterrupted run would. A signal stop records no val loss.
 #include <cstdint>
 #include <string>
 
@@ -38,7 +41,7 @@ struct TrainOptions {
   // gives it with its config and tokenizer); "" starts from scratch.
   std::string resume_checkpoint;
   std::string resume_tokenizer;  // the tokenizer model the checkpoint was trained with
-  // Stop after this optimizer step as on SIGTERM (evaluate, save, return); 0 = never.
+  // Stop after this optimizer step (evaluate, save, return); 0 = never.
   int64_t stop_after = 0;
   // A new run (or a resume forking into another train.run_dir) refuses a run directory
   // that already holds checkpoints (nothing is lost by accident); overwrite deletes them,

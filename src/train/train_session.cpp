@@ -1,8 +1,10 @@
 #include "train/train_session.h"
 
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
+#include "core/stop_signals.h"
 #include "core/timer.h"
 #include "dist/dist.h"
 #include "model/model_forward.h"
@@ -78,6 +80,12 @@ StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
   const int rank = dist_rank(), ranks = dist_size();
   const double scale = 1.0 / (double(tc.grad_accum) * ranks);
   for (int micro = 0; micro < tc.grad_accum; ++micro) {
+    // One rank may drop the step at a stop request; several ranks must all reach the
+    // all-reduce, and agree on stopping after the step instead (train/train_dist.h).
+    if (ranks == 1 && stop_requested()) {
+      st.stopped = true;
+      return st;
+    }
     sampler.sample(step, batch_global_micro(rank, ranks, micro), batch_.inputs.data(), batch_.targets.data());
     timer.reset();
     double loss = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_step());
@@ -124,8 +132,8 @@ double TrainSession::evaluate(std::span<const int32_t> tokens) {
     eval_decoder_ = std::make_unique<Decoder<float>>(model_, d);
     eval_decoder_plan_ = plan;
   }
-  const double sum = perplexity_nll_sum(*eval_decoder_, plan, tokens, /*progress=*/false);
-  return sum / static_cast<double>(tokens.size() - 1);
+  const double sum = perplexity_nll_sum(*eval_decoder_, plan, tokens, /*progress=*/false, stop_requested);
+  return sum / static_cast<double>(tokens.size() - 1);  // NaN if a stop request cut the pass short
 }
 
 }  // namespace rfa

@@ -31,6 +31,11 @@ struct StepStats {
   // Wall time by phase: random draw + zero-grad, forwards, backwards, gradient all-reduce
   // (0 with one rank; includes waiting for the slowest rank), clip + AdamW.
   double setup_ms = 0, forward_ms = 0, backward_ms = 0, allreduce_ms = 0, optimizer_ms = 0;
+  // A stop request (core/stop_signals.h) came before the step's last micro-batch: the
+  // step was abandoned before its update, parameters and AdamW moments are untouched,
+  // and redoing the step later gives the same result (batches are keyed by step).
+  // One rank only: with several, the ranks agree on a stop after the step.
+  bool stopped = false;
 };
 
 class TrainSession {
@@ -43,12 +48,14 @@ class TrainSession {
   // all-reduced before clipping and AdamW, which every rank runs on identical weights.
   // `step` is 0-based. Throws Error naming the step (1-based, as the logs count: step + 1) and the
   // first non-finite tensor if the loss or a gradient is NaN/inf.
+  // Polls stop_requested() before each micro-batch with one rank (see StepStats::stopped).
   StepStats step(int64_t step, const BatchSampler& sampler);
 
   // Validation loss: the mean NLL per token of every target of `tokens` (N >= 2),
   // computed exactly as `rfa eval perplexity` computes it (eval/perplexity.h, default
   // options): RFA kinds in one pass carrying the state, softmax in sliding windows of
   // the training context; the fixed random matrices. Changes no training state.
+  // Polls stop_requested() between segments/windows and returns NaN if it cut the pass short.
   double evaluate(std::span<const int32_t> tokens);
   // The plan evaluate() follows for a text of `tokens` tokens (for the log).
   PerplexityPlan eval_plan(int64_t tokens) const;

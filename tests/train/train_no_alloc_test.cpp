@@ -1,5 +1,6 @@
 // "No allocation inside the step". This file replaces the global operator new
-// of the test binary with a counting one (malloc-based, behaviour unchanged).
+// of the test binary with a counting one (malloc-based, behaviour unchanged;
+// every non-aligned form, so that new and delete always pair up).
 //  - The model's forward and backward (double path: reference gemm, no oneDNN)
 //    make no allocation at all after the first call.
 //  - A float training step makes the same number of allocations every step:
@@ -27,6 +28,16 @@ void* operator new(std::size_t n) {
   throw std::bad_alloc();
 }
 void* operator new[](std::size_t n) { return operator new(n); }
+// The nothrow forms too (std::stable_sort's buffer uses them): with only the plain
+// ones replaced, their memory came from the library's allocator and went back
+// through the free() below (AddressSanitizer: alloc-dealloc-mismatch).
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  g_news.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n ? n : 1);
+}
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }

@@ -1,0 +1,70 @@
+// SIGINT/SIGTERM as a stop request: the request is seen, compute threads (this
+// one and the OpenMP workers) never run the handler because they block both
+// signals, and everything is restored when the StopSignals goes.
+#include <doctest/doctest.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <thread>
+#include <vector>
+
+#include "core/parallel.h"
+#include "core/stop_signals.h"
+
+using namespace rfa;
+
+namespace {
+
+bool blocked_here(int sig) {
+  sigset_t mask;
+  pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+  return sigismember(&mask, sig) == 1;
+}
+
+void (*handler_of(int sig))(int) {
+  struct sigaction now {};
+  sigaction(sig, nullptr, &now);
+  return now.sa_handler;
+}
+
+// Polls for up to 10 s: the watcher thread takes the signal asynchronously.
+bool wait_for_request() {
+  for (int i = 0; i < 1000 && !stop_requested(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return stop_requested();
+}
+
+}  // namespace
+
+TEST_CASE("stop signals: compute threads block SIGINT/SIGTERM; a process-directed SIGTERM is a request") {
+  REQUIRE_FALSE(blocked_here(SIGTERM));
+  auto* const before = handler_of(SIGTERM);
+  {
+    StopSignals signals;
+    CHECK_FALSE(stop_requested());
+    CHECK(blocked_here(SIGINT));
+    CHECK(blocked_here(SIGTERM));
+    std::vector<int> worker_blocks(static_cast<size_t>(thread_count()), -1);
+    parallel_region([&](int t, int) { worker_blocks[static_cast<size_t>(t)] = blocked_here(SIGINT) && blocked_here(SIGTERM); });
+    for (int b : worker_blocks) CHECK(b == 1);
+
+    REQUIRE(kill(getpid(), SIGTERM) == 0);
+    CHECK(wait_for_request());
+    CHECK(stop_signal() == SIGTERM);
+  }
+  CHECK_FALSE(stop_requested());  // a request ends with its StopSignals
+  CHECK_FALSE(blocked_here(SIGTERM));
+  CHECK((handler_of(SIGTERM) == before));
+}
+
+TEST_CASE("stop signals: SIGINT is a request too, and a new StopSignals starts clear") {
+  {
+    StopSignals signals;
+    REQUIRE(kill(getpid(), SIGINT) == 0);
+    CHECK(wait_for_request());
+    CHECK(stop_signal() == SIGINT);
+  }
+  StopSignals again;
+  CHECK_FALSE(stop_requested());
+}
