@@ -39,16 +39,4 @@ void attention_rows_run(int B, int H, T* workspace, size_t per_thread, int max_t
   });
 }
 
-// body(task) for task in [0, n_tasks): serially when the whole job is below
-// ~2^17 multiply-adds (a decode step of one sequence), where waking the thread
-// pool costs as much as the work (and far more on a busy machine); else parallel_for.
-template <typename Body>
-void attention_for(int64_t n_tasks, int64_t work_per_task, Body&& body) {
-  if (n_tasks * work_per_task < (int64_t(1) << 17)) {
-    for (int64_t task = 0; task < n_tasks; ++task) body(task);
-  } else {
-    parallel_for(n_tasks, body);
-  }
-}
-
 }  // namespace rfa

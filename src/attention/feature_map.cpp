@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attention/vector_math.h"
+#include "kernels/vector_math.h"
 
 namespace rfa {
 

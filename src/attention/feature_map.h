@@ -1,5 +1,5 @@
 #pragma once
-// RFA's random feature maps for one row (one token of one head), design section 1:
+// RFA's random feature maps for one row (one token of one head), docs/rfa-attention.md section 1:
 //   x̄ = x / sqrt(|x|² + eps_n),   u = W (sigma ⊙ x̄)                W: (D, Dh)
 //   gaussian: phi = (1/sqrt(D)) [sin u, cos u]   (F = 2D features, |phi| = 1)
 //   arccos:   phi = (1/sqrt(D)) relu(u)          (F = D features)
@@ -27,7 +27,7 @@ template <typename T>
 void feature_map_from_u(T* phi /*(F)*/, const T* u /*(D)*/, FeatureMapKind kind, int D);
 
 // One head's W (D, Dh) packed for the row functions, leading dimensions padded
-// to pad16 so vecmat (vector_math.h) reads whole vectors:
+// to pad16 so vecmat (kernels/vector_math.h) reads whole vectors:
 //   forward reads Wt (Dh, pad16(D)), backward reads Wp (D, pad16(Dh)).
 size_t feature_map_packed_size(int D, int Dh);  // elements of either pack
 template <typename T>

@@ -1,6 +1,6 @@
 #pragma once
-// RFA and RFA-Gate attention cores, training (chunked) form: design sections 2-4
-// (../shared/design/rfa-attention.md). Per (batch row b, head h), with
+// RFA and RFA-Gate attention cores, training (chunked) form: docs/rfa-attention.md
+// sections 2-4. Per (batch row b, head h), with
 // F = feature_count(kind, D) features and v' = [v, 1]:
 //   a_t = gate_w[h]·n_t + gate_b[h],  g_t = sigmoid(a_t),  beta_t = 1 - g_t  (ungated: g = beta = 1)
 //   q̂_t = phi(q_t),  k̃_t = beta_t phi(k_t)
@@ -14,18 +14,17 @@
 
 namespace rfa {
 
+// Built by attention_spec_make (attention/attention_spec.h) from the option tree,
+// which validated the values (config/config_keys.cpp); the cores do not check them
+// again. The defaults are the option tree's, so a test's RfaConfig{} is a model's.
 struct RfaConfig {
-  bool gated = true;                                    // rfa_gate; false: plain RFA (g = beta = 1)
-  FeatureMapKind feature_map = FeatureMapKind::gaussian;
-  int num_features = 32;                                // D random vectors per head
-  int chunk_size = 64;                                  // tokens per chunk of the training form
-  double eps_d = 1e-3;                                  // denominator floor
-  double eps_n = 1e-6;                                  // l2-normalisation epsilon
+  bool gated = true;                                                 // rfa_gate; false: plain RFA (g = beta = 1)
+  FeatureMapKind feature_map = AttentionConfig{}.feature_map;
+  int num_features = AttentionConfig{}.num_features;                 // D random vectors per head
+  int chunk_size = AttentionConfig{}.chunk_size;                     // tokens per chunk of the training form
+  double eps_d = AttentionConfig{}.denominator_floor;                // denominator floor
+  double eps_n = AttentionConfig{}.qk_norm_eps;                      // l2-normalisation epsilon
 };
-
-// From the option tree; throws rfa::Error for kind softmax or out-of-range values.
-RfaConfig rfa_config_from(const AttentionConfig& a);
-void rfa_config_validate(const RfaConfig& c);
 inline int rfa_feature_count(const RfaConfig& c) {
   return c.feature_map == FeatureMapKind::gaussian ? 2 * c.num_features : c.num_features;
 }

@@ -1,4 +1,4 @@
-// RFA chunked forward, design section 3. Per (b, h), chunks in order; inside a
+// RFA chunked forward, docs/rfa-attention.md section 3. Per (b, h), chunks in order; inside a
 // chunk of c rows with chunk-local cumulative log-gates G (fp32 or better):
 //   M_ij   = exp(G_i - G_j) for j <= i, else 0        (built as products of gates: no exp, no overflow)
 //   Y      = ((Q̂ K̃ᵀ) ⊙ M) V'  +  diag(exp(G)) Q̂ S_prev
@@ -11,7 +11,8 @@
 #include "attention/feature_map.h"
 #include "attention/rfa_attention.h"
 #include "attention/rfa_layout.h"
-#include "attention/vector_math.h"
+#include "attention/rfa_scratch.h"
+#include "kernels/vector_math.h"
 #include "core/error.h"
 
 namespace rfa {
@@ -28,34 +29,17 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
              rfa_workspace_size(c, d, threads));
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
   const T eps_n = T(c.eps_n), eps_d = T(c.eps_d);
-  const size_t per_thread = std::max(rfa_forward_scratch_size(c, d), rfa_backward_scratch_size(c, d));
-  T* thread_slices = workspace.data + rfa_backward_shared_size(d, threads);
+  const size_t per_thread = rfa_thread_scratch_size(c, d);
+  T* thread_slices = workspace.data + rfa_shared_scratch_size(d, threads);
   const size_t FE = static_cast<size_t>(F) * E;
 
   attention_tasks_run(int64_t(d.B) * H, thread_slices, per_thread, threads, [&](int64_t bh, T* scratch) {
     const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
-    T* at = scratch;
-    auto take = [&](size_t n) { T* r = at; at += n; return r; };
-    T* xbar = take(Dh);
-    T* SX = take(size_t(2 * Cc) * Dh);  // (2c, Dh)  sigma ⊙ x̄ for q rows, then k rows
-    T* U = take(size_t(2 * Cc) * D);    // (2c, D)   W (sigma ⊙ x̄)
-    T* beta = take(Cc);
-    T* g = take(Cc);
-    T* phiq_scratch = take(size_t(Cc) * F);  // used when nothing is saved
-    T* phik_scratch = take(size_t(Cc) * F);
-    T* Kt = take(size_t(Cc) * F);    // (c, F)      k̃ = beta phi(k)
-    T* KtT = take(size_t(F) * CP);   // (F, CP)     K̃ᵀ
-    T* KwT = take(size_t(F) * CP);   // (F, CP)     (K̃ ⊙ exp(G_C - G))ᵀ
-    T* Vp = take(size_t(Cc) * EP);   // (c, EP)     [v, 1]
-    T* Y = take(size_t(Cc) * E);     // (c, E)      [num, den]
-    T* P_scratch = take(size_t(Cc) * Cc);  // (c, c)  (Q̂ K̃ᵀ) ⊙ M, lower triangle, when nothing is saved
-    T* arow = take(Cc);              // (c)         gate pre-activations a
-    T* eG = take(Cc);                // (c)         exp(G)
-    T* mrow = take(Cc);              // (c)         one row of M, or exp(G_C - G)
-    T* S = take(size_t(F) * EP);     // (F, EP)     running state
-    T* Wt = take(sd.W);              // (Dh, pad16(D)) this head's W, packed
-    T* Qe = take(size_t(Cc) * F);    // (c, F)      diag(exp G) Q̂
-    RFA_ASSERT(static_cast<size_t>(at - scratch) <= per_thread, "forward scratch overflow");
+    RfaForwardScratch<T> sc;
+    sc.carve(scratch, sd);
+    T *xbar = sc.xbar, *SX = sc.SX, *U = sc.U, *beta = sc.beta, *g = sc.g, *Kt = sc.Kt, *KtT = sc.KtT,
+      *KwT = sc.KwT, *Vp = sc.Vp, *Y = sc.Y, *arow = sc.arow, *eG = sc.eG, *mrow = sc.mrow, *S = sc.S,
+      *Wt = sc.Wt, *Qe = sc.Qe;
 
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
     feature_map_pack_forward(Wt, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
@@ -68,9 +52,9 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
     for (int ci = 0; ci < L.n_chunks; ++ci) {
       const int t0 = ci * Cc, n = std::min(Cc, Tn - t0);
       const size_t bht0 = static_cast<size_t>(bh) * Tn + t0;
-      T* phiq = saved ? saved + L.phi_q + bht0 * F : phiq_scratch;  // (c, F)
-      T* phik = saved ? saved + L.phi_k + bht0 * F : phik_scratch;  // (c, F)
-      T* P = saved ? saved + L.P + (static_cast<size_t>(bh) * L.n_chunks + ci) * Cc * Cc : P_scratch;  // (c, c)
+      T* phiq = saved ? saved + L.phi_q + bht0 * F : sc.phiq_scratch;  // (c, F)
+      T* phik = saved ? saved + L.phi_k + bht0 * F : sc.phik_scratch;  // (c, F)
+      T* P = saved ? saved + L.P + (static_cast<size_t>(bh) * L.n_chunks + ci) * Cc * Cc : sc.P_scratch;  // (c, c)
       if (saved) {
         T* entry = saved + L.states + (static_cast<size_t>(bh) * L.n_chunks + ci) * FE;
         for (int f = 0; f < F; ++f) {

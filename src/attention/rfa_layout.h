@@ -1,7 +1,7 @@
 #pragma once
-// Internal: where the RFA cores keep things. Offsets in elements of T into the
-// saved buffer and the workspace; shared by the forward, backward and the size
-// functions so they cannot disagree.
+// Internal: where the RFA cores keep their saved activations (offsets in
+// elements of T, shared by the forward, backward and the size function so they
+// cannot disagree) and the gate helpers. The workspace's layout: rfa_scratch.h.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -9,7 +9,7 @@
 #include "attention/attention_dims.h"
 #include "attention/feature_map.h"
 #include "attention/rfa_attention.h"
-#include "attention/vector_math.h"
+#include "kernels/vector_math.h"
 
 namespace rfa {
 
@@ -42,35 +42,6 @@ inline RfaSavedLayout rfa_saved_layout(const RfaConfig& c, const AttentionDims& 
   l.P = take(bh * l.n_chunks * c.chunk_size * c.chunk_size);
   l.total = at;
   return l;
-}
-
-// Per-thread scratch of the chunked forward and backward (Cc = chunk size). The
-// matrices vecmat reads as B have leading dimensions padded by pad16.
-struct RfaScratchDims {
-  size_t F, E, Cc, D, Dh, FP, EP, CP, W;  // W: feature_map_packed_size
-};
-inline RfaScratchDims rfa_scratch_dims(const RfaConfig& c, const AttentionDims& d) {
-  RfaScratchDims s;
-  s.F = rfa_feature_count(c), s.E = d.Dh + 1, s.Cc = c.chunk_size, s.D = c.num_features, s.Dh = d.Dh;
-  s.FP = pad16(int(s.F)), s.EP = pad16(int(s.E)), s.CP = pad16(int(s.Cc));
-  s.W = feature_map_packed_size(c.num_features, d.Dh);
-  return s;
-}
-inline size_t rfa_forward_scratch_size(const RfaConfig& c, const AttentionDims& d) {
-  const RfaScratchDims s = rfa_scratch_dims(c, d);
-  return s.Dh + 2 * s.Cc * (s.Dh + s.D) + 2 * s.Cc + 4 * s.Cc * s.F + 2 * s.F * s.CP + s.Cc * s.EP + s.Cc * s.E + s.Cc * s.Cc + 3 * s.Cc +
-         s.F * s.EP + s.W;
-}
-inline size_t rfa_backward_scratch_size(const RfaConfig& c, const AttentionDims& d) {
-  const RfaScratchDims s = rfa_scratch_dims(c, d);
-  return 2 * s.Dh + 2 * s.Cc * (s.Dh + s.D) + 2 * s.Cc * s.FP + s.E * s.CP + s.Cc * s.E + s.Cc * s.EP +
-         2 * s.Cc * s.F + s.Cc * s.E + 4 * s.Cc * s.Cc + 5 * s.Cc + s.F * s.EP + 2 * s.E * s.FP + s.F * s.Cc + s.W +
-         s.Cc * std::max(s.FP, s.EP);
-}
-// Backward's shared part, before the per-thread slices: dsigma partials (B,H,Dh),
-// da (B,H,T) and per-thread gate gradient partials (threads, H, C+1).
-inline size_t rfa_backward_shared_size(const AttentionDims& d, int threads) {
-  return static_cast<size_t>(d.B) * d.H * (d.Dh + d.T) + static_cast<size_t>(threads) * d.H * (d.C() + 1);
 }
 
 // Gate of one token from a_t = gate_w·n_t + gate_b, computed stably:

@@ -1,4 +1,4 @@
-// RFA recurrent form (design section 2), one token per batch row:
+// RFA recurrent form (docs/rfa-attention.md section 2), one token per batch row:
 //   S = g S + beta phi(k) [v, 1]ᵀ,   [num, den] = phi(q)ᵀ S,   out = num / max(den, eps_d)
 #include "attention/rfa_recurrent.h"
 
@@ -7,7 +7,7 @@
 #include "attention/attention_tasks.h"
 #include "attention/feature_map.h"
 #include "attention/rfa_layout.h"
-#include "attention/vector_math.h"
+#include "kernels/vector_math.h"
 #include "core/error.h"
 #include "core/parallel.h"
 
@@ -23,7 +23,6 @@ size_t step_scratch_size(const RfaConfig& c, int Dh) {
 
 template <typename T>
 RfaState<T> rfa_state_create(const RfaConfig& c, int B, int H, int Dh) {
-  rfa_config_validate(c);
   if (B <= 0 || H <= 0 || Dh <= 0) fail("rfa state: B={} H={} Dh={} must all be positive", B, H, Dh);
   RfaState<T> s;
   s.B = B, s.H = H, s.F = rfa_feature_count(c), s.Dh = Dh;
@@ -38,7 +37,7 @@ void rfa_state_reset(RfaState<T>& state) {
 }
 
 template <typename T>
-void rfa_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaParams<T>& p, const RfaConfig& c) {
+void rfa_step_reference(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaParams<T>& p, const RfaConfig& c) {
   const int H = st.H, Dh = st.Dh, C = H * Dh, D = c.num_features, F = st.F, E = Dh + 1;
   RFA_ASSERT(F == rfa_feature_count(c), "state made for {} features, config has {}", F, rfa_feature_count(c));
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
@@ -46,7 +45,7 @@ void rfa_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaParams<T
   const size_t per_task = step_scratch_size(c, Dh), FE = static_cast<size_t>(F) * E;
   // Work per (b, h): two feature maps (2 D Dh) and the state update and read (2 F E).
   const int64_t work = 2 * int64_t(D) * Dh + 2 * int64_t(FE);
-  attention_for(int64_t(st.B) * H, work, [&](int64_t bh) {
+  parallel_for(int64_t(st.B) * H, parallel_grain(work), [&](int64_t bh) {
     const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
     T* at = st.scratch.data() + bh * per_task;
     auto take = [&](size_t n) { T* r = at; at += n; return r; };
@@ -99,7 +98,7 @@ void rfa_prefill(T* out, RfaState<T>& state, Workspace<T> workspace, const RfaIn
 #define RFA_INSTANTIATE(T)                                                                                 \
   template RfaState<T> rfa_state_create<T>(const RfaConfig&, int, int, int);                              \
   template void rfa_state_reset<T>(RfaState<T>&);                                                         \
-  template void rfa_step<T>(T*, RfaState<T>&, const RfaInputs<T>&, const RfaParams<T>&, const RfaConfig&); \
+  template void rfa_step_reference<T>(T*, RfaState<T>&, const RfaInputs<T>&, const RfaParams<T>&, const RfaConfig&); \
   template void rfa_prefill<T>(T*, RfaState<T>&, Workspace<T>, const RfaInputs<T>&, const RfaParams<T>&,  \
                                const RfaConfig&, const AttentionDims&);
 RFA_INSTANTIATE(float)

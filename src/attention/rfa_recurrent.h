@@ -1,9 +1,10 @@
 #pragma once
-// RFA's recurrent (decoding) form, design section 2: per layer a state
+// RFA's recurrent (decoding) form, docs/rfa-attention.md section 2: per layer a state
 // S (B, H, F, Dh+1) updated once per token, O(F·Dh) time and memory per token
 // independent of position.
-//   rfa_step:    one token per batch row.
-//   rfa_prefill: the chunked form over a prompt, starting from and ending in the state.
+//   rfa_step_reference: one token per batch row, plainly (the tests' twin).
+//   rfa_decode_step:    the same, fused for speed (rfa_decode_step.cpp).
+//   rfa_prefill:        the chunked form over a prompt, starting from and ending in the state.
 #include <vector>
 
 #include "attention/rfa_attention.h"
@@ -24,7 +25,21 @@ void rfa_state_reset(RfaState<T>& state);  // back to zeros
 
 // out: (B, C); in.q, in.k, in.v, in.n: (B, C), one token per batch row.
 template <typename T>
-void rfa_step(T* out, RfaState<T>& state, const RfaInputs<T>& in, const RfaParams<T>& p, const RfaConfig& c);
+void rfa_step_reference(T* out, RfaState<T>& state, const RfaInputs<T>& in, const RfaParams<T>& p,
+                        const RfaConfig& c);
+
+// rfa_step_reference fused for speed, one pass over S:
+//   S = g S + beta phi(k) [v, 1]ᵀ,  [num, den] = phi(q)ᵀ S,  out = num / max(den, eps_d)
+// Wt: p.W transposed per head, (H, Dh, D), so u = W (sigma ⊙ x̄) is Dh vector
+// updates instead of D dot products. Work per (row, head) runs on the calling
+// thread when small (parallel_grain): at B = 1 a thread fork costs more than the step.
+template <typename T>
+void rfa_decode_step(T* out, RfaState<T>& state, const RfaInputs<T>& in, const RfaParams<T>& p, const T* Wt,
+                     const RfaConfig& c);
+
+// Wt (H, Dh, D) from W (H, D, Dh).
+template <typename T>
+void rfa_random_transpose(T* Wt, const T* W, int H, int D, int Dh);
 
 // Runs the prompt (B, T, C) through the chunked form starting from `state`,
 // writes out (B, T, C) and leaves the state after the last token in `state`.

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "attention/attention_tasks.h"
-#include "attention/vector_math.h"
+#include "kernels/vector_math.h"
 #include "core/error.h"
 
 namespace rfa {

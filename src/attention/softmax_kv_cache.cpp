@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "attention/attention_tasks.h"
-#include "attention/vector_math.h"
+#include "kernels/vector_math.h"
 #include "core/error.h"
 #include "core/parallel.h"
 
@@ -28,14 +28,14 @@ void kv_cache_reset(KvCache<T>& cache) {
 }
 
 template <typename T>
-void softmax_attention_step(T* out, KvCache<T>& cache, const T* q, const T* k, const T* v) {
-  RFA_ASSERT(!cache.ring, "softmax_attention_step is the linear-cache reference; ring caches use softmax_decode_step");
+void softmax_attention_step_reference(T* out, KvCache<T>& cache, const T* q, const T* k, const T* v) {
+  RFA_ASSERT(!cache.ring, "softmax_attention_step_reference is the linear-cache reference; ring caches use softmax_decode_step");
   if (cache.len >= cache.max_len)
     fail("kv cache full at {} positions; create it with a larger max_len (decode length + prompt)",
          cache.max_len);
   const int H = cache.H, Dh = cache.Dh, C = H * Dh, L = cache.max_len, t = cache.len;
   const T scale = T(1) / std::sqrt(T(Dh));
-  attention_for(int64_t(cache.B) * H, 2 * int64_t(t + 1) * Dh, [&](int64_t task) {
+  parallel_for(int64_t(cache.B) * H, parallel_grain(2 * int64_t(t + 1) * Dh), [&](int64_t task) {
     const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
     const size_t row = static_cast<size_t>(b) * C + static_cast<size_t>(h) * Dh;
     T* kc = cache.k.data() + static_cast<size_t>(task) * L * Dh;  // (max_len, Dh)
@@ -62,7 +62,7 @@ void softmax_attention_step(T* out, KvCache<T>& cache, const T* q, const T* k, c
 #define RFA_INSTANTIATE(T)                                           \
   template KvCache<T> kv_cache_create<T>(int, int, int, int, bool);  \
   template void kv_cache_reset<T>(KvCache<T>&);                      \
-  template void softmax_attention_step<T>(T*, KvCache<T>&, const T*, const T*, const T*);
+  template void softmax_attention_step_reference<T>(T*, KvCache<T>&, const T*, const T*, const T*);
 RFA_INSTANTIATE(float)
 RFA_INSTANTIATE(double)
 #undef RFA_INSTANTIATE

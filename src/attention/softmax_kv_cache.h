@@ -41,6 +41,13 @@ int kv_cache_filled(const KvCache<T>& cache) {
 // out, q, k, v: (B, C) one token per batch row (RoPE already applied at that position).
 // Throws rfa::Error when the cache is full. The plain reference: linear caches only.
 template <typename T>
-void softmax_attention_step(T* out, KvCache<T>& cache, const T* q, const T* k, const T* v);
+void softmax_attention_step_reference(T* out, KvCache<T>& cache, const T* q, const T* k, const T* v);
+
+// The decoding step (softmax_decode_step.cpp): the same through gemm, and for a
+// ring cache too, which appends at slot len % max_len and attends over the last
+// max_len positions (min(len+1, max_len) slots); a ring never fills.
+// Throws Error when a linear cache is full.
+template <typename T>
+void softmax_decode_step(T* out, KvCache<T>& cache, const T* q, const T* k, const T* v);
 
 }  // namespace rfa

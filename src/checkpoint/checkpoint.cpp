@@ -4,8 +4,8 @@
 
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/checkpoint_tokenizer.h"
-#include "checkpoint/file_io.h"
-#include "checkpoint/xxhash64.h"
+#include "io/file_io.h"
+#include "io/hash.h"
 #include "core/error.h"
 #include "core/log.h"
 

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <set>
 
-#include "checkpoint/file_io.h"
+#include "io/file_io.h"
 #include "checkpoint/train_state.h"
 #include "core/error.h"
 

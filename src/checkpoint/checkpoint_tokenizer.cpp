@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "checkpoint/xxhash64.h"
+#include "io/hash.h"
 #include "core/error.h"
 
 namespace rfa {
@@ -13,10 +13,10 @@ namespace fs = std::filesystem;
 
 constexpr const char* kTokenizerFile = "tokenizer.model";
 
-// file_checksum, or "" when the file cannot be read (a copy that is itself unreadable).
+// tokenizer_xxh64, or "" when the file cannot be read (a copy that is itself unreadable).
 std::string checksum_or_empty(const std::string& path) {
   try {
-    return file_checksum(path);
+    return tokenizer_xxh64(path);
   } catch (const Error&) {
     return "";
   }
@@ -67,12 +67,12 @@ std::string tokenizer_restore_advice(const std::string& dir, const std::string& 
 void checkpoint_tokenizer_verify(const std::string& dir, const TrainState& state, const std::string& tokenizer_path) {
   const std::string copy = (fs::path(dir) / kTokenizerFile).string();
   std::error_code ec;
-  if (state.tokenizer_checksum.empty() || !fs::exists(copy, ec)) return;
-  const std::string actual = file_checksum(copy);
-  if (actual == state.tokenizer_checksum) return;
+  if (state.tokenizer_xxh64.empty() || !fs::exists(copy, ec)) return;
+  const std::string actual = tokenizer_xxh64(copy);
+  if (actual == state.tokenizer_xxh64) return;
   fail("checkpoint {}: its tokenizer copy {} is corrupt (checksum {}, but state.json records {} for the tokenizer "
        "the model was trained with); {}",
-       dir, copy, actual, state.tokenizer_checksum, tokenizer_restore_advice(dir, state.tokenizer_checksum,
+       dir, copy, actual, state.tokenizer_xxh64, tokenizer_restore_advice(dir, state.tokenizer_xxh64,
                                                                              tokenizer_path));
 }
 

@@ -10,7 +10,7 @@
 
 namespace rfa {
 
-// Files holding the tokenizer whose file_checksum is `expected`, in this order:
+// Files holding the tokenizer whose tokenizer_xxh64 is `expected`, in this order:
 // RUN/tokenizer.model when `dir` is RUN/checkpoints/step-N, the tokenizer.model
 // of the other checkpoints next to `dir` (newest first), then `tokenizer_path`
 // (the config's tokenizer.path; "" = none).
@@ -23,7 +23,7 @@ std::string tokenizer_restore_advice(const std::string& dir, const std::string& 
                                      const std::string& tokenizer_path);
 
 // Throws Error when DIR/tokenizer.model exists and its checksum differs from
-// state.tokenizer_checksum: names the corrupt file, both checksums, says the
+// state.tokenizer_xxh64: names the corrupt file, both checksums, says the
 // model files are not concerned, and how to restore the copy. No-op when either
 // the copy or the recorded checksum is absent.
 void checkpoint_tokenizer_verify(const std::string& dir, const TrainState& state, const std::string& tokenizer_path);

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <set>
 
-#include "checkpoint/file_io.h"
-#include "checkpoint/json.h"
-#include "checkpoint/xxhash64.h"
+#include "io/file_io.h"
+#include "io/json.h"
+#include "io/hash.h"
 #include "core/error.h"
 
 namespace rfa {

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "checkpoint/json.h"
-#include "checkpoint/xxhash64.h"
+#include "io/hash.h"
+#include "io/json.h"
 #include "core/error.h"
 
 namespace rfa {
@@ -26,7 +26,7 @@ std::string state_fields(const TrainState& s) {
       "  \"tokenizer_checksum\": {},\n"
       "  \"threads\": {}",
       s.format_version, s.step, s.seed, s.data_position, s.tokens_seen, json_number(s.wall_seconds),
-      json_number(s.val_loss), json_number(s.best_val_loss), json_quote(s.tokenizer_checksum), s.threads) +
+      json_number(s.val_loss), json_number(s.best_val_loss), json_quote(s.tokenizer_xxh64), s.threads) +
          (s.ranks > 0 ? fmt::format(",\n  \"ranks\": {},\n  \"grad_accum\": {}", s.ranks, s.grad_accum) : "");
 }
 
@@ -65,7 +65,7 @@ TrainState train_state_parse(std::string_view json, const std::string& source) {
   s.val_loss = field("val_loss").as_double(what("val_loss"));
   s.best_val_loss = field("best_val_loss").as_double(what("best_val_loss"));
   if (std::isnan(s.best_val_loss)) s.best_val_loss = std::numeric_limits<double>::infinity();
-  s.tokenizer_checksum = field("tokenizer_checksum").as_string(what("tokenizer_checksum"));
+  s.tokenizer_xxh64 = field("tokenizer_checksum").as_string(what("tokenizer_checksum"));
   if (const JsonValue* t = root.find("threads")) s.threads = static_cast<int>(t->as_int64(what("threads")));
   if (const JsonValue* r = root.find("ranks")) {
     s.ranks = static_cast<int>(r->as_int64(what("ranks")));

@@ -24,7 +24,7 @@ struct TrainState {
   double wall_seconds = 0;          // training wall time so far
   double val_loss = std::numeric_limits<double>::quiet_NaN();  // at this step; NaN = not evaluated
   double best_val_loss = std::numeric_limits<double>::infinity();
-  std::string tokenizer_checksum;   // file_checksum() of the tokenizer model
+  std::string tokenizer_xxh64;  // tokenizer_xxh64() of the tokenizer model (io/hash.h); state.json key "tokenizer_checksum"
   // Worker threads of the run that wrote it (0 = not recorded: optional in the file). Float
   // sums are ordered by thread, so a resume is bit-identical only at the same count.
   int threads = 0;

@@ -7,9 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/json.h"
+#include "io/json.h"
 #include "cli/cli_checks.h"
 #include "cli/commands.h"
+#include "config/config_enums.h"
 #include "config/config_keys.h"
 #include "config/config_load.h"
 #include "core/cpu_timer.h"
@@ -75,7 +76,7 @@ void bench_memory_require(const Config& base, AttentionKind kind, const BenchDec
   for (const MemoryPart& part : memory_estimate_decoder(spec, o, thread_count(), "the model's size", positions).parts)
     need.parts.push_back(part);
   need.add("benchmark tokens", double(o.max_positions) * sizeof(int32_t), positions);
-  memory_require(need, fmt::format("the {} decoding benchmark", attention_kind_name(kind)));
+  memory_require(need, fmt::format("the {} decoding benchmark", enum_name(kind)));
 }
 
 KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeArgs& a) {
@@ -89,7 +90,7 @@ KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeA
   for (int32_t& t : tokens) t = static_cast<int32_t>(rng.below(static_cast<uint64_t>(a.vocab)));
 
   KindResult r;
-  const bool rfa = model.spec.is_rfa();
+  const bool rfa = !attention_state_grows(model.spec.attn);  // a fixed-size state: snapshot and restore it
   if (!rfa) {
     // A causal cache truncated to P is exactly the cache after P tokens: prefill once.
     Timer t;
@@ -112,12 +113,18 @@ KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeA
       dec.prefill_all(tokens.data(), p);
       r.prefill_tokens_per_s = std::max(r.prefill_tokens_per_s, p / t.seconds());
       snapshot.clear();
-      for (const RfaState<float>& s : dec.rfa_states()) snapshot.push_back(s.S);
+      for (const AttentionState<float>& s : dec.attention_states()) {
+        const float* data = attention_state_data(s);
+        int64_t n = 1;
+        for (int64_t d : attention_state_shape(s)) n *= d;
+        snapshot.emplace_back(data, data + n);
+      }
     }
     std::vector<double> runs, cpu_runs;
     for (int rep = -1; rep < a.repeats; ++rep) {  // rep -1 warms caches up after the prefill; not recorded
       if (rfa)
-        for (size_t l = 0; l < snapshot.size(); ++l) dec.rfa_states()[l].S = snapshot[l];  // same size: no realloc
+        for (size_t l = 0; l < snapshot.size(); ++l)
+          std::copy(snapshot[l].begin(), snapshot[l].end(), attention_state_data(dec.attention_states()[l]));
       dec.set_position(p);
       const double cpu0 = process_cpu_seconds();
       Timer t;
@@ -130,7 +137,7 @@ KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeA
     r.ms[index] = median(runs);
     r.cpu_ms[index] = median(cpu_runs);
     r.state[index] = dec.state_bytes();
-    log_info("bench", "{} position {}: {:.4f} ms/token wall, {:.4f} ms/token CPU", attention_kind_name(kind), p,
+    log_info("bench", "{} position {}: {:.4f} ms/token wall, {:.4f} ms/token CPU", enum_name(kind), p,
              r.ms[index], r.cpu_ms[index]);
   }
   return r;

@@ -6,10 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/file_io.h"
-#include "checkpoint/json.h"
+#include "io/file_io.h"
+#include "io/json.h"
 #include "cli/cli_checks.h"
 #include "cli/commands.h"
+#include "config/config_enums.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "data/token_file.h"
@@ -85,7 +86,7 @@ void run_eval(const EvalArgs& a) {
   EvalText text = text_load(a, m);
   log_info("eval", "{}: {} tokens, {} bytes", text.source, text.tokens.size(), text.bytes);
   PerplexityResult r = perplexity_evaluate(*m.model, text.tokens, text.bytes, a.options);
-  const char* kind = attention_kind_name(m.model->spec.attention.kind);
+  const char* kind = enum_name(m.model->spec.attention.kind);
   if (a.json) {
     std::string out = "{";
     auto add = [&](const char* key, const std::string& value) {

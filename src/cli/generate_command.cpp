@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/file_io.h"
+#include "io/file_io.h"
 #include "cli/cli_checks.h"
+#include "attention/attention_core.h"
 #include "cli/commands.h"
+#include "config/config_enums.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/memory_check.h"
@@ -55,9 +57,11 @@ void run_generate(const GenerateArgs& a) {
   DecoderOptions o;
   o.batch = 1;
   o.max_segment = a.prefill_segment;
-  o.max_positions = static_cast<int64_t>(prompt.size()) + a.max_new_tokens;  // softmax's positions
+  // The RoPE table and softmax's cache: a continued generation starts where its state left off.
+  const int64_t start = a.load_state.empty() ? 0 : decoder_state_position(a.load_state);
+  o.max_positions = start + static_cast<int64_t>(prompt.size()) + a.max_new_tokens;
   const int context = model.spec.model.context_length;
-  if (!model.spec.is_rfa()) {
+  if (attention_state_grows(model.spec.attn)) {
     // Softmax sees at most `window` positions, so relative distances stay within training's.
     o.window = a.window < 0 ? context : a.window;
     if (o.window == 0 && o.max_positions > context)
@@ -69,10 +73,10 @@ void run_generate(const GenerateArgs& a) {
                "past the training context", o.window, context);
   } else if (a.window >= 0) {
     log_info("generate", "--window {} ignored: {} attention keeps a fixed-size state, no KV cache", a.window,
-             attention_kind_name(model.spec.attention.kind));
+             enum_name(model.spec.attention.kind));
   }
   std::string positions_keys = fmt::format("-n ({}) or the prompt ({} tokens)", a.max_new_tokens, prompt.size());
-  if (!model.spec.is_rfa())
+  if (attention_state_grows(model.spec.attn))
     positions_keys += o.window > 0 ? fmt::format(", or --window ({})", o.window) : ", or set --window (0 = unlimited)";
   memory_require(memory_estimate_decoder(model.spec, o, thread_count(), fmt::format("--prefill-segment ({})", o.max_segment),
                                          positions_keys),
@@ -110,13 +114,13 @@ void run_generate(const GenerateArgs& a) {
              a.save_state, bytes_human(dec.state_bytes()));
   }
 
-  const char* kind = attention_kind_name(model.spec.attention.kind);
+  const char* kind = enum_name(model.spec.attention.kind);
   log_info("generate", "prompt: {} tokens, prefill {:.0f} tokens/s ({:.1f} ms)", total.prompt_tokens,
            total.prompt_tokens / std::max(total.prefill_seconds, 1e-9), total.prefill_seconds * 1e3);
   log_info("generate", "generated: {} tokens in {} sample(s), {:.0f} tokens/s, {:.3f} ms/token", total.generated,
            a.num_samples, total.generated / std::max(total.decode_seconds, 1e-9),
            total.decode_seconds * 1e3 / std::max<int64_t>(total.generated, 1));
-  if (model.spec.is_rfa())
+  if (!attention_state_grows(model.spec.attn))
     log_info("generate", "state: {} ({} recurrent state, fixed size whatever the length)",
              bytes_human(total.state_bytes), kind);
   else if (o.window > 0)

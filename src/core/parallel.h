@@ -14,11 +14,47 @@ inline void parallel_for(int64_t n, Body&& body) {
   for (int64_t i = 0; i < n; ++i) body(i);
 }
 
+// Work (multiply-adds) below which a job runs on the calling thread: waking the
+// pool costs about as much (a decode step of one sequence), and far more on a
+// busy machine where another thread may not be running.
+inline constexpr int64_t kParallelMinWork = int64_t(1) << 18;
+
+// The grain for items of `work_per_item` multiply-adds each: the item count
+// below which the whole job stays under kParallelMinWork.
+inline int64_t parallel_grain(int64_t work_per_item) {
+  return work_per_item > 0 ? (kParallelMinWork + work_per_item - 1) / work_per_item : kParallelMinWork;
+}
+
+// body(i) for i in [0, n): serially on the calling thread when n <= grain (or
+// n < 2), else across the pool as parallel_for. Items must be independent, so
+// the results are the same either way.
+template <typename Body>
+inline void parallel_for(int64_t n, int64_t grain, Body&& body) {
+  if (n <= grain || n < 2) {
+    for (int64_t i = 0; i < n; ++i) body(i);
+  } else {
+    parallel_for(n, body);
+  }
+}
+
 // Runs body(thread_index, thread_count) once per thread; for per-thread scratch.
 template <typename Body>
 inline void parallel_region(Body&& body) {
 #pragma omp parallel
   body(omp_get_thread_num(), omp_get_num_threads());
+}
+
+// Runs body() on the calling thread with OpenMP's thread count 1 for the code it
+// calls (oneDNN reads omp_get_max_threads() per call): the count is set inside a
+// one-thread region, whose data environment ends with it, so the caller's count
+// is never changed. Must not be called from inside a parallel region.
+template <typename Body>
+inline void single_threaded(Body&& body) {
+#pragma omp parallel num_threads(1)
+  {
+    omp_set_num_threads(1);
+    body();
+  }
 }
 
 inline int thread_count() { return omp_get_max_threads(); }

@@ -6,7 +6,8 @@
 #include "config/config_enums.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/file_util.h"
+#include "io/file_util.h"
+#include "io/hash.h"
 #include "core/timer.h"
 #include "tokenizer/text_check.h"
 
@@ -109,7 +110,7 @@ Tokenizer data_ensure(const Config& config, bool encode_always) {
   try {
     token_file_prepare_logged(config, tokenizer);
   } catch (const std::exception&) {
-    if (trains) tokenizer_remove_trained(tokenizer_path, tokenizer.checksum());
+    if (trains) tokenizer_remove_trained(tokenizer_path, tokenizer.fnv1a64());
     throw;
   }
   return tokenizer;

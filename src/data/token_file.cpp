@@ -115,9 +115,9 @@ TokenFile TokenFile::open(const std::string& path, const Tokenizer& expected) {
   if (static_cast<int64_t>(h.vocab_size) != expected.vocab_size())
     fail("token file {} was made with a tokenizer of vocab {}, but tokenizer {} has vocab {}; re-run `rfa data "
          "prepare` with this tokenizer", path, h.vocab_size, expected.origin(), expected.vocab_size());
-  if (h.tokenizer_checksum != expected.checksum())
+  if (h.tokenizer_fnv1a64 != expected.fnv1a64())
     fail("token file {} was made with another tokenizer (checksum {:016x}) than {} (checksum {:016x}); re-run `rfa "
-         "data prepare` with this tokenizer", path, h.tokenizer_checksum, expected.origin(), expected.checksum());
+         "data prepare` with this tokenizer", path, h.tokenizer_fnv1a64, expected.origin(), expected.fnv1a64());
   return file;
 }
 

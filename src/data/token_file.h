@@ -14,7 +14,7 @@
 //   32 u64      split: tokens [0, split) are train, [split, N) validation
 //   40 u64      corpus bytes the train tokens decode to
 //   48 u64      corpus bytes the validation tokens decode to (for bits per byte)
-//   56 u64      tokenizer checksum (Tokenizer::checksum of the model that encoded it)
+//   56 u64      tokenizer_fnv1a64 of the model that encoded it (io/hash.h; Tokenizer::fnv1a64)
 //   64 token[N] unsigned 16- or 32-bit ids
 // Version 1 (before the header checksum; bytes 20..23 were 0) is refused: token
 // files are derived data, rebuilt by `rfa data prepare`.
@@ -37,7 +37,7 @@ struct TokenFileHeader {
   int64_t split = 0;             // first validation token
   int64_t train_bytes = 0;
   int64_t val_bytes = 0;
-  uint64_t tokenizer_checksum = 0;
+  uint64_t tokenizer_fnv1a64 = 0;
 };
 
 // A read-only view of one split inside a mapped token file (valid while the TokenFile lives).

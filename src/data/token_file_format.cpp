@@ -3,7 +3,8 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "core/file_util.h"
+#include "io/file_util.h"
+#include "io/hash.h"
 
 namespace rfa {
 namespace {
@@ -40,7 +41,7 @@ std::array<unsigned char, kTokenFileHeaderBytes> token_file_header_bytes(const T
   put<int64_t>(b.data() + 32, h.split);
   put<int64_t>(b.data() + 40, h.train_bytes);
   put<int64_t>(b.data() + 48, h.val_bytes);
-  put<uint64_t>(b.data() + 56, h.tokenizer_checksum);
+  put<uint64_t>(b.data() + 56, h.tokenizer_fnv1a64);
   put<uint32_t>(b.data() + kChecksumOffset, token_file_header_checksum(b.data()));
   return b;
 }
@@ -57,7 +58,7 @@ TokenFileHeader token_file_header_parse(const unsigned char* b, size_t file_size
   h.split = get<int64_t>(b + 32);
   h.train_bytes = get<int64_t>(b + 40);
   h.val_bytes = get<int64_t>(b + 48);
-  h.tokenizer_checksum = get<uint64_t>(b + 56);
+  h.tokenizer_fnv1a64 = get<uint64_t>(b + 56);
   // Token files are derived data: an old or unknown version is rebuilt, not converted.
   if (h.version == 1)
     fail("token file {} has format version 1 (no header checksum), this rfa reads version {}; token files are "

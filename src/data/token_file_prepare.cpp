@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/file_util.h"
+#include "io/file_util.h"
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/timer.h"
@@ -151,7 +151,7 @@ TokenFileStats token_file_prepare_blocks(const std::string& corpus_path, const T
   TokenFileHeader h;
   h.vocab_size = static_cast<uint32_t>(tok.vocab_size());
   h.token_width = token_file_width(tok.vocab_size());
-  h.tokenizer_checksum = tok.checksum();
+  h.tokenizer_fnv1a64 = tok.fnv1a64();
   auto provisional_header = token_file_header_bytes(h);  // rewritten with the counts at the end
   if (std::fwrite(provisional_header.data(), 1, provisional_header.size(), out.get()) != provisional_header.size())
     fail("cannot write {}: {}", temp, std::strerror(errno));

@@ -4,24 +4,12 @@
 
 #include "kernels/fast_exp.h"
 #include "kernels/gemm.h"
-#include "kernels/reduce.h"
+#include "kernels/vector_math.h"
 
 namespace rfa {
 template <typename T>
-void gemm_decode(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
-                 const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
-  // Always one thread: measured here, oneDNN's threaded matrix-vector product
-  // is 10-1000x slower than its serial one (it forks for a product that streams
-  // a few hundred KB), and on a busy machine the second thread may not run at all.
-  const int threads = thread_count();
-  thread_count_set(1);  // oneDNN reads the OpenMP thread count at each call
-  gemm<T>(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-  thread_count_set(threads);
-}
-
-template <typename T>
 void matvec_forward(T* out, const T* x, const T* W, int B, int IC, int OC, bool accumulate) {
-  gemm_decode<T>(false, true, B, OC, IC, T(1), x, IC, W, IC, accumulate ? T(1) : T(0), out, OC);
+  gemm<T>(false, true, B, OC, IC, T(1), x, IC, W, IC, accumulate ? T(1) : T(0), out, OC, GemmThreads::one);
 }
 
 template <typename T>
@@ -49,28 +37,10 @@ void swiglu_rows(T* out, const T* gate_up, int B, int Hf) {
   }
 }
 
-template <typename T>
-void rope_rows(T* x, const RopeTable& table, int B, int H, int Dh, int64_t pos) {
-  const int half = Dh / 2;
-  const T* cs = table.cos_row<T>(pos);
-  const T* sn = table.sin_row<T>(pos);
-  for (int64_t r = 0; r < int64_t(B) * H; ++r) {
-    T* y = x + r * Dh;
-    for (int i = 0; i < half; ++i) {
-      const T x0 = y[2 * i], x1 = y[2 * i + 1];
-      y[2 * i] = x0 * cs[i] - x1 * sn[i];
-      y[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
-    }
-  }
-}
-
 #define RFA_INSTANTIATE(T)                                                              \
   template void matvec_forward<T>(T*, const T*, const T*, int, int, int, bool);         \
-  template void gemm_decode<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, \
-                               T*, int64_t);                                                                    \
   template void rmsnorm_rows<T>(T*, const T*, const T*, int, int, double);              \
-  template void swiglu_rows<T>(T*, const T*, int, int);                                 \
-  template void rope_rows<T>(T*, const RopeTable&, int, int, int, int64_t);
+  template void swiglu_rows<T>(T*, const T*, int, int);
 RFA_INSTANTIATE(float)
 RFA_INSTANTIATE(double)
 #undef RFA_INSTANTIATE

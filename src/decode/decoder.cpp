@@ -6,13 +6,11 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "decode/decode_kernels.h"
-#include "decode/decode_step_attention.h"
-#include "decode/softmax_cache_prefill.h"
 #include "kernels/gemm.h"
 #include "layers/embedding.h"
 #include "layers/linear.h"
 #include "layers/rmsnorm.h"
-#include "layers/swiglu.h"
+#include "model/block.h"
 
 namespace rfa {
 
@@ -22,53 +20,49 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   const ModelSpec& s = spec_;
   if (B_ <= 0) fail("decoder: batch {} must be positive", B_);
   if (S_max_ <= 0) fail("decoder: max_segment {} must be positive", S_max_);
-  if (s.is_rfa()) {
-    rfa_config_ = rfa_config_from(s.attention);
-    for (int l = 0; l < s.L; ++l) rfa_.push_back(rfa_state_create<T>(rfa_config_, B_, s.H, s.Dh));
-    // No position limit: a table of one segment's rows slides along the text (run() rebases it).
-    if (s.rope) rope_ = RopeTable::build(S_max_, s.Dh, s.attention.rope_theta);
-  } else {
-    if (o.max_positions <= 0)
-      fail("decoder: a softmax model needs max_positions (prompt + tokens to generate) for its KV cache, got {}",
-           o.max_positions);
-    if (o.max_positions > (int64_t(1) << 31) - 1) fail("decoder: max_positions {} too large", o.max_positions);
-    if (o.window < 0) fail("decoder: window {} must be >= 0 (0 = the whole text)", o.window);
-    max_positions_ = o.max_positions;
-    // Windowed: W slots allocated once, whatever the length of the text.
-    const bool ring = o.window > 0;
-    const int slots = static_cast<int>(ring ? std::min<int64_t>(o.window, o.max_positions) : o.max_positions);
-    for (int l = 0; l < s.L; ++l) kv_.push_back(kv_cache_create<T>(B_, s.H, s.Dh, slots, ring));
-    if (s.rope) rope_ = RopeTable::build(o.max_positions, s.Dh, s.attention.rope_theta);
-  }
+  AttentionStateOptions so;
+  so.B = B_;
+  so.max_positions = o.max_positions;
+  so.window = o.window;
+  const int64_t random_per_layer = attention_random_size(s.attn);
+  for (int l = 0; l < s.L; ++l)
+    states_.push_back(attention_state_create<T>(s.attn, model_.random_fixed() + l * random_per_layer, so));
+  if (s.attn.rope && o.max_positions <= 0)
+    fail("decoder: a model with RoPE positions needs max_positions (prompt + tokens to generate) for its rotation "
+         "table, got {}",
+         o.max_positions);
+  attention_ = AttentionCore(s.attn, o.max_positions);
+  position_limit_ = attention_.position_limit();
+  const int64_t state_limit = attention_state_position_limit(states_[0]);
+  if (state_limit > 0) position_limit_ = position_limit_ > 0 ? std::min(position_limit_, state_limit) : state_limit;
+
   const int64_t N = int64_t(B_) * S_max_, C = s.C, Hf = s.Hf, V = s.V;
-  if (s.is_rfa()) {
-    AttentionDims d{B_, S_max_, s.H, s.Dh};
-    workspace_size_ = static_cast<int64_t>(rfa_workspace_size(rfa_config_, d, thread_count()));
-  } else {
-    workspace_size_ =
-        static_cast<int64_t>(softmax_cache_prefill_scratch(S_max_, kv_[0].max_len, kv_[0].ring));
-  }
+  scratch_.size = static_cast<size_t>(attention_prefill_scratch_size(attention_, states_[0], B_, S_max_, thread_count()));
   ArenaPlan<T> plan;
-  const int64_t ox = plan.take(N * C), on = plan.take(N * C), oq = plan.take(N * C), ok = plan.take(N * C),
-                ov = plan.take(N * C), oa = plan.take(N * C), og = plan.take(N * 2 * Hf), oact = plan.take(N * Hf),
-                orstd = plan.take(N), ol = plan.take(N * V), olast = plan.take(int64_t(B_) * V),
-                ows = plan.take(workspace_size_), ort = plan.take(model.random_size);
+  BlockActs<T>& a = acts_;
+  struct Slot {
+    T** ptr;
+    int64_t offset;
+  };
+  std::vector<Slot> slots;
+  auto take = [&](T** p, int64_t n) { slots.push_back({p, plan.take(n)}); };
+  for (T** p : {&a.resid_in, &a.attn_norm, &a.q, &a.k, &a.v, &a.attn_out, &a.resid_mid, &a.ffn_norm}) take(p, N * C);
+  take(&a.attn_rstd, N);
+  take(&a.ffn_rstd, N);
+  take(&a.ffn_gate_up, N * 2 * Hf);
+  take(&a.ffn_act, N * Hf);
+  take(&logits_, N * V);
+  take(&last_, int64_t(B_) * V);
+  take(&scratch_.data, static_cast<int64_t>(scratch_.size));
   arena_ = Arena<T>(plan.size());
-  T* base = arena_.data();
-  x_ = base + ox, n_ = base + on, q_ = base + oq, k_ = base + ok, v_ = base + ov, att_ = base + oa;
-  gate_up_ = base + og, act_ = base + oact, rstd_ = base + orstd, logits_ = base + ol, last_ = base + olast;
-  workspace_ = base + ows;
-  random_t_ = base + ort;
-  const int64_t per_layer = int64_t(s.H) * s.D * s.Dh;
-  for (int l = 0; l < s.L && s.is_rfa(); ++l)
-    rfa_random_transpose(random_t_ + l * per_layer, model_.random_fixed() + l * per_layer, s.H, s.D, s.Dh);
+  for (const Slot& slot : slots) *slot.ptr = arena_.data() + slot.offset;
+  a.attn_saved = nullptr;  // prefill: no backward follows
   segment_tokens_.assign(static_cast<size_t>(N), 0);
 }
 
 template <typename T>
 void Decoder<T>::reset() {
-  for (RfaState<T>& st : rfa_) rfa_state_reset(st);
-  for (KvCache<T>& kv : kv_) kv_cache_reset(kv);
+  for (AttentionState<T>& st : states_) attention_state_reset(st);
   position_ = 0;
   last_logits_ = nullptr;
 }
@@ -82,101 +76,39 @@ void Decoder<T>::last_logits_restore(const T* logits) {
 template <typename T>
 void Decoder<T>::set_position(int64_t p) {
   RFA_ASSERT(p >= 0, "position {}", p);
-  if (!kv_.empty())
-    for (KvCache<T>& kv : kv_) {
-      if (p > kv.len) fail("decoder: cannot move to position {} with only {} cached", p, kv.len);
-      // A ring that wrapped has overwritten the positions an earlier one would need.
-      if (kv.ring && p < kv.len && kv.len > kv.max_len)
-        fail("decoder: cannot move back to position {} from {}: the window of {} has moved on", p, kv.len,
-             kv.max_len);
-      kv.len = static_cast<int>(p);  // truncating a cache gives exactly the state at p
-    }
+  for (AttentionState<T>& st : states_) attention_state_truncate(st, p);
   position_ = p;
 }
 
 template <typename T>
 int64_t Decoder<T>::state_bytes() const {
   int64_t n = 0;
-  for (const RfaState<T>& st : rfa_) n += static_cast<int64_t>(st.S.size());
-  for (const KvCache<T>& kv : kv_) n += 2 * int64_t(kv.B) * kv.H * kv_cache_filled(kv) * kv.Dh;
-  return n * static_cast<int64_t>(sizeof(T));
+  for (const AttentionState<T>& st : states_) n += attention_state_bytes(st);
+  return n;
 }
 
 template <typename T>
 int64_t Decoder<T>::state_capacity_bytes() const {
   int64_t n = 0;
-  for (const RfaState<T>& st : rfa_) n += static_cast<int64_t>(st.S.size());
-  for (const KvCache<T>& kv : kv_) n += static_cast<int64_t>(kv.k.size() + kv.v.size());
-  return n * static_cast<int64_t>(sizeof(T));
-}
-
-template <typename T>
-void Decoder<T>::attention(int l, int S, bool recurrent) {
-  const ModelSpec& s = spec_;
-  const BlockWeights<T>& w = model_.w.layers[static_cast<size_t>(l)];
-  if (s.is_rfa()) {
-    RfaParams<T> p;
-    p.sigma = w.sigma;
-    p.gate_w = w.gate_w;
-    p.gate_b = w.gate_b;
-    p.W = model_.random_fixed() + int64_t(l) * s.H * s.D * s.Dh;  // (H, D, Dh) fixed evaluation draw
-    RfaInputs<T> in{q_, k_, v_, n_};
-    if (recurrent) {
-      rfa_decode_step(att_, rfa_[static_cast<size_t>(l)], in, p, random_t_ + int64_t(l) * s.H * s.D * s.Dh,
-                      rfa_config_);
-    } else {
-      AttentionDims d{B_, S, s.H, s.Dh};
-      rfa_prefill(att_, rfa_[static_cast<size_t>(l)], Workspace<T>{workspace_, static_cast<size_t>(workspace_size_)},
-                  in, p, rfa_config_, d);
-    }
-    return;
-  }
-  if (recurrent)
-    softmax_decode_step(att_, kv_[static_cast<size_t>(l)], q_, k_, v_);
-  else
-    softmax_cache_prefill(att_, kv_[static_cast<size_t>(l)], Workspace<T>{workspace_, static_cast<size_t>(workspace_size_)},
-                          q_, k_, v_, S);
+  for (const AttentionState<T>& st : states_) n += attention_state_capacity(st);
+  return n;
 }
 
 template <typename T>
 const T* Decoder<T>::run(const int32_t* tokens, int S, bool recurrent) {
   const ModelSpec& s = spec_;
   const int64_t N = int64_t(B_) * S;
-  const int C = s.C, Hf = s.Hf;
   if (S <= 0 || S > S_max_) fail("decoder: segment of {} tokens; allowed 1..{} (max_segment)", S, S_max_);
   for (int64_t i = 0; i < N; ++i)
     if (tokens[i] < 0 || tokens[i] >= s.V)
       fail("token id {} at index {} is outside the vocabulary [0, {})", tokens[i], i, s.V);
-  if (!kv_.empty() && position_ + S > max_positions_)
-    fail("softmax decoder: position {} + {} tokens exceeds its max_positions {}; raise max_positions", position_, S,
-         max_positions_);
-  if (s.rope && !rope_.covers(position_, S)) rope_.rebase(position_);  // RFA only: softmax's table covers all
-  if (recurrent) {
+  if (position_limit_ > 0 && position_ + S > position_limit_)
+    fail("decoder: position {} + {} tokens exceeds its max_positions {}; raise max_positions", position_, S,
+         position_limit_);
+  if (recurrent)
     step_layers(tokens);
-  } else {
-    embedding_forward(x_, tokens, model_.w.tok_embedding, N, C);
-    for (int l = 0; l < s.L; ++l) {
-      const BlockWeights<T>& w = model_.w.layers[static_cast<size_t>(l)];
-      rmsnorm_forward(n_, rstd_, x_, w.attn_norm, N, C, s.model.norm_eps);
-      linear_forward(q_, n_, w.wq, N, C, C);
-      linear_forward(k_, n_, w.wk, N, C, C);
-      linear_forward(v_, n_, w.wv, N, C, C);
-      if (s.rope) {
-        rope_forward(q_, q_, rope_, B_, S, s.H, s.Dh, position_);
-        rope_forward(k_, k_, rope_, B_, S, s.H, s.Dh, position_);
-      }
-      attention(l, S, false);
-      // x += att · Woᵀ
-      gemm<T>(false, true, N, C, C, T(1), att_, C, w.wo, C, T(1), x_, C);
-      rmsnorm_forward(n_, rstd_, x_, w.ffn_norm, N, C, s.model.norm_eps);
-      linear_forward(gate_up_, n_, w.w13, N, C, 2 * Hf);
-      swiglu_forward(act_, gate_up_, N, Hf);
-      // x += act · W2 (W2 is stored (Hf, C), input-major)
-      gemm<T>(false, false, N, C, Hf, T(1), act_, Hf, w.w2, C, T(1), x_, C);
-    }
-    rmsnorm_forward(n_, rstd_, x_, model_.w.final_norm, N, C, s.model.norm_eps);
-    linear_forward(logits_, n_, model_.w.lm_head, N, C, s.V);
-  }
+  else
+    prefill_layers(tokens, S);
   position_ += S;
   if (S == 1) {
     last_logits_ = logits_;
@@ -188,34 +120,64 @@ const T* Decoder<T>::run(const int32_t* tokens, int S, bool recurrent) {
   return logits_;
 }
 
-// The same block as the prefill, one token per row, with the decode row kernels
-// (serial at small sizes: no thread fork, no BLAS call per matrix-vector product).
+// The training block (model/block.h), every layer on the same buffers: a block's
+// output (without x_mid) goes back into resid_in, and the next norm adds x_mid
+// (resid_pending), as in model_forward.
+template <typename T>
+void Decoder<T>::prefill_layers(const int32_t* tokens, int S) {
+  const ModelSpec& s = spec_;
+  const int64_t N = int64_t(B_) * S;
+  BlockActs<T>& a = acts_;
+  embedding_forward(a.resid_in, tokens, model_.w.tok_embedding, N, s.C);
+  BlockContext<T> ctx;
+  ctx.spec = &s;
+  ctx.attention = &attention_;
+  ctx.attn_scratch = scratch_;
+  ctx.B = B_;
+  ctx.T_len = S;
+  ctx.pos0 = position_;
+  const int64_t random_per_layer = attention_random_size(s.attn);
+  for (int l = 0; l < s.L; ++l) {
+    ctx.random = model_.random_fixed() + l * random_per_layer;
+    ctx.state = &states_[static_cast<size_t>(l)];
+    ctx.resid_pending = l > 0 ? a.resid_mid : nullptr;
+    block_forward(ctx, model_.w.layers[static_cast<size_t>(l)], a, a.resid_in);
+  }
+  residual_rmsnorm_forward(a.attn_norm, a.attn_rstd, a.resid_in, a.resid_mid, model_.w.final_norm, N, s.C,
+                           s.model.norm_eps);
+  linear_forward(logits_, a.attn_norm, model_.w.lm_head, N, s.C, s.V);
+}
+
+// The mirror of block_forward (model/block.cpp) for one token per row, with the
+// decode row kernels (serial at small sizes: no thread fork, no BLAS call per
+// matrix-vector product) and the attention's one-token step. Same math; the
+// decoder tests pin steps to the prefill.
 template <typename T>
 void Decoder<T>::step_layers(const int32_t* tokens) {
   const ModelSpec& s = spec_;
   const int B = B_, C = s.C, Hf = s.Hf;
+  BlockActs<T>& a = acts_;
+  T* x = a.resid_in;  // (B, C) the whole residual stream here
+  T* n = a.attn_norm;
   for (int b = 0; b < B; ++b)
-    std::memcpy(x_ + int64_t(b) * C, model_.w.tok_embedding + int64_t(tokens[b]) * C, sizeof(T) * C);
+    std::memcpy(x + int64_t(b) * C, model_.w.tok_embedding + int64_t(tokens[b]) * C, sizeof(T) * C);
   for (int l = 0; l < s.L; ++l) {
     const BlockWeights<T>& w = model_.w.layers[static_cast<size_t>(l)];
-    rmsnorm_rows(n_, x_, w.attn_norm, B, C, s.model.norm_eps);
-    matvec_forward(q_, n_, w.wq, B, C, C, false);
-    matvec_forward(k_, n_, w.wk, B, C, C, false);
-    matvec_forward(v_, n_, w.wv, B, C, C, false);
-    if (s.rope) {
-      rope_rows(q_, rope_, B, s.H, s.Dh, position_);
-      rope_rows(k_, rope_, B, s.H, s.Dh, position_);
-    }
-    attention(l, 1, true);
-    matvec_forward(x_, att_, w.wo, B, C, C, true);  // x += att · Woᵀ
-    rmsnorm_rows(n_, x_, w.ffn_norm, B, C, s.model.norm_eps);
-    matvec_forward(gate_up_, n_, w.w13, B, C, 2 * Hf, false);
-    swiglu_rows(act_, gate_up_, B, Hf);
+    rmsnorm_rows(n, x, w.attn_norm, B, C, s.model.norm_eps);
+    matvec_forward(a.q, n, w.wq, B, C, C, false);
+    matvec_forward(a.k, n, w.wk, B, C, C, false);
+    matvec_forward(a.v, n, w.wv, B, C, C, false);
+    attention_step(attention_, w.attn, states_[static_cast<size_t>(l)], a.attn_out,
+                   AttentionInputs<T>{a.q, a.k, a.v, n}, position_);
+    matvec_forward(x, a.attn_out, w.wo, B, C, C, true);  // x += att · Woᵀ
+    rmsnorm_rows(n, x, w.ffn_norm, B, C, s.model.norm_eps);
+    matvec_forward(a.ffn_gate_up, n, w.w13, B, C, 2 * Hf, false);
+    swiglu_rows(a.ffn_act, a.ffn_gate_up, B, Hf);
     // x += act · W2 (W2 is stored (Hf, C), input-major)
-    gemm_decode<T>(false, false, B, C, Hf, T(1), act_, Hf, w.w2, C, T(1), x_, C);
+    gemm<T>(false, false, B, C, Hf, T(1), a.ffn_act, Hf, w.w2, C, T(1), x, C, GemmThreads::one);
   }
-  rmsnorm_rows(n_, x_, model_.w.final_norm, B, C, s.model.norm_eps);
-  matvec_forward(logits_, n_, model_.w.lm_head, B, C, s.V, false);
+  rmsnorm_rows(n, x, model_.w.final_norm, B, C, s.model.norm_eps);
+  matvec_forward(logits_, n, model_.w.lm_head, B, C, s.V, false);
 }
 
 template <typename T>

@@ -1,27 +1,23 @@
 #pragma once
-// Autoregressive decoding over the whole model. A prompt is prefilled with the
-// parallel (chunked) form, which leaves each layer's state; then every new token
-// is one recurrent step per layer:
+// Autoregressive decoding over the whole model. A prompt is prefilled segment by
+// segment through the training block (model/block.h) with the attention
+// continuing from each layer's state (no activations saved); then every new
+// token is one step per layer:
 //   RFA kinds: state S (B, H, F, Dh+1) per layer, O(F·Dh) work and memory per
 //              head and token whatever the position; no length limit.
 //   softmax:   a KV cache per layer (B, H, max_positions, Dh), O(t) per token;
 //              with a window W, a ring cache (B, H, W, Dh) of the last W
 //              positions, O(W) per token (softmax_kv_cache.h).
-// Uses the model's FIXED evaluation random matrices, copied (transposed, for the
-// step's feature map) at construction: build the decoder after loading the
-// weights. Other weights are read live from the model. Everything (activations of
-// one segment, states or caches, the RoPE table) is allocated by the
-// constructor; prefill() and step() never allocate.
-//
-// Per block, as in model/block.h (pre-norm, SwiGLU):
-//   n = RMSNorm(x);  x += Wo · Attn(Wq n, Wk n, Wv n);  m = RMSNorm(x);  x += W2 · swiglu(W13 m)
+// The attention (attention/attention_core.h) owns the states, its random
+// matrices (the model's FIXED evaluation set, copied at construction: build the
+// decoder after loading the weights) and its RoPE table. Other weights are read
+// live from the model. Everything is allocated by the constructor; prefill()
+// and step() never allocate.
 #include <cstdint>
 #include <vector>
 
-#include "attention/rfa_attention.h"
-#include "attention/rfa_recurrent.h"
-#include "attention/softmax_kv_cache.h"
-#include "layers/rope.h"
+#include "attention/attention_core.h"
+#include "model/activations.h"
 #include "model/model.h"
 #include "tensor/arena.h"
 
@@ -30,8 +26,8 @@ namespace rfa {
 struct DecoderOptions {
   int batch = 1;               // B sequences decoded in lockstep
   int max_segment = 256;       // most tokens per prefill() call (longer prompts go in pieces)
-  int64_t max_positions = 0;   // softmax: positions to decode (prompt + generated; the RoPE table and,
-                               // without a window, the KV cache); RFA kinds: unused
+  int64_t max_positions = 0;   // positions to decode (prompt + generated): the RoPE table and softmax's
+                               // KV cache without a window; 0 for an RFA kind without RoPE (no limit)
   int window = 0;              // softmax: attend over the last `window` positions (a ring KV cache of
                                // min(window, max_positions) slots); 0 = the whole text. RFA kinds: unused
 };
@@ -69,42 +65,29 @@ class Decoder {
   // Bytes reserved for state (softmax: the whole cache).
   int64_t state_capacity_bytes() const;
 
-  // The RFA layers' states (L), for saving/restoring a generation; empty for softmax.
-  std::vector<RfaState<T>>& rfa_states() { return rfa_; }
-  const std::vector<RfaState<T>>& rfa_states() const { return rfa_; }
-  std::vector<KvCache<T>>& kv_caches() { return kv_; }
+  // Each layer's attention state (L), for saving/restoring a generation.
+  std::vector<AttentionState<T>>& attention_states() { return states_; }
+  const std::vector<AttentionState<T>>& attention_states() const { return states_; }
   void set_position(int64_t p);  // after restoring states (RFA) / truncating caches (softmax)
 
  private:
   const T* run(const int32_t* tokens, int S, bool recurrent);
-  void attention(int l, int S, bool recurrent);
-  void step_layers(const int32_t* tokens);  // (B)
+  void prefill_layers(const int32_t* tokens, int S);  // (B, S)
+  void step_layers(const int32_t* tokens);            // (B)
 
   Model<T>& model_;
   ModelSpec spec_;
   int B_ = 0, S_max_ = 0;
   int64_t position_ = 0;
-  int64_t max_positions_ = 0;       // softmax: the bound on position_
-  RfaConfig rfa_config_;
-  RopeTable rope_;                  // when spec.rope: softmax max_positions rows; RFA max_segment rows, rebased
-  std::vector<RfaState<T>> rfa_;    // (L)
-  std::vector<KvCache<T>> kv_;      // (L)
+  int64_t position_limit_ = 0;      // the most positions the states and RoPE table allow; 0 = none
+  std::vector<AttentionState<T>> states_;  // (L)
+  AttentionCore attention_;         // RoPE table for max_positions
   Arena<T> arena_;
-  T* x_ = nullptr;        // (B, S, C) residual stream
-  T* n_ = nullptr;        // (B, S, C) normed input of the current sublayer
-  T* q_ = nullptr;        // (B, S, C)
-  T* k_ = nullptr;        // (B, S, C)
-  T* v_ = nullptr;        // (B, S, C)
-  T* att_ = nullptr;      // (B, S, C) attention output before Wo
-  T* gate_up_ = nullptr;  // (B, S, 2Hf)
-  T* act_ = nullptr;      // (B, S, Hf)
-  T* rstd_ = nullptr;     // (B, S)
+  BlockActs<T> acts_;     // one segment's block buffers (B, S, ...), shared by every layer
   T* logits_ = nullptr;   // (B, S, V)
   T* last_ = nullptr;     // (B, V) last-position logits of the latest prefill
   const T* last_logits_ = nullptr;  // last_ or logits_ (after a step)
-  T* workspace_ = nullptr;  // RFA chunked-form workspace, or softmax prefill scores (S, max_positions)
-  T* random_t_ = nullptr;   // (L, H, Dh, D) the fixed random matrices transposed, for the step
-  int64_t workspace_size_ = 0;
+  Workspace<T> scratch_;  // the attention's prefill scratch (RFA chunked form or softmax scores)
   std::vector<int32_t> segment_tokens_;  // (B, S) staging for prefill_all with B > 1
 };
 

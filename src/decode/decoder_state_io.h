@@ -17,6 +17,10 @@ std::string model_checksum(Model<float>& model);
 // other than 1, or a decoder with nothing decoded yet.
 void decoder_state_save(const std::string& path, const Decoder<float>& decoder, const std::string& model_sum);
 
+// The position a saved state continues from (to size a decoder's positions
+// before loading it); throws Error when the file is not a decoder state.
+int64_t decoder_state_position(const std::string& path);
+
 // Restores states, logits and position; throws Error naming the file and the
 // mismatch (other model, other shape, corrupted file).
 void decoder_state_load(const std::string& path, Decoder<float>& decoder, const std::string& model_sum);

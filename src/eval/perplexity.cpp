@@ -94,10 +94,11 @@ PerplexityPlan perplexity_plan(const ModelSpec& s, int64_t tokens, const Perplex
   if (tokens < 2) fail("perplexity needs at least 2 tokens, got {}; give a longer text", tokens);
   if (o.segment <= 0) fail("perplexity: segment {} must be positive", o.segment);
   PerplexityPlan p;
-  p.recurrent = s.is_rfa() && !o.sliding;
+  p.recurrent = !attention_state_grows(s.attn) && !o.sliding;
   if (p.recurrent) {
     p.segment = static_cast<int>(std::min<int64_t>(o.segment, tokens - 1));
     p.decoder.max_segment = p.segment;
+    p.decoder.max_positions = tokens - 1;  // the RoPE table, when the attention uses one
   } else {
     p.window = s.model.context_length;
     p.stride = o.stride > 0 ? std::min(o.stride, p.window) : std::max(1, p.window / 2);

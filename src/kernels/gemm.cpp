@@ -3,6 +3,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "core/error.h"
+#include "core/parallel.h"
 
 namespace rfa {
 
@@ -38,18 +39,24 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 
 template <>
 void gemm<float>(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, GemmThreads threads) {
   if (M == 0 || N == 0) return;
   if (K == 0) return scale_c(M, N, beta, C, ldc);
-  dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
-                                    beta, C, ldc);
+  dnnl_status_t status = dnnl_success;
+  auto product = [&] {
+    status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  };
+  if (threads == GemmThreads::one)
+    single_threaded(product);
+  else
+    product();
   RFA_ASSERT(status == dnnl_success, "dnnl_sgemm status {} for trans_a {} trans_b {} M {} N {} K {} lda {} ldb {} ldc {}",
              static_cast<int>(status), trans_a, trans_b, M, N, K, lda, ldb, ldc);
 }
 
 template <>
 void gemm<double>(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
-                  int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+                  int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc, GemmThreads) {
   // Double exists for gradient checks on small shapes; the reference is enough.
   gemm_reference(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }

@@ -11,9 +11,15 @@
 
 namespace rfa {
 
+// Threads one product may use: the pool (OpenMP's thread count), or only the
+// calling thread. `one` is for the decode step's matrix-vector products: oneDNN's
+// threaded one measured 10-1000x slower than its serial one (it forks to stream a
+// few hundred KB), and on a busy machine the second thread may not run at all.
+enum class GemmThreads { pool, one };
+
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
-          const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
+          const T* B, int64_t ldb, T beta, T* C, int64_t ldc, GemmThreads threads = GemmThreads::pool);
 
 // Plain triple loop with a double accumulator: the twin the tests compare against.
 template <typename T>

@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/fast_exp.h"
-#include "kernels/reduce.h"
+#include "kernels/vector_math.h"
 
 namespace rfa {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "core/parallel.h"
-#include "kernels/reduce.h"
+#include "kernels/vector_math.h"
 
 namespace rfa {
 
@@ -102,14 +102,11 @@ void residual_rmsnorm_forward(T* out, T* rstd, T* inp, const T* residual, const 
 
 template <typename T>
 void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const T* rstd, int64_t N,
-                      int C) {
-  backward<T, false>(dinp, dweight, dout, inp, weight, rstd, N, C);
-}
-
-template <typename T>
-void rmsnorm_backward_overwrite(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const T* rstd,
-                                int64_t N, int C) {
-  backward<T, true>(dinp, dweight, dout, inp, weight, rstd, N, C);
+                      int C, GradWrite dinp_write) {
+  if (dinp_write == GradWrite::overwrite)
+    backward<T, true>(dinp, dweight, dout, inp, weight, rstd, N, C);
+  else
+    backward<T, false>(dinp, dweight, dout, inp, weight, rstd, N, C);
 }
 
 template void rmsnorm_forward<float>(float*, float*, const float*, const float*, int64_t, int, double);
@@ -118,13 +115,9 @@ template void residual_rmsnorm_forward<float>(float*, float*, float*, const floa
                                               double);
 template void residual_rmsnorm_forward<double>(double*, double*, double*, const double*, const double*, int64_t,
                                                int, double);
-template void rmsnorm_backward_overwrite<float>(float*, float*, const float*, const float*, const float*,
-                                                const float*, int64_t, int);
-template void rmsnorm_backward_overwrite<double>(double*, double*, const double*, const double*, const double*,
-                                                 const double*, int64_t, int);
 template void rmsnorm_backward<float>(float*, float*, const float*, const float*, const float*, const float*,
-                                      int64_t, int);
+                                      int64_t, int, GradWrite);
 template void rmsnorm_backward<double>(double*, double*, const double*, const double*, const double*,
-                                       const double*, int64_t, int);
+                                       const double*, int64_t, int, GradWrite);
 
 }  // namespace rfa

@@ -2,6 +2,8 @@
 // RMSNorm: out = inp * rstd * weight, rstd = 1 / sqrt(mean(inp^2) + eps), per row.
 #include <cstdint>
 
+#include "layers/grad_write.h"
+
 namespace rfa {
 
 template <typename T>
@@ -21,24 +23,15 @@ void residual_rmsnorm_forward(T* out,            // (N, C)
                               const T* weight,   // (C)
                               int64_t N, int C, double eps);
 
+// dinp is added into, or overwritten (dinp_write: then the caller needs no
+// zeroed buffer); dweight is always added into.
 template <typename T>
-void rmsnorm_backward(T* dinp,          // (N, C) +=
+void rmsnorm_backward(T* dinp,          // (N, C) (+)=
                       T* dweight,       // (C) +=
                       const T* dout,    // (N, C)
                       const T* inp,     // (N, C)
                       const T* weight,  // (C)
                       const T* rstd,    // (N) from the forward
-                      int64_t N, int C);
-
-// rmsnorm_backward with dinp overwritten instead of accumulated: the caller
-// needs no zeroed buffer.
-template <typename T>
-void rmsnorm_backward_overwrite(T* dinp,          // (N, C) =
-                                T* dweight,       // (C) +=
-                                const T* dout,    // (N, C)
-                                const T* inp,     // (N, C)
-                                const T* weight,  // (C)
-                                const T* rstd,    // (N) from the forward
-                                int64_t N, int C);
+                      int64_t N, int C, GradWrite dinp_write = GradWrite::accumulate);
 
 }  // namespace rfa

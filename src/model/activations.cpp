@@ -3,7 +3,7 @@
 #include <string>
 
 #include "core/parallel.h"
-#include "model/attention_layer.h"
+#include "attention/attention_core.h"
 
 namespace rfa {
 
@@ -29,7 +29,7 @@ Activations<T>::Activations(const ModelSpec& s, int B_, int T_) : B(B_), T_len(T
     if (!name.empty()) tensors_.push_back({name, offset, std::move(shape)});
   };
   layers.resize(static_cast<size_t>(s.L));
-  const int64_t saved = attention_layer_saved_size(s, B, T_len);
+  const int64_t saved = attention_saved_size(s.attn, B, T_len);
   for (int l = 0; l < s.L; ++l) {
     BlockActs<T>& a = layers[static_cast<size_t>(l)];
     std::string p = "layers." + std::to_string(l) + ".";
@@ -61,7 +61,7 @@ Activations<T>::Activations(const ModelSpec& s, int B_, int T_) : B(B_), T_len(T
   take(&g.dact, "", {N, Hf});
   take(&g.dlogits, "", {N, V});
   take(&g.dlosses, "", {N});
-  attn_scratch_size_ = attention_layer_scratch_size(s, B, T_len, thread_count());
+  attn_scratch_size_ = attention_scratch_size(s.attn, B, T_len, thread_count());
   take(&g.attn_scratch, "", {attn_scratch_size_});
   arena_ = Arena<T>(plan.size());
   for (const Slot& slot : slots) *slot.ptr = arena_.data() + slot.offset;

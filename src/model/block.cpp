@@ -1,44 +1,42 @@
 #include "model/block.h"
 
-#include <cstring>
-
 #include "kernels/gemm.h"
 #include "layers/linear.h"
 #include "layers/rmsnorm.h"
 #include "layers/swiglu.h"
-#include "model/attention_layer.h"
 
 namespace rfa {
 namespace {
 
-// forward: out = inp · weightᵀ. linear_backward with a choice of write for each
-// output (beta 0 overwrites, 1 adds): overwriting saves zeroing a buffer first.
-//   dinp (N, IC) = beta_inp · dinp + dout · weight;  dweight (OC, IC) = beta_w · dweight + doutᵀ · inp
+// forward: out = inp · weightᵀ. Its backward with a write for each output
+// (overwriting saves zeroing a buffer first):
+//   dinp (N, IC) (+)= dout · weight;  dweight (OC, IC) (+)= doutᵀ · inp
 template <typename T>
-void linear_grads(T* dinp, T beta_inp,  // (N, IC)
-                  T* dweight, T beta_w,  // (OC, IC)
-                  const T* dout,         // (N, OC)
-                  const T* inp,          // (N, IC)
-                  const T* weight,       // (OC, IC)
+void linear_grads(T* dinp, GradWrite dinp_write,  // (N, IC)
+                  T* dweight, GradWrite dw_write,  // (OC, IC)
+                  const T* dout,                   // (N, OC)
+                  const T* inp,                    // (N, IC)
+                  const T* weight,                 // (OC, IC)
                   int64_t N, int IC, int OC) {
-  gemm<T>(false, false, N, IC, OC, T(1), dout, OC, weight, IC, beta_inp, dinp, IC);
-  gemm<T>(true, false, OC, IC, N, T(1), dout, OC, inp, IC, beta_w, dweight, IC);
+  gemm<T>(false, false, N, IC, OC, T(1), dout, OC, weight, IC, grad_beta<T>(dinp_write), dinp, IC);
+  gemm<T>(true, false, OC, IC, N, T(1), dout, OC, inp, IC, grad_beta<T>(dw_write), dweight, IC);
 }
 
 template <typename T>
-AttentionLayerArgs<T> attention_args(const BlockContext<T>& ctx, BlockActs<T>& a) {
-  AttentionLayerArgs<T> args;
-  args.B = ctx.B;
-  args.T_len = ctx.T_len;
-  args.q = a.q;
-  args.k = a.k;
-  args.v = a.v;
-  args.n = a.attn_norm;
-  args.random = ctx.random;
-  args.saved = a.attn_saved;
-  args.scratch = ctx.attn_scratch;
-  args.scratch_size = ctx.attn_scratch_size;
-  return args;
+AttentionCall<T> attention_call(const BlockContext<T>& ctx, BlockActs<T>& a) {
+  AttentionCall<T> call;
+  call.B = ctx.B;
+  call.T_len = ctx.T_len;
+  call.pos0 = ctx.pos0;
+  call.random = ctx.random;
+  call.saved = a.attn_saved;
+  call.scratch = ctx.attn_scratch;
+  return call;
+}
+
+template <typename T>
+AttentionInputs<T> attention_inputs(BlockActs<T>& a) {
+  return AttentionInputs<T>{a.q, a.k, a.v, a.attn_norm};
 }
 
 }  // namespace
@@ -56,11 +54,10 @@ void block_forward(const BlockContext<T>& ctx, const BlockWeights<T>& w, BlockAc
   linear_forward(a.q, a.attn_norm, w.wq, N, C, C);
   linear_forward(a.k, a.attn_norm, w.wk, N, C, C);
   linear_forward(a.v, a.attn_norm, w.wv, N, C, C);
-  if (s.rope) {
-    rope_forward(a.q, a.q, *ctx.rope, ctx.B, ctx.T_len, s.H, s.Dh, 0);
-    rope_forward(a.k, a.k, *ctx.rope, ctx.B, ctx.T_len, s.H, s.Dh, 0);
-  }
-  attention_layer_forward(s, w, a.attn_out, attention_args(ctx, a));
+  if (ctx.state)
+    attention_prefill(*ctx.attention, w.attn, *ctx.state, a.attn_out, attention_inputs(a), attention_call(ctx, a));
+  else
+    attention_forward(*ctx.attention, w.attn, a.attn_out, attention_inputs(a), attention_call(ctx, a));
   // x_mid = x + Wo · attn_out
   // (the residual add fused into the FFN norm's row pass: one parallel region less)
   linear_forward(a.resid_mid, a.attn_out, w.wo, N, C, C);
@@ -78,26 +75,24 @@ void block_backward(const BlockContext<T>& ctx, const BlockWeights<T>& w, const 
   const ModelSpec& s = *ctx.spec;
   const int64_t N = int64_t(ctx.B) * ctx.T_len;
   const int C = s.C, Hf = s.Hf;
-  const T bw = ctx.matrix_grads_overwrite ? T(0) : T(1);  // beta of the weight matrices' gradients
+  const GradWrite set = GradWrite::overwrite, add = GradWrite::accumulate, mw = ctx.write;  // mw: the matrices'
   // x_out = x_mid + W2 · act: d x_mid starts as d x_out (kept in g.dresid).
-  // W2 (Hf, C): dact (N, Hf) = dresid (N, C) · W2ᵀ;  dW2 (Hf, C) += actᵀ (Hf, N) · dresid (N, C)
+  // W2 (Hf, C): dact (N, Hf) = dresid (N, C) · W2ᵀ;  dW2 (Hf, C) (+)= actᵀ (Hf, N) · dresid (N, C)
   gemm<T>(false, true, N, Hf, C, T(1), g.dresid, C, w.w2, C, T(0), g.dact, Hf);
-  gemm<T>(true, false, Hf, C, N, T(1), a.ffn_act, Hf, g.dresid, C, bw, dw.w2, C);
+  gemm<T>(true, false, Hf, C, N, T(1), a.ffn_act, Hf, g.dresid, C, grad_beta<T>(mw), dw.w2, C);
   swiglu_backward(g.dgate_up, g.dact, a.ffn_gate_up, N, Hf);
-  linear_grads(g.dnorm, T(0), dw.w13, bw, g.dgate_up, a.ffn_norm, w.w13, N, C, 2 * Hf);
+  linear_grads(g.dnorm, set, dw.w13, mw, g.dgate_up, a.ffn_norm, w.w13, N, C, 2 * Hf);
   rmsnorm_backward(g.dresid, dw.ffn_norm, g.dnorm, a.resid_mid, w.ffn_norm, a.ffn_rstd, N, C);
   // x_mid = x + Wo · attn_out: g.dresid now holds d x_mid, which is also d x's residual part.
-  linear_grads(g.dattn_out, T(0), dw.wo, bw, g.dresid, a.attn_out, w.wo, N, C, C);
-  // The attention cores overwrite dq, dk, dv (no zeroing: ~0.6 ms/step of memsets at the nano shape).
-  // Gated: the attention core writes the gate's part of dn first, the projections add to it.
-  attention_layer_backward(s, w, dw, g.dq, g.dk, g.dv, g.dnorm, g.dattn_out, a.attn_out, attention_args(ctx, a));
-  if (s.rope) {  // q = R q_pre: d q_pre = Rᵀ dq, rotated in place (no zeroed buffer)
-    rope_backward(g.dq, g.dq, *ctx.rope, ctx.B, ctx.T_len, s.H, s.Dh, 0);
-    rope_backward(g.dk, g.dk, *ctx.rope, ctx.B, ctx.T_len, s.H, s.Dh, 0);
-  }
-  linear_grads(g.dnorm, s.is_gated() ? T(1) : T(0), dw.wq, bw, g.dq, a.attn_norm, w.wq, N, C, C);
-  linear_grads(g.dnorm, T(1), dw.wk, bw, g.dk, a.attn_norm, w.wk, N, C, C);
-  linear_grads(g.dnorm, T(1), dw.wv, bw, g.dv, a.attn_norm, w.wv, N, C, C);
+  linear_grads(g.dattn_out, set, dw.wo, mw, g.dresid, a.attn_out, w.wo, N, C, C);
+  // The attention overwrites dq, dk, dv (no zeroing: ~0.6 ms/step of memsets at the nano shape),
+  // and dn when it reads n (the gate): then the projections add to it.
+  const AttentionInputGrads<T> ag{g.dq, g.dk, g.dv, g.dnorm};
+  attention_backward(*ctx.attention, w.attn, dw.attn, ag, g.dattn_out, a.attn_out, attention_inputs(a),
+                     attention_call(ctx, a));
+  linear_grads(g.dnorm, attention_reads_n(s.attn) ? add : set, dw.wq, mw, g.dq, a.attn_norm, w.wq, N, C, C);
+  linear_grads(g.dnorm, add, dw.wk, mw, g.dk, a.attn_norm, w.wk, N, C, C);
+  linear_grads(g.dnorm, add, dw.wv, mw, g.dv, a.attn_norm, w.wv, N, C, C);
   rmsnorm_backward(g.dresid, dw.attn_norm, g.dnorm, a.resid_in, w.attn_norm, a.attn_rstd, N, C);
 }
 

@@ -2,8 +2,12 @@
 // One pre-norm transformer block (LLaMA recipe):
 //   n = RMSNorm(x);  x_mid = x + Wo · Attn(Wq n, Wk n, Wv n)
 //   m = RMSNorm(x_mid);  x_out = x_mid + W2 · (silu(W1 m) * (W3 m))
-// with rope applied to q and k when spec.rope.
-#include "layers/rope.h"
+// The attention (attention/attention_core.h) applies RoPE to q and k itself.
+// Written once: training runs it with saved activations and a backward; the
+// decoder's prefill runs the same forward continuing an attention state
+// (ctx.state), saving nothing. The decoder's one-token step mirrors it.
+#include "attention/attention_core.h"
+#include "layers/grad_write.h"
 #include "model/activations.h"
 #include "model/model_params.h"
 #include "model/model_spec.h"
@@ -13,29 +17,32 @@ namespace rfa {
 template <typename T>
 struct BlockContext {
   const ModelSpec* spec = nullptr;
-  const RopeTable* rope = nullptr;  // used when spec->rope
+  const AttentionCore* attention = nullptr;
   const T* random = nullptr;        // (H, D, Dh) this layer's random matrices (RFA kinds)
-  T* attn_scratch = nullptr;        // attention workspace (Activations::grad.attn_scratch)
-  int64_t attn_scratch_size = 0;
+  Workspace<T> attn_scratch;        // attention scratch (Activations::grad.attn_scratch, or the decoder's)
   int B = 0, T_len = 0;
   // (B, T, C) or null. Set: a.resid_in still lacks this residual term (the previous
   // block's x_mid); the first norm pass adds it in place before normalising.
   const T* resid_pending = nullptr;
-  // block_backward: the weight matrices' gradients are overwritten (gemm beta 0)
-  // instead of added into; the caller zeroes the vector gradients itself.
-  bool matrix_grads_overwrite = false;
+  // Decoder prefill: the attention continues from this state, rows at positions
+  // pos0 .. pos0+T-1; a.attn_saved may be null (no backward follows).
+  AttentionState<T>* state = nullptr;
+  int64_t pos0 = 0;
+  // block_backward: how the weight matrices' gradients are written (gemm beta 0
+  // overwrites); the rest are added into (model_backward zeroes them first).
+  GradWrite write = GradWrite::accumulate;
 };
 
 // Reads a.resid_in (completing it with ctx.resid_pending), fills the rest of `a`,
 // and writes x_out - x_mid = W2 · act into resid_out (B, T, C): the caller's next
 // norm pass adds a.resid_mid (residual_rmsnorm_forward), one pass over the
-// stream and one parallel region less per block than a separate add.
+// stream and one parallel region less per block than a separate add. resid_out
+// may be a.resid_in (read for the last time before the final product).
 template <typename T>
 void block_forward(const BlockContext<T>& ctx, const BlockWeights<T>& w, BlockActs<T>& a, T* resid_out);
 
 // On entry g.dresid holds d x_out; on exit it holds d x (the block input).
-// Adds into the layer's parameter gradients dw (the matrices' are overwritten
-// when ctx.matrix_grads_overwrite).
+// Writes the weight matrices' gradients in dw as ctx.write says, adds into the rest.
 template <typename T>
 void block_backward(const BlockContext<T>& ctx, const BlockWeights<T>& w, const BlockWeights<T>& dw,
                     BlockActs<T>& a, GradScratch<T>& g);

@@ -4,7 +4,8 @@
 
 #include <cmath>
 
-#include "model/attention_layer.h"
+#include "attention/attention_core.h"
+#include "attention/attention_memory.h"
 
 namespace rfa {
 namespace {
@@ -31,17 +32,20 @@ std::string weight_keys(const ModelSpec& s) {
 }  // namespace
 
 double memory_param_elements(const ModelSpec& s) {
-  const double V = s.V, C = s.C, H = s.H, Dh = s.Dh, Hf = s.Hf;
+  const double V = s.V, C = s.C, Hf = s.Hf;
   double layer = slice(C) + 4 * slice(C * C) + slice(C) + slice(2 * Hf * C) + slice(Hf * C);
-  if (s.is_rfa()) layer += slice(H * Dh);
-  if (s.is_gated()) layer += slice(H * C) + slice(H);
+  for (const AttentionParam& p : attention_params(s.attn)) {
+    double n = 1;
+    for (int64_t d : p.shape) n *= double(d);
+    layer += slice(n);
+  }
   return slice(V * C) + s.L * layer + slice(C) + (s.model.tie_embeddings ? 0 : slice(V * C));
 }
 
 double memory_activation_elements(const ModelSpec& s, int B, int T, int threads) {
   const double N = double(B) * T, C = s.C, V = s.V, Hf = s.Hf;
-  const double saved = affine_in_batch(B, [&](int b) { return attention_layer_saved_size(s, b, T); });
-  const double scratch = affine_in_batch(B, [&](int b) { return attention_layer_scratch_size(s, b, T, threads); });
+  const double saved = affine_in_batch(B, [&](int b) { return attention_saved_size(s.attn, b, T); });
+  const double scratch = affine_in_batch(B, [&](int b) { return attention_scratch_size(s.attn, b, T, threads); });
   const double layer = 8 * slice(N * C) + 2 * slice(N) + slice(2 * N * Hf) + slice(N * Hf) + slice(saved);
   const double final = 2 * slice(N * C) + 2 * slice(N) + 2 * slice(N * V);
   const double grads = 6 * slice(N * C) + slice(2 * N * Hf) + slice(N * Hf) + slice(N * V) + slice(N) + slice(scratch);
@@ -53,12 +57,12 @@ MemoryEstimate memory_estimate_model(const ModelSpec& s) {
   const double P = memory_param_elements(s);
   e.add("weights", P * kFloat, weight_keys(s));
   e.add("gradients", P * kFloat, weight_keys(s));
-  if (s.is_rfa())
-    e.add("random feature matrices", 2.0 * s.L * s.H * s.D * s.Dh * kFloat,
-          fmt::format("attention.num_features ({}) or model.n_layers ({})", s.D, s.L));
-  // RopeTable: cos and sin, (positions, Dh/2), in float and in double.
-  if (s.rope)
-    e.add("RoPE table", double(s.model.context_length) * s.Dh * (sizeof(float) + sizeof(double)),
+  // The per-step draw and the fixed one (model.h).
+  if (attention_random_size(s.attn) > 0)
+    e.add("random feature matrices", 2.0 * s.L * double(attention_random_size(s.attn)) * kFloat,
+          fmt::format("attention.num_features ({}) or model.n_layers ({})", s.attn.D, s.L));
+  if (s.attn.rope)
+    e.add("RoPE table", attention_rope_table_bytes(s.attn, double(s.model.context_length)),
           fmt::format("model.context_length ({})", s.model.context_length));
   return e;
 }
@@ -68,10 +72,10 @@ MemoryEstimate memory_estimate_train(const ModelSpec& s, const TrainConfig& trai
   e.add("AdamW m and v", 2 * memory_param_elements(s) * kFloat, weight_keys(s));
   const int B = train.batch_size, T = s.model.context_length;
   std::string keys = fmt::format("train.batch_size ({}), model.context_length ({}) or model.n_layers ({})", B, T, s.L);
-  if (s.is_rfa())
+  if (attention_random_size(s.attn) > 0)
     keys = fmt::format("train.batch_size ({}), model.context_length ({}), attention.chunk_size ({}), "
                        "attention.num_features ({}) or model.n_layers ({})",
-                       B, T, s.attention.chunk_size, s.D, s.L);
+                       B, T, s.attention.chunk_size, s.attn.D, s.L);
   // Activations plus the micro-batch's input and target tokens (int32).
   e.add("activations", memory_activation_elements(s, B, T, threads) * kFloat + 2.0 * B * T * sizeof(int32_t), keys);
   return e;

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "layers/rope.h"
+#include "attention/attention_core.h"
 #include "model/model_params.h"
 #include "model/model_spec.h"
 #include "tensor/arena.h"
@@ -31,10 +31,10 @@ class Model {
 
   ModelSpec spec;
   ParamTable table;
-  RopeTable rope;            // built for context_length positions when spec.rope
+  AttentionCore attention;   // the attention of training and evaluation: RoPE for context_length positions
   ModelWeights<T> w;         // views of params()
   ModelWeights<T> g;         // views of grads(), same offsets
-  int64_t random_size = 0;   // L * H * D * Dh (0 for softmax)
+  int64_t random_size = 0;   // L * H * D * Dh (0 when the attention draws none)
 
   T* params() { return arena_.data(); }                       // (P)
   T* grads() { return arena_.data() + table.size(); }         // (P)
@@ -43,6 +43,7 @@ class Model {
   int64_t param_size() const { return table.size(); }         // P (flat, with padding)
   T* random_fixed() { return random_.data(); }                  // (L, H, D, Dh)
   T* random_step() { return random_.data() + random_size; }     // (L, H, D, Dh)
+  int64_t random_per_layer() const { return random_size / spec.L; }  // H * D * Dh
   void zero_grad();
 
  private:
@@ -50,15 +51,15 @@ class Model {
   Arena<T> random_;   // (2, L, H, D, Dh)
 };
 
-// normal(0, init_std) weights, residual projections (wo, w2) scaled by 1/sqrt(2L);
-// norms 1; sigma = sigma_init; gate_w normal(0, init_std), gate_b = gate_bias_init.
-// Each tensor draws from its own stream CounterRng(seed, 0x1417, tensor index),
-// and the fixed random matrices are drawn with step = kFixedRandomStep.
+// Each tensor as its table entry's ParamInit says (model_params.h): normal(0,
+// init_std * scale) from its own stream CounterRng(seed, 0x1417, tensor index),
+// or a constant. The fixed random matrices are drawn with step = kFixedRandomStep.
 template <typename T>
 void model_init(Model<T>& model, uint64_t seed);
 
-// RFA random matrices for every (layer, head) at `step`: out[l, h] is the draw
-// keyed by (seed, step, l, h). No allocation (float path); cheap vs a step.
+// The attention's random matrices for every (layer, head) at `step`: out[l, h] is
+// the draw keyed by (seed, step, l, h); nothing when the attention draws none.
+// No allocation (float path); cheap vs a step.
 template <typename T>
 void model_draw_random(const ModelSpec& spec, uint64_t seed, uint64_t step, T* out);  // (L, H, D, Dh)
 

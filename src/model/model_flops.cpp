@@ -1,6 +1,6 @@
 #include "model/model_flops.h"
 
-#include <algorithm>
+#include "attention/attention_core.h"
 
 namespace rfa {
 
@@ -13,16 +13,7 @@ FlopCount model_train_flops(const ModelSpec& s, int64_t batch, int64_t T) {
   const double tokens = double(batch) * double(T);
   FlopCount f;
   f.matmul = 6.0 * double(model_matmul_params(s)) * tokens;
-  double per_token_layer = 0;  // forward
-  if (!s.is_rfa()) {
-    per_token_layer = 2.0 * s.C * double(T + 1);
-  } else {
-    const double D = s.D, Dh = s.Dh;
-    const double F = s.attention.feature_map == FeatureMapKind::gaussian ? 2 * D : D;
-    const double c = std::min<int64_t>(s.attention.chunk_size, T);
-    per_token_layer = s.H * (4 * D * Dh + 4 * F * (Dh + 1) + 2 * c * F + 2 * c * (Dh + 1));
-  }
-  f.attention = 3.0 * per_token_layer * s.L * tokens;
+  f.attention = 3.0 * attention_forward_flops_per_token(s.attn, T) * s.L * tokens;
   return f;
 }
 

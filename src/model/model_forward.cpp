@@ -16,10 +16,9 @@ template <typename T>
 BlockContext<T> block_context(Model<T>& m, Activations<T>& a, const T* random, int l) {
   BlockContext<T> ctx;
   ctx.spec = &m.spec;
-  ctx.rope = &m.rope;
-  ctx.random = m.spec.is_rfa() ? random + int64_t(l) * m.spec.H * m.spec.D * m.spec.Dh : nullptr;
-  ctx.attn_scratch = a.grad.attn_scratch;
-  ctx.attn_scratch_size = a.attn_scratch_size();
+  ctx.attention = &m.attention;
+  ctx.random = random ? random + l * m.random_per_layer() : nullptr;
+  ctx.attn_scratch = Workspace<T>{a.grad.attn_scratch, static_cast<size_t>(a.attn_scratch_size())};
   ctx.B = a.B;
   ctx.T_len = a.T_len;
   return ctx;
@@ -32,23 +31,13 @@ T* block_output(Activations<T>& a, int l) {
 }
 
 // Zeroes the gradients that model_backward only adds into, whatever the write:
-// the norms, sigma and the gate (small), and an untied embedding (scatter-add).
-// The weight matrices' gradients are left to the gemms' beta 0.
+// every table entry not marked grad_by_gemm (the norms, the attention's own
+// tensors, an untied embedding's scatter-add). The others are left to the
+// gemms' beta 0.
 template <typename T>
 void grads_zero_accumulated(Model<T>& m) {
-  const ModelSpec& s = m.spec;
-  auto zero = [](T* p, int64_t n) {
-    if (p) std::memset(p, 0, sizeof(T) * static_cast<size_t>(n));
-  };
-  if (!s.model.tie_embeddings) zero(m.g.tok_embedding, int64_t(s.V) * s.C);
-  zero(m.g.final_norm, s.C);
-  for (const BlockWeights<T>& dw : m.g.layers) {
-    zero(dw.attn_norm, s.C);
-    zero(dw.ffn_norm, s.C);
-    zero(dw.sigma, int64_t(s.H) * s.Dh);
-    zero(dw.gate_w, int64_t(s.H) * s.C);
-    zero(dw.gate_b, s.H);
-  }
+  for (const ParamEntry& e : m.table.entries())
+    if (!e.grad_by_gemm) std::memset(m.grads() + e.offset, 0, sizeof(T) * static_cast<size_t>(e.numel));
 }
 
 }  // namespace
@@ -58,7 +47,7 @@ double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, cons
                      std::type_identity_t<const T*> random) {
   const ModelSpec& s = m.spec;
   const int64_t N = int64_t(a.B) * a.T_len;
-  RFA_ASSERT(!s.is_rfa() || random != nullptr, "RFA model run without random matrices");
+  RFA_ASSERT(m.random_size == 0 || random != nullptr, "the attention needs its random matrices");
   for (int64_t i = 0; i < N; ++i)
     if (inputs[i] < 0 || inputs[i] >= s.V)
       fail("token id {} at position {} is outside the vocabulary [0, {}); the token data and the model disagree",
@@ -110,10 +99,11 @@ void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const
   gemm<T>(false, false, N, s.C, s.V, T(1), g.dlogits, s.V, m.w.lm_head, s.C, T(0), g.dnorm, s.C);  // dnorm = dlogits · W
   gemm<T>(true, false, s.V, s.C, N, T(1), g.dlogits, s.V, a.final_norm, s.C, overwrite ? T(0) : T(1), m.g.lm_head,
           s.C);  // dW (+)= dlogitsᵀ · n
-  rmsnorm_backward_overwrite(g.dresid, m.g.final_norm, g.dnorm, a.resid_final, m.w.final_norm, a.final_rstd, N, s.C);
+  rmsnorm_backward(g.dresid, m.g.final_norm, g.dnorm, a.resid_final, m.w.final_norm, a.final_rstd, N, s.C,
+                   GradWrite::overwrite);
   for (int l = s.L - 1; l >= 0; --l) {
     BlockContext<T> ctx = block_context(m, a, random, l);
-    ctx.matrix_grads_overwrite = overwrite;
+    ctx.write = write;
     block_backward(ctx, m.w.layers[static_cast<size_t>(l)], m.g.layers[static_cast<size_t>(l)],
                    a.layers[static_cast<size_t>(l)], g);
   }

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "layers/grad_write.h"
 #include "model/activations.h"
 #include "model/model.h"
 
@@ -17,10 +18,6 @@ namespace rfa {
 template <typename T>
 double model_forward(Model<T>& model, Activations<T>& acts, const int32_t* inputs, const int32_t* targets,
                      std::type_identity_t<const T*> random);
-
-// How model_backward writes model.grads(): add into them (gradient accumulation),
-// or overwrite them (a step's first micro-batch: no separate zero_grad pass).
-enum class GradWrite { accumulate, overwrite };
 
 // Backward of the last model_forward (same inputs, targets, random): adds
 // loss_scale * d(mean loss)/d(params) into model.grads() (accumulate: does not

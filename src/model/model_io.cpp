@@ -7,9 +7,9 @@ namespace {
 
 std::string random_name(int l) { return "layers." + std::to_string(l) + ".attn.random"; }
 
-std::vector<int64_t> random_shape(const ModelSpec& s) { return {s.H, s.D, s.Dh}; }
+std::vector<int64_t> random_shape(const ModelSpec& s) { return attention_random_shape(s.attn); }
 
-int64_t random_per_layer(const ModelSpec& s) { return int64_t(s.H) * s.D * s.Dh; }
+int64_t random_per_layer(const ModelSpec& s) { return attention_random_size(s.attn); }
 
 const Tensor& require(const SafetensorsFile& file, const std::string& name) {
   const Tensor* t = file.find(name);
@@ -22,7 +22,7 @@ const Tensor& require(const SafetensorsFile& file, const std::string& name) {
 std::vector<TensorRef> model_tensor_refs(Model<float>& m) {
   std::vector<TensorRef> refs;
   for (const ParamEntry& e : m.table.entries()) refs.push_back({e.name, DType::F32, e.shape, m.params() + e.offset});
-  if (m.spec.is_rfa())
+  if (random_per_layer(m.spec) > 0)
     for (int l = 0; l < m.spec.L; ++l)
       refs.push_back({random_name(l), DType::F32, random_shape(m.spec), m.random_fixed() + l * random_per_layer(m.spec)});
   return refs;
@@ -32,7 +32,7 @@ std::vector<TensorSpec> model_tensor_specs(const ModelSpec& spec) {
   std::vector<TensorSpec> specs;
   const ParamTable t = model_param_table(spec);  // named: a loop over a temporary's entries() would dangle
   for (const ParamEntry& e : t.entries()) specs.push_back({e.name, DType::F32, e.shape});
-  if (spec.is_rfa())
+  if (random_per_layer(spec) > 0)
     for (int l = 0; l < spec.L; ++l) specs.push_back({random_name(l), DType::F32, random_shape(spec)});
   return specs;
 }
@@ -54,7 +54,7 @@ std::vector<TensorSpec> optimizer_tensor_specs(const ModelSpec& spec) {
 
 void model_tensors_load(Model<float>& m, const SafetensorsFile& file) {
   for (const ParamEntry& e : m.table.entries()) tensor_copy_to(require(file, e.name), m.params() + e.offset, e.numel);
-  if (m.spec.is_rfa())
+  if (random_per_layer(m.spec) > 0)
     for (int l = 0; l < m.spec.L; ++l)
       tensor_copy_to(require(file, random_name(l)), m.random_fixed() + l * random_per_layer(m.spec),
                      random_per_layer(m.spec));

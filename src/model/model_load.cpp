@@ -5,8 +5,9 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/checkpoint_tokenizer.h"
-#include "checkpoint/file_io.h"
-#include "checkpoint/xxhash64.h"
+#include "io/file_io.h"
+#include "io/hash.h"
+#include "config/config_enums.h"
 #include "config/config_load.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -30,18 +31,18 @@ std::unique_ptr<Tokenizer> tokenizer_of(const std::string& dir, const TrainState
   const std::string& path = config.tokenizer.path;
   checkpoint_tokenizer_verify(dir, state, path);  // before parsing: a corrupt copy may not parse at all
   if (fs::exists(copy)) return std::make_unique<Tokenizer>(Tokenizer::load(copy));
-  if (state.tokenizer_checksum.empty())
+  if (state.tokenizer_xxh64.empty())
     fail("checkpoint {} has no tokenizer.model and its state.json records no tokenizer checksum, so the "
          "tokenizer cannot be identified; re-save the checkpoint with its tokenizer",
          dir);
   if (!fs::exists(path))
     fail("checkpoint {} has no tokenizer.model and the config's tokenizer.path '{}' does not exist; {}", dir, path,
-         tokenizer_restore_advice(dir, state.tokenizer_checksum, ""));
-  std::string actual = file_checksum(path);
-  if (actual != state.tokenizer_checksum)
+         tokenizer_restore_advice(dir, state.tokenizer_xxh64, ""));
+  std::string actual = tokenizer_xxh64(path);
+  if (actual != state.tokenizer_xxh64)
     fail("checkpoint {} has no tokenizer.model and '{}' has checksum {}, not the {} recorded in training: it is a "
          "different tokenizer; {}",
-         dir, path, actual, state.tokenizer_checksum, tokenizer_restore_advice(dir, state.tokenizer_checksum, ""));
+         dir, path, actual, state.tokenizer_xxh64, tokenizer_restore_advice(dir, state.tokenizer_xxh64, ""));
   log_info("load", "checkpoint has no tokenizer copy; using {} (checksum matches)", path);
   return std::make_unique<Tokenizer>(Tokenizer::load(path));
 }
@@ -82,7 +83,7 @@ LoadedModel model_load(const std::string& run_or_checkpoint) {
   out.step = ck.state.step;
   out.model = std::make_unique<Model<float>>(spec);
   model_tensors_load(*out.model, ck.model);
-  log_info("load", "{}: {} model, {} layers, width {}, vocab {}, step {}", dir, attention_kind_name(spec.attention.kind),
+  log_info("load", "{}: {} model, {} layers, width {}, vocab {}, step {}", dir, enum_name(spec.attention.kind),
            spec.L, spec.C, spec.V, out.step);
   return out;
 }

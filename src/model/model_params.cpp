@@ -1,5 +1,6 @@
 #include "model/model_params.h"
 
+#include <cmath>
 #include <string>
 
 #include "core/error.h"
@@ -12,32 +13,30 @@ std::string layer_name(int l, const char* what) { return "layers." + std::to_str
 }  // namespace
 
 ParamTable model_param_table(const ModelSpec& s) {
+  const ParamInit one = ParamInit::constant(1.0), normal = ParamInit::normal(1.0),
+                  residual = ParamInit::normal(1.0 / std::sqrt(2.0 * s.L));  // wo, w2
+  const std::vector<AttentionParam> attn = attention_params(s.attn);
+  const bool gemm = true;  // grad_by_gemm: the weight matrices' gradients come whole from one gemm
   ParamTable t;
-  t.add("tok_embedding", {s.V, s.C}, true);
+  // Tied, the embedding's gradient starts as lm_head's gemm (the scatter-add follows).
+  t.add("tok_embedding", {s.V, s.C}, true, normal, s.model.tie_embeddings);
   for (int l = 0; l < s.L; ++l) {
-    t.add(layer_name(l, "attn_norm"), {s.C}, false);
-    for (const char* w : {"attn.wq", "attn.wk", "attn.wv", "attn.wo"}) t.add(layer_name(l, w), {s.C, s.C}, true);
-    if (s.is_rfa()) t.add(layer_name(l, "attn.sigma"), {s.H, s.Dh}, false);
-    if (s.is_gated()) {
-      t.add(layer_name(l, "attn.gate_w"), {s.H, s.C}, true);
-      t.add(layer_name(l, "attn.gate_b"), {s.H}, false);
-    }
-    t.add(layer_name(l, "ffn_norm"), {s.C}, false);
-    t.add(layer_name(l, "ffn.w13"), {2 * int64_t(s.Hf), s.C}, true);
-    t.add(layer_name(l, "ffn.w2"), {s.Hf, s.C}, true);  // input-major: see model_params.h
+    t.add(layer_name(l, "attn_norm"), {s.C}, false, one);
+    for (const char* w : {"attn.wq", "attn.wk", "attn.wv"}) t.add(layer_name(l, w), {s.C, s.C}, true, normal, gemm);
+    t.add(layer_name(l, "attn.wo"), {s.C, s.C}, true, residual, gemm);
+    for (const AttentionParam& p : attn) t.add(layer_name(l, "attn.") + p.name, p.shape, p.decay, p.init);
+    t.add(layer_name(l, "ffn_norm"), {s.C}, false, one);
+    t.add(layer_name(l, "ffn.w13"), {2 * int64_t(s.Hf), s.C}, true, normal, gemm);
+    t.add(layer_name(l, "ffn.w2"), {s.Hf, s.C}, true, residual, gemm);  // input-major: see model_params.h
   }
-  t.add("final_norm", {s.C}, false);
-  if (!s.model.tie_embeddings) t.add("lm_head", {s.V, s.C}, true);
+  t.add("final_norm", {s.C}, false, one);
+  if (!s.model.tie_embeddings) t.add("lm_head", {s.V, s.C}, true, normal, gemm);
   return t;
 }
 
 template <typename T>
 ModelWeights<T> model_weights_view(const ModelSpec& s, const ParamTable& t, T* base) {
   auto at = [&](const std::string& name) { return base + t.get(name).offset; };
-  auto opt = [&](const std::string& name) -> T* {
-    const ParamEntry* e = t.find(name);
-    return e ? base + e->offset : nullptr;
-  };
   ModelWeights<T> w;
   w.tok_embedding = at("tok_embedding");
   w.layers.resize(static_cast<size_t>(s.L));
@@ -48,9 +47,7 @@ ModelWeights<T> model_weights_view(const ModelSpec& s, const ParamTable& t, T* b
     b.wk = at(layer_name(l, "attn.wk"));
     b.wv = at(layer_name(l, "attn.wv"));
     b.wo = at(layer_name(l, "attn.wo"));
-    b.sigma = opt(layer_name(l, "attn.sigma"));
-    b.gate_w = opt(layer_name(l, "attn.gate_w"));
-    b.gate_b = opt(layer_name(l, "attn.gate_b"));
+    b.attn = attention_weights_view(t, layer_name(l, "attn."), base);
     b.ffn_norm = at(layer_name(l, "ffn_norm"));
     b.w13 = at(layer_name(l, "ffn.w13"));
     b.w2 = at(layer_name(l, "ffn.w2"));

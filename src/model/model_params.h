@@ -3,16 +3,19 @@
 // gradients: same layout) as per-layer pointers.
 #include <vector>
 
+#include "attention/attention_core.h"
 #include "model/model_spec.h"
 #include "tensor/param_table.h"
 
 namespace rfa {
 
 // Names: tok_embedding (V,C); layers.{l}.attn_norm (C); layers.{l}.attn.wq|wk|wv|wo (C,C);
-// RFA: layers.{l}.attn.sigma (H,Dh); RFA-Gate: layers.{l}.attn.gate_w (H,C), gate_b (H);
-// layers.{l}.ffn_norm (C); layers.{l}.ffn.w13 (2Hf,C) rows [W1|W3]; layers.{l}.ffn.w2 (Hf,C)
-// input-major (x_out += act · w2: sgemm runs ~15-25% faster on K = Hf without the transpose);
-// final_norm (C); lm_head (V,C) only when untied. Decay: exactly the rank-2 tensors.
+// the attention's own tensors layers.{l}.attn.* (attention_params: RFA sigma (H,Dh); RFA-Gate
+// also gate_w (H,C), gate_b (H)); layers.{l}.ffn_norm (C); layers.{l}.ffn.w13 (2Hf,C) rows
+// [W1|W3]; layers.{l}.ffn.w2 (Hf,C) input-major (x_out += act · w2: sgemm runs ~15-25% faster
+// on K = Hf without the transpose); final_norm (C); lm_head (V,C) only when untied.
+// Decay: exactly the rank-2 tensors. Init (ParamInit): norms 1; matrices normal(0, init_std),
+// wo and w2 scaled by 1/sqrt(2L); the attention's as attention_params says.
 ParamTable model_param_table(const ModelSpec& spec);
 
 template <typename T>
@@ -22,9 +25,7 @@ struct BlockWeights {
   T* wk = nullptr;         // (C, C)
   T* wv = nullptr;         // (C, C)
   T* wo = nullptr;         // (C, C)
-  T* sigma = nullptr;      // (H, Dh)  RFA kinds only
-  T* gate_w = nullptr;     // (H, C)   RFA-Gate only
-  T* gate_b = nullptr;     // (H)      RFA-Gate only
+  AttentionWeights<T> attn;  // the attention's own tensors (attention_params), null where none
   T* ffn_norm = nullptr;   // (C)
   T* w13 = nullptr;        // (2Hf, C)
   T* w2 = nullptr;         // (Hf, C)  input-major, unlike the other matrices

@@ -4,15 +4,6 @@
 
 namespace rfa {
 
-const char* attention_kind_name(AttentionKind kind) {
-  switch (kind) {
-    case AttentionKind::softmax: return "softmax";
-    case AttentionKind::rfa: return "rfa";
-    case AttentionKind::rfa_gate: return "rfa_gate";
-  }
-  return "?";
-}
-
 ModelSpec model_spec_make(const ModelConfig& model, const AttentionConfig& attention) {
   if (model.vocab_size <= 0)
     fail("model.vocab_size is {}; set it or let the tokenizer provide it before building the model",
@@ -30,14 +21,9 @@ ModelSpec model_spec_make(const ModelConfig& model, const AttentionConfig& atten
   s.H = model.n_heads;
   s.Dh = config_head_size(model);
   s.Hf = config_ffn_hidden(model);
-  s.rope = config_positions(attention) == PositionKind::rope;
-  if (s.rope && s.Dh % 2 != 0) fail("rope needs an even head size; d_model {} / n_heads {} = {}", s.C, s.H, s.Dh);
-  if (s.is_rfa()) {
-    if (attention.num_features <= 0)
-      fail("attention.num_features is {}; RFA needs at least 1 random vector per head", attention.num_features);
-    if (attention.chunk_size <= 0) fail("attention.chunk_size is {}; use e.g. 64", attention.chunk_size);
-    s.D = attention.num_features;
-  }
+  s.attn = attention_spec_make(attention, s.H, s.Dh);
+  if (s.attn.rope && s.Dh % 2 != 0)
+    fail("rope needs an even head size; d_model {} / n_heads {} = {}", s.C, s.H, s.Dh);
   return s;
 }
 

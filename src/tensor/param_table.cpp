@@ -5,14 +5,15 @@
 
 namespace rfa {
 
-int64_t ParamTable::add(const std::string& name, std::vector<int64_t> shape, bool decay) {
+int64_t ParamTable::add(const std::string& name, std::vector<int64_t> shape, bool decay, ParamInit init,
+                        bool grad_by_gemm) {
   RFA_ASSERT(!index_.count(name), "parameter {} added twice", name);
   int64_t numel = 1;
   for (int64_t d : shape) {
     RFA_ASSERT(d > 0, "parameter {} has a dimension {}", name, d);
     numel *= d;
   }
-  ParamEntry e{name, size_, std::move(shape), numel, decay};
+  ParamEntry e{name, size_, std::move(shape), numel, decay, init, grad_by_gemm};
   size_ += arena_round<float>(numel);  // float alignment; also 64-byte aligned for double * 2
   index_[name] = entries_.size();
   entries_.push_back(std::move(e));

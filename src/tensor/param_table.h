@@ -11,18 +11,31 @@
 
 namespace rfa {
 
+// How model_init fills a tensor: normal(0, init_std * value) from the tensor's own
+// stream, or the constant `value`.
+struct ParamInit {
+  enum class Kind { normal, constant };
+  Kind kind = Kind::normal;
+  double value = 1.0;
+  static ParamInit normal(double std_scale) { return {Kind::normal, std_scale}; }
+  static ParamInit constant(double v) { return {Kind::constant, v}; }
+};
+
 struct ParamEntry {
   std::string name;            // ggml-like: "layers.0.attn.wq", "final_norm"
   int64_t offset = 0;          // element offset into the flat array
   std::vector<int64_t> shape;  // row-major, last index fastest
   int64_t numel = 0;
   bool decay = false;          // AdamW weight decay applies (weight matrices only)
+  ParamInit init;              // how model_init fills it
+  bool grad_by_gemm = false;   // a backward gemm writes its whole gradient (beta 0 can overwrite it)
 };
 
 class ParamTable {
  public:
   // Appends a tensor; names must be unique. Returns its offset.
-  int64_t add(const std::string& name, std::vector<int64_t> shape, bool decay);
+  int64_t add(const std::string& name, std::vector<int64_t> shape, bool decay, ParamInit init = {},
+              bool grad_by_gemm = false);
 
   const ParamEntry& get(const std::string& name) const;  // throws Error naming the missing tensor
   const ParamEntry* find(const std::string& name) const;  // nullptr if absent

@@ -3,7 +3,8 @@
 #include <sentencepiece_processor.h>
 
 #include "core/error.h"
-#include "core/file_util.h"
+#include "io/file_util.h"
+#include "io/hash.h"
 
 namespace rfa {
 namespace {
@@ -56,7 +57,7 @@ Tokenizer Tokenizer::from_bytes(std::string model_bytes, const std::string& orig
   if (!status.ok())
     fail("tokenizer model {} ({} bytes) is not a valid SentencePiece model: {}; re-train it with "
          "`rfa tokenizer train`", origin, model_bytes.size(), status.ToString());
-  t.checksum_ = fnv1a64(model_bytes);
+  t.fnv1a64_ = tokenizer_fnv1a64(model_bytes);
   t.model_bytes_ = std::move(model_bytes);
   t.origin_ = origin;
   int V = t.sp_->GetPieceSize();
@@ -99,7 +100,7 @@ int Tokenizer::token_bytes(int32_t id) const {
 }
 
 int Tokenizer::vocab_size() const { return static_cast<int>(token_text_.size()); }
-uint64_t Tokenizer::checksum() const { return checksum_; }
+uint64_t Tokenizer::fnv1a64() const { return fnv1a64_; }
 const std::string& Tokenizer::model_bytes() const { return model_bytes_; }
 const std::string& Tokenizer::origin() const { return origin_; }
 

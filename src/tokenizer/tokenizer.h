@@ -40,7 +40,7 @@ class Tokenizer {
   int token_bytes(int32_t id) const;
 
   int vocab_size() const;                     // V
-  uint64_t checksum() const;                  // 64-bit FNV-1a of the model file bytes
+  uint64_t fnv1a64() const;                   // tokenizer_fnv1a64 of the model file bytes (io/hash.h)
   const std::string& model_bytes() const;     // the serialized model, as read
   const std::string& origin() const;          // path it came from (for messages)
 
@@ -49,7 +49,7 @@ class Tokenizer {
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
   std::string model_bytes_;
   std::string origin_;
-  uint64_t checksum_ = 0;
+  uint64_t fnv1a64_ = 0;
   std::vector<std::string> token_text_;  // (V) decode_token table
 };
 

@@ -10,7 +10,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
-#include "core/file_util.h"
+#include "io/file_util.h"
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/rng.h"

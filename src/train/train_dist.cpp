@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "checkpoint/xxhash64.h"
+#include "io/hash.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "dist/dist.h"

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "checkpoint/json.h"
+#include "io/json.h"
 #include "core/error.h"
 
 namespace rfa {

@@ -6,13 +6,13 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_tokenizer.h"
-#include "checkpoint/file_io.h"
-#include "checkpoint/json.h"
-#include "checkpoint/xxhash64.h"
+#include "io/file_io.h"
+#include "io/json.h"
+#include "io/hash.h"
 #include "config/config_keys.h"
 #include "config/config_load.h"
 #include "core/error.h"
-#include "core/file_util.h"
+#include "io/file_util.h"
 #include "model/model_io.h"
 #include "model/model_load.h"
 #include "train/train_session.h"
@@ -45,13 +45,13 @@ std::string tokenizer_of(const std::string& dir, const TrainState& state, const 
   const std::string& path = config.tokenizer.path;
   checkpoint_tokenizer_verify(dir, state, path);
   if (fs::exists(copy)) return copy;
-  if (state.tokenizer_checksum.empty() || !fs::exists(path))
+  if (state.tokenizer_xxh64.empty() || !fs::exists(path))
     fail("checkpoint {} has no tokenizer.model and the tokenizer it was trained with cannot be identified "
          "(tokenizer.path '{}'); copy the training tokenizer to {}/tokenizer.model",
          dir, path, dir);
-  if (std::string actual = file_checksum(path); actual != state.tokenizer_checksum)
+  if (std::string actual = tokenizer_xxh64(path); actual != state.tokenizer_xxh64)
     fail("checkpoint {} has no tokenizer.model and '{}' has checksum {}, not the {} recorded in training; {}", dir,
-         path, actual, state.tokenizer_checksum, tokenizer_restore_advice(dir, state.tokenizer_checksum, ""));
+         path, actual, state.tokenizer_xxh64, tokenizer_restore_advice(dir, state.tokenizer_xxh64, ""));
   return path;
 }
 

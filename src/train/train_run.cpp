@@ -6,12 +6,12 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_dir.h"
-#include "checkpoint/file_io.h"
-#include "checkpoint/xxhash64.h"
+#include "io/file_io.h"
+#include "io/hash.h"
 #include "config/config_enums.h"
 #include "config/config_load.h"
 #include "core/error.h"
-#include "core/file_util.h"
+#include "io/file_util.h"
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/stop_signals.h"
@@ -149,15 +149,15 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   TrainState state;
   state.seed = tc.seed;
   const std::string& tokenizer_bytes = data.tokenizer.model_bytes();
-  state.tokenizer_checksum = hash_hex(xxhash64(tokenizer_bytes.data(), tokenizer_bytes.size()));
+  state.tokenizer_xxh64 = hash_hex(xxhash64(tokenizer_bytes.data(), tokenizer_bytes.size()));
   state.threads = thread_count();
   int64_t start = 0, tokens_seen = 0;
   double wall_before = 0;  // training wall time of the run before this process
   if (resuming) {
     const TrainState saved = resume_load(session, options.resume_checkpoint);
-    if (saved.tokenizer_checksum != state.tokenizer_checksum)
+    if (saved.tokenizer_xxh64 != state.tokenizer_xxh64)
       fail("checkpoint {} records tokenizer checksum {} but the run's tokenizer has {}",
-           options.resume_checkpoint, saved.tokenizer_checksum, state.tokenizer_checksum);
+           options.resume_checkpoint, saved.tokenizer_xxh64, state.tokenizer_xxh64);
     if (saved.step >= tc.steps)
       fail("checkpoint {} is at step {} and train.steps is {}: nothing to train; extend the run with "
            "--set train.steps=N (N > {})",

@@ -70,7 +70,7 @@ StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
   StepStats st;
   Timer timer;
   // No zero_grad: the first micro-batch's backward overwrites every gradient.
-  if (s.is_rfa()) model_draw_random(s, tc.seed, static_cast<uint64_t>(step), model_.random_step());
+  model_draw_random(s, tc.seed, static_cast<uint64_t>(step), model_.random_step());  // none for softmax
   st.setup_ms = timer.ms();
   double loss_sum = 0;
   // Data parallel: this rank computes grad_accum of the step's ranks * grad_accum micro-batches

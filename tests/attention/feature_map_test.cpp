@@ -5,7 +5,7 @@
 
 #include "attention/feature_map.h"
 #include "attention/random_features.h"
-#include "attention/vector_math.h"  // dot
+#include "kernels/vector_math.h"  // dot
 #include "support/gradcheck.h"
 
 using namespace rfa;

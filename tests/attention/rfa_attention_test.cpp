@@ -16,7 +16,7 @@ using rfa::test::RfaProblem;
 
 namespace {
 
-// Runs rfa_step over all T positions; returns out (B, T, C).
+// Runs rfa_step_reference over all T positions; returns out (B, T, C).
 template <typename T>
 std::vector<T> run_recurrent(RfaProblem<T>& p, RfaState<T>& state, int t_begin, int t_end) {
   const int C = p.d.C(), B = p.d.B, Tn = p.d.T;
@@ -29,7 +29,7 @@ std::vector<T> run_recurrent(RfaProblem<T>& p, RfaState<T>& state, int t_begin, 
         qt[dst] = p.q[src], kt[dst] = p.k[src], vt[dst] = p.v[src], nt[dst] = p.n[src];
       }
     RfaInputs<T> in{qt.data(), kt.data(), vt.data(), nt.data()};
-    rfa_step(ot.data(), state, in, p.params(), p.cfg);
+    rfa_step_reference(ot.data(), state, in, p.params(), p.cfg);
     for (int b = 0; b < B; ++b)
       std::copy(ot.begin() + size_t(b) * C, ot.begin() + size_t(b + 1) * C, out.begin() + (size_t(b) * Tn + t) * C);
   }
@@ -123,33 +123,6 @@ TEST_CASE("rfa: prefill rejects a state of another shape") {
   RfaProblem<float> p(cfg, d, 1);
   auto st = rfa_state_create<float>(cfg, 3, d.H, d.Dh);
   CHECK_THROWS_AS(rfa_prefill(p.out.data(), st, p.workspace(), p.inputs(), p.params(), cfg, d), rfa::Error);
-}
-
-TEST_CASE("rfa: config from the option tree, with validation") {
-  AttentionConfig a;
-  a.kind = AttentionKind::rfa;
-  a.feature_map = FeatureMapKind::arccos;
-  a.num_features = 48;
-  a.chunk_size = 32;
-  a.denominator_floor = 0.05;
-  RfaConfig c = rfa_config_from(a);
-  CHECK(!c.gated);
-  CHECK(c.feature_map == FeatureMapKind::arccos);
-  CHECK(rfa_feature_count(c) == 48);
-  CHECK(c.chunk_size == 32);
-  CHECK(c.eps_d == 0.05);
-  a.kind = AttentionKind::rfa_gate;
-  a.feature_map = FeatureMapKind::gaussian;
-  CHECK(rfa_config_from(a).gated);
-  CHECK(rfa_feature_count(rfa_config_from(a)) == 96);
-  a.kind = AttentionKind::softmax;
-  CHECK_THROWS_AS(rfa_config_from(a), rfa::Error);
-  a.kind = AttentionKind::rfa;
-  a.chunk_size = 0;
-  CHECK_THROWS_AS(rfa_config_from(a), rfa::Error);
-  a.chunk_size = 64;
-  a.denominator_floor = 0;
-  CHECK_THROWS_AS(rfa_config_from(a), rfa::Error);
 }
 
 TEST_CASE("rfa: a reset state decodes like a fresh one") {

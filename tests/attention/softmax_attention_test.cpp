@@ -101,13 +101,13 @@ TEST_CASE("softmax attention: KV-cache decoding equals the full forward") {
         size_t src = (size_t(b) * d.T + t) * C + c;
         qt[size_t(b) * C + c] = q[src], kt[size_t(b) * C + c] = k[src], vt[size_t(b) * C + c] = v[src];
       }
-    softmax_attention_step(ot.data(), cache, qt.data(), kt.data(), vt.data());
+    softmax_attention_step_reference(ot.data(), cache, qt.data(), kt.data(), vt.data());
     for (int b = 0; b < d.B; ++b)
       for (int c = 0; c < C; ++c) stepped[(size_t(b) * d.T + t) * C + c] = ot[size_t(b) * C + c];
   }
   CHECK(cache.len == d.T);
   rfa::test::check_close("decode vs forward", stepped.data(), full.data(), n, 1e-5, 1e-6);
-  CHECK_THROWS_AS(softmax_attention_step(ot.data(), cache, qt.data(), kt.data(), vt.data()), rfa::Error);
+  CHECK_THROWS_AS(softmax_attention_step_reference(ot.data(), cache, qt.data(), kt.data(), vt.data()), rfa::Error);
   kv_cache_reset(cache);
   CHECK(cache.len == 0);
 }

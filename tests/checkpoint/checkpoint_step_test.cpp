@@ -7,7 +7,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_test_support.h"
-#include "checkpoint/file_io.h"
+#include "io/file_io.h"
 #include "core/error.h"
 #include "support/temp_dir.h"
 

@@ -7,9 +7,9 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_dir.h"
-#include "checkpoint/file_io.h"
+#include "io/file_io.h"
 #include "support/temp_dir.h"
-#include "checkpoint/xxhash64.h"
+#include "io/hash.h"
 #include "checkpoint/checkpoint_test_support.h"
 #include "core/error.h"
 
@@ -66,7 +66,7 @@ TEST_CASE("checkpoint: save then load is bit-identical and validated") {
   file_write_durable(tmp / "tok.model", "fake sentencepiece model");
   CheckpointContents c = toy.contents(500, 3.25);
   c.tokenizer_path = tmp / "tok.model";
-  c.state.tokenizer_checksum = file_checksum(tmp / "tok.model");
+  c.state.tokenizer_xxh64 = tokenizer_xxh64(tmp / "tok.model");
   std::string root = tmp / "checkpoints";
   std::string dir = checkpoint_save(root, c, retention(3, true));
   CHECK(dir == root + "/step-000500");
@@ -121,7 +121,7 @@ TEST_CASE("checkpoint: load reports shape mismatch, corruption, bad version and 
   file_write_durable(tmp / "tok.model", "tokenizer");
   CheckpointContents c = toy2.contents(20, 1.0);
   c.tokenizer_path = tmp / "tok.model";
-  c.state.tokenizer_checksum = file_checksum(tmp / "tok.model");
+  c.state.tokenizer_xxh64 = tokenizer_xxh64(tmp / "tok.model");
   std::string dir2 = checkpoint_save(tmp / "ck", c, retention(3, true));
   file_write_durable(dir2 + "/tokenizer.model", "tokenizes");
   CHECK_THROWS_WITH_AS(checkpoint_load(dir2, toy2.model_specs(), {}),

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "checkpoint/checkpoint_tokenizer.h"
-#include "checkpoint/file_io.h"
-#include "checkpoint/xxhash64.h"
+#include "io/file_io.h"
+#include "io/hash.h"
 #include "core/error.h"
 #include "support/temp_dir.h"
 
@@ -39,19 +39,19 @@ TEST_CASE("checkpoint tokenizer: a corrupt copy names the file and where to rest
   file_write_durable(bad + "/tokenizer.model", "the tokenizeR");
   const std::string path = tmp.write("tok.model", "the tokenizer");
   TrainState state;
-  state.tokenizer_checksum = file_checksum(run + "/tokenizer.model");
+  state.tokenizer_xxh64 = tokenizer_xxh64(run + "/tokenizer.model");
 
   CHECK_NOTHROW(checkpoint_tokenizer_verify(newer, state, path));
   std::string e = error_of([&] { checkpoint_tokenizer_verify(bad, state, path); });
   CHECK(e.find("tokenizer copy " + bad + "/tokenizer.model is corrupt") != std::string::npos);
-  CHECK(e.find(state.tokenizer_checksum) != std::string::npos);
+  CHECK(e.find(state.tokenizer_xxh64) != std::string::npos);
   CHECK(e.find("`cp " + run + "/tokenizer.model " + bad + "/tokenizer.model`") != std::string::npos);
 
   // Without the run's copy: the newest other checkpoint's, then tokenizer.path.
   std::filesystem::remove(run + "/tokenizer.model");
   e = error_of([&] { checkpoint_tokenizer_verify(bad, state, path); });
   CHECK(e.find("`cp " + newer + "/tokenizer.model " + bad + "/tokenizer.model`") != std::string::npos);
-  CHECK(tokenizer_intact_copies(bad, state.tokenizer_checksum, path) ==
+  CHECK(tokenizer_intact_copies(bad, state.tokenizer_xxh64, path) ==
         std::vector<std::string>{newer + "/tokenizer.model", older + "/tokenizer.model", path});
   std::filesystem::remove(newer + "/tokenizer.model");
   std::filesystem::remove(older + "/tokenizer.model");

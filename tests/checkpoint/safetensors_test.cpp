@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/file_io.h"
+#include "io/file_io.h"
 #include "checkpoint/safetensors.h"
 #include "support/temp_dir.h"
 #include "core/error.h"

@@ -49,7 +49,7 @@ TEST_CASE("train state: serialise then parse round-trips every field exactly") {
   s.wall_seconds = 3601.123456789;
   s.val_loss = 2.718281828459045;
   s.best_val_loss = 2.5;
-  s.tokenizer_checksum = "0123456789abcdef";
+  s.tokenizer_xxh64 = "0123456789abcdef";
   s.threads = 7;
   TrainState r = train_state_parse(train_state_serialize(s), "state.json");
   CHECK(r.format_version == kCheckpointFormatVersion);
@@ -60,7 +60,7 @@ TEST_CASE("train state: serialise then parse round-trips every field exactly") {
   CHECK(r.wall_seconds == s.wall_seconds);
   CHECK(r.val_loss == s.val_loss);
   CHECK(r.best_val_loss == s.best_val_loss);
-  CHECK(r.tokenizer_checksum == s.tokenizer_checksum);
+  CHECK(r.tokenizer_xxh64 == s.tokenizer_xxh64);
   CHECK(r.threads == 7);
 }
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/file_util.h"
+#include "io/file_util.h"
 #include "support/temp_dir.h"
 
 using namespace rfa;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/file_util.h"
+#include "io/file_util.h"
 #include "data/token_file.h"
 #include "data/token_file_format.h"
 #include "support/corpus.h"
@@ -61,7 +61,7 @@ TEST_CASE("token file: prepare then open round-trips the corpus, split and byte 
   CHECK(h.tokens == static_cast<int64_t>(expected.size()));
   CHECK(h.token_width == 2);
   CHECK(h.vocab_size == 360);
-  CHECK(h.tokenizer_checksum == tok.checksum());
+  CHECK(h.tokenizer_fnv1a64 == tok.fnv1a64());
   CHECK(h.tokens - h.split == static_cast<int64_t>(h.tokens * 0.1));
   CHECK(std::filesystem::file_size(dir.file("corpus.tokens")) == 64 + 2 * expected.size());
 

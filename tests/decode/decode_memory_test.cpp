@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "attention/attention_core.h"
 #include "core/parallel.h"
 #include "decode/decode_memory.h"
 #include "decode/decoder.h"
@@ -34,7 +35,7 @@ TEST_CASE("decode memory: the RFA state and the KV cache equal what the decoder 
       o.window = window;
       const MemoryEstimate e = memory_estimate_decoder(model.spec, o, thread_count(), "segment", "positions");
       Decoder<float> dec(model, o);
-      if (model.spec.is_rfa()) {
+      if (!attention_state_grows(model.spec.attn)) {
         CHECK(part_bytes(e, "RFA state") == double(dec.state_capacity_bytes()));
       } else {
         // state_capacity_bytes counts keys and values; the estimate adds the score row (B, H, slots).

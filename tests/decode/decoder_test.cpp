@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "config/config_enums.h"
 #include "decode/decoder.h"
 #include "model/activations.h"
 #include "model/model.h"
@@ -145,13 +146,12 @@ TEST_CASE("decoder equals the full forward: rfa_gate arccos") {
   check_kind<float>(small_spec(AttentionKind::rfa_gate, FeatureMapKind::arccos), 5e-4, 5e-5);
 }
 
-// RFA kinds with rope: the decoder's table holds one segment's rows and slides
-// along the text (step-only rebases it at every position).
+// The attention rotates q and k itself, in every path; its RoPE table bounds the positions.
 TEST_CASE("decoder equals the full forward: rfa and rfa_gate with rope") {
   for (AttentionKind kind : {AttentionKind::rfa, AttentionKind::rfa_gate}) {
-    INFO(attention_kind_name(kind));
+    INFO(enum_name(kind));
     const ModelSpec spec = small_spec(kind, FeatureMapKind::gaussian, PositionKind::rope);
-    REQUIRE(spec.rope);
+    REQUIRE(spec.attn.rope);
     check_kind<double>(spec, 1e-10, 1e-12);
     check_kind<float>(spec, 5e-4, 5e-5);
     // Not vacuous: the same weights without rope give other logits.
@@ -163,6 +163,11 @@ TEST_CASE("decoder equals the full forward: rfa and rfa_gate with rope") {
     double diff = 0;
     for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::abs(a[i] - b[i]));
     CHECK(diff > 1e-3);
+    // A decoder without max_positions is refused: the RoPE table needs its length.
+    Model<float> model(spec);
+    model_init(model, 1);
+    DecoderOptions o;
+    CHECK_THROWS_AS(Decoder<float>(model, o), Error);
   }
 }
 

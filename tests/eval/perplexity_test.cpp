@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "config/config_enums.h"
 #include "eval/perplexity.h"
 #include "model/activations.h"
 #include "model/model_forward.h"
@@ -73,11 +74,11 @@ TEST_CASE("perplexity: rfa_gate, one pass with state carried across segments") {
 TEST_CASE("perplexity: rfa and rfa_gate with rope, one pass equals one forward") {
   const int N = 50;
   for (AttentionKind kind : {AttentionKind::rfa, AttentionKind::rfa_gate}) {
-    INFO(attention_kind_name(kind));
+    INFO(enum_name(kind));
     Config c = test::tiny_config(kind, {.vocab = kV, .context = 64, .num_features = 6, .chunk_size = 8, .init_std = 0.3});
     c.attention.positions = PositionKind::rope;
     Model<float> model(test::tiny_spec(c));
-    REQUIRE(model.spec.rope);
+    REQUIRE(model.spec.attn.rope);
     model_init(model, 4);
     const std::vector<int32_t> x = text(N);
     const std::vector<float> logits = forward_logits(model, x, 0, N - 1);
@@ -97,7 +98,7 @@ TEST_CASE("perplexity: rfa and rfa_gate with rope, one pass equals one forward")
 // state and gives what a fresh perplexity_evaluate gives, bit for bit.
 TEST_CASE("perplexity: a reused decoder gives the same sum as a fresh evaluation") {
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
-    INFO(attention_kind_name(kind));
+    INFO(enum_name(kind));
     Model<float> model(spec_of(kind, 8));
     model_init(model, 4);
     const std::vector<int32_t> x = text(40);

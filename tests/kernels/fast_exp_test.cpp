@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/reduce.h"
+#include "kernels/vector_math.h"
 #include "support/gradcheck.h"
 
 TEST_CASE("fast exp: within 3 float ulp of exp over the whole normal range") {

@@ -101,7 +101,7 @@ TEST_CASE("rmsnorm: residual_rmsnorm_forward equals the add then rmsnorm_forward
   CHECK(rstd_f == rstd);
 }
 
-TEST_CASE("rmsnorm: backward_overwrite writes dinp whatever it held, and adds into dweight") {
+TEST_CASE("rmsnorm: backward with GradWrite::overwrite writes dinp whatever it held, and adds into dweight") {
   const int64_t N = 41;
   const int C = 83;
   auto inp = random_vector<float>(N * C, 16), weight = random_vector<float>(C, 17);
@@ -112,8 +112,8 @@ TEST_CASE("rmsnorm: backward_overwrite writes dinp whatever it held, and adds in
   rfa::rmsnorm_backward(dinp.data(), dweight.data(), dout.data(), inp.data(), weight.data(), rstd.data(), N, C);
   auto dinp_o = random_vector<float>(N * C, 19);  // garbage to be overwritten
   std::vector<float> dweight_o(C, 0.5f);
-  rfa::rmsnorm_backward_overwrite(dinp_o.data(), dweight_o.data(), dout.data(), inp.data(), weight.data(),
-                                  rstd.data(), N, C);
+  rfa::rmsnorm_backward(dinp_o.data(), dweight_o.data(), dout.data(), inp.data(), weight.data(), rstd.data(), N,
+                        C, rfa::GradWrite::overwrite);
   CHECK(dinp_o == dinp);
   CHECK(dweight_o == dweight);
 }

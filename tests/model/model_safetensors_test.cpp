@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "config/config_enums.h"
 #include "model/model_io.h"
 #include "model/model_spec.h"
 #include "support/temp_dir.h"
@@ -83,7 +84,7 @@ RawTensor raw_tensor(const RawFile& f, const std::string& name) {
 
 TEST_CASE("model.safetensors: a minimal independent parser finds every tensor the model holds") {
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
-    CAPTURE(attention_kind_name(kind));
+    CAPTURE(enum_name(kind));
     const ModelSpec spec = test::tiny_spec(kind, {.vocab = 20});
     Model<float> model(spec);
     model_init(model, 7);
@@ -112,11 +113,11 @@ TEST_CASE("model.safetensors: a minimal independent parser finds every tensor th
     // Named rows as the README documents them.
     CHECK(raw_tensor(f, "tok_embedding").shape == std::vector<int64_t>{20, 16});
     CHECK(raw_tensor(f, "layers.1.attn.wq").shape == std::vector<int64_t>{16, 16});
-    if (spec.is_rfa()) {
+    if (spec.attention.kind != AttentionKind::softmax) {
       for (int l = 0; l < spec.L; ++l) {
         const RawTensor t = raw_tensor(f, "layers." + std::to_string(l) + ".attn.random");
-        CHECK(t.shape == std::vector<int64_t>{spec.H, spec.D, spec.Dh});
-        const int64_t n = int64_t(spec.H) * spec.D * spec.Dh;
+        CHECK(t.shape == std::vector<int64_t>{spec.H, spec.attention.num_features, spec.Dh});
+        const int64_t n = int64_t(spec.H) * spec.attention.num_features * spec.Dh;
         REQUIRE(t.end - t.begin == uint64_t(n) * 4);
         CHECK(std::memcmp(f.data.data() + t.begin, model.random_fixed() + l * n, t.end - t.begin) == 0);
         bytes += n * 4;

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "checkpoint/json.h"
+#include "io/json.h"
 #include "train/train_report.h"
 
 using namespace rfa;

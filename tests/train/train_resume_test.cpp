@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/file_io.h"
-#include "checkpoint/xxhash64.h"
+#include "io/file_io.h"
+#include "io/hash.h"
+#include "config/config_enums.h"
 #include "config/config_load.h"
 #include "core/error.h"
 #include "model/model_io.h"
@@ -54,7 +55,7 @@ std::string save(TrainSession& session, const Config& c, const std::string& run_
   contents.state.step = step;
   contents.state.seed = c.train.seed;
   contents.state.data_position = step;
-  contents.state.tokenizer_checksum = file_checksum(tokenizer);
+  contents.state.tokenizer_xxh64 = tokenizer_xxh64(tokenizer);
   contents.config_yaml = config_dump(c);
   contents.tokenizer_path = tokenizer;
   return checkpoint_save(run_dir + "/checkpoints", contents, c.checkpoint);
@@ -66,7 +67,7 @@ bool same(const float* a, const float* b, int64_t n) { return std::equal(a, a + 
 
 TEST_CASE("resume: k steps, save, load into a fresh session, N-k steps equals N steps straight") {
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa, AttentionKind::rfa_gate}) {
-    CAPTURE(attention_kind_name(kind));
+    CAPTURE(enum_name(kind));
     const Config c = tiny_config(kind);
     const ModelSpec spec = model_spec_make(c.model, c.attention);
     std::vector<uint16_t> tokens = random_tokens(3000, 4);

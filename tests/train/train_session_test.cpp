@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "config/config_enums.h"
 #include "support/train_fixtures.h"
 #include "train/train_session.h"
 
@@ -40,7 +41,7 @@ double overfit(AttentionKind kind) {
   CHECK(first == doctest::Approx(std::log(16.0)).epsilon(0.05));
   for (int64_t s = 1; s < c.train.steps; ++s) session.step(s, sampler);
   double eval = session.evaluate(split.to_vector());
-  MESSAGE(std::string(attention_kind_name(kind)), ": loss ", first, " -> eval ", eval);
+  MESSAGE(std::string(enum_name(kind)), ": loss ", first, " -> eval ", eval);
   return eval;
 }
 

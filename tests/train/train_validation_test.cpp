@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "config/config_enums.h"
 #include "core/error.h"
 #include "eval/perplexity.h"
 #include "support/train_fixtures.h"
@@ -35,7 +36,7 @@ TEST_CASE("validation text: the whole split by default, the first N x B x T + 1 
 
 TEST_CASE("train: evaluate() is `rfa eval perplexity`'s mean NLL, bit for bit, and repeatable") {
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa, AttentionKind::rfa_gate}) {
-    INFO(attention_kind_name(kind));
+    INFO(enum_name(kind));
     Config c = test::train_config(kind, 16);
     c.train.batch_size = 2;
     const std::vector<uint16_t> raw = test::random_tokens(1500, 7);

@@ -1,10 +1,18 @@
 #pragma once
-// Row kernels of the attention cores, written so -O3 -march=native vectorises
-// them without -ffast-math: dot and vecmat (explicit vector accumulators, since
-// the compiler may not reorder a plain float sum), axpy, exp and sin/cos rows.
-// double versions (gradient checks) call libm.
+// The vector helpers, in one place: row kernels written so -O3 -march=native
+// vectorises them without -ffast-math.
+//   dot, vecmat, matmul: explicit vector accumulators (the compiler may not
+//     reorder a plain float sum), the attention cores' products;
+//   row_dot, row_sum, row_sum_squares, row_max: `omp simd reduction`, which
+//     grants the reassociation for one loop (no threads involved), the layer
+//     kernels' and the decode step's reductions. (dot and row_dot sum in
+//     different orders: each caller keeps the one its results were made with.)
+//   axpy, exp_row, sincos_row.
+// Results depend on n only, never on threads. double versions (gradient
+// checks) call libm.
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -189,6 +197,44 @@ inline void sincos_row(double* s, double* c, const double* u, int n, double scal
     s[i] = scale * std::sin(u[i]);
     c[i] = scale * std::cos(u[i]);
   }
+}
+
+// ---- Reductions (omp simd) ----
+
+// sum_i x[i]^2
+template <typename T>
+inline T row_sum_squares(const T* x, int64_t n) {
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += x[i] * x[i];
+  return s;
+}
+
+// sum_i a[i] * b[i]
+template <typename T>
+inline T row_dot(const T* a, const T* b, int64_t n) {
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// sum_i x[i]
+template <typename T>
+inline T row_sum(const T* x, int64_t n) {
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += x[i];
+  return s;
+}
+
+// max_i x[i]; n >= 1. NaN entries may or may not win (callers check finiteness).
+template <typename T>
+inline T row_max(const T* x, int64_t n) {
+  T m = x[0];
+#pragma omp simd reduction(max : m)
+  for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
 }
 
 }  // namespace rfa

@@ -1,13 +1,12 @@
-#include "decode/softmax_cache_prefill.h"
+#include "attention/softmax_cache_prefill.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "attention/vector_math.h"
+#include "kernels/vector_math.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/gemm.h"
-#include "kernels/reduce.h"
 
 namespace rfa {
 

@@ -1,14 +1,15 @@
-#include "decode/decode_step_attention.h"
-
+// The fused RFA decode step: same math and state as the reference
+// rfa_step_reference (rfa_recurrent.cpp), which the tests compare it against,
+// in one pass over S. Design section 2.
 #include <algorithm>
 #include <cmath>
 
 #include "attention/feature_map.h"
 #include "attention/rfa_layout.h"
-#include "attention/vector_math.h"
+#include "attention/rfa_recurrent.h"
+#include "kernels/vector_math.h"
 #include "core/error.h"
-#include "decode/decode_kernels.h"
-#include "kernels/reduce.h"
+#include "core/parallel.h"
 
 namespace rfa {
 namespace {
@@ -59,8 +60,9 @@ void rfa_decode_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaP
   RFA_ASSERT(per_task >= static_cast<size_t>(Dh + D + 2 * F + 2 * E), "rfa state scratch too small");
   const T eps_d = T(c.eps_d);
   const size_t FE = static_cast<size_t>(F) * E;
-  const int64_t work = int64_t(st.B) * H * (2 * int64_t(D) * Dh + 2 * int64_t(F) * E);
-  decode_for(int64_t(st.B) * H, work, [&](int64_t bh) {
+  // Work per (b, h): two feature maps (2 D Dh) and one pass over the state (2 F E).
+  const int64_t work = 2 * int64_t(D) * Dh + 2 * int64_t(F) * E;
+  parallel_for(int64_t(st.B) * H, parallel_grain(work), [&](int64_t bh) {
     const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
     T* at = st.scratch.data() + bh * per_task;
     T* sx = at;
@@ -98,42 +100,10 @@ void rfa_decode_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaP
   });
 }
 
-template <typename T>
-void softmax_decode_step(T* out, KvCache<T>& cache, const T* q, const T* k, const T* v) {
-  if (!cache.ring && cache.len >= cache.max_len)
-    fail("kv cache full at {} positions; create the decoder with a larger max_positions (prompt + generated)",
-         cache.max_len);
-  const int H = cache.H, Dh = cache.Dh, C = H * Dh, L = cache.max_len, t = cache.len;
-  // Ring: position t goes to slot t % L and the step attends over every filled
-  // slot (positions t-L+1 .. t once full; slot order is irrelevant to softmax).
-  const int slot = cache.ring ? t % L : t, n = cache.ring ? std::min(t + 1, L) : t + 1;
-  const T scale = T(1) / std::sqrt(T(Dh));
-  // Per (b, h), two matrix-vector products over the cache (oneDNN streams them;
-  // threaded only when long): s = scale K q, out = softmax(s)ᵀ V.
-  for (int64_t task = 0; task < int64_t(cache.B) * H; ++task) {
-    const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
-    const size_t row = static_cast<size_t>(b) * C + static_cast<size_t>(h) * Dh;
-    T* kc = cache.k.data() + static_cast<size_t>(task) * L * Dh;  // (max_len, Dh)
-    T* vc = cache.v.data() + static_cast<size_t>(task) * L * Dh;
-    std::copy(k + row, k + row + Dh, kc + static_cast<size_t>(slot) * Dh);
-    std::copy(v + row, v + row + Dh, vc + static_cast<size_t>(slot) * Dh);
-    T* s = cache.scores.data() + static_cast<size_t>(task) * L;  // (n)
-    gemm_decode<T>(false, true, 1, n, Dh, scale, q + row, Dh, kc, Dh, T(0), s, n);
-    const T max = row_max(s, n);
-#pragma omp simd
-    for (int j = 0; j < n; ++j) s[j] -= max;
-    exp_row(s, n);
-    const T inv = T(1) / row_sum(s, n);
-    gemm_decode<T>(false, false, 1, Dh, n, inv, s, n, vc, Dh, T(0), out + row, C);
-  }
-  cache.len = t + 1;
-}
-
-#define RFA_INSTANTIATE(T)                                                                                   \
-  template void rfa_decode_step<T>(T*, RfaState<T>&, const RfaInputs<T>&, const RfaParams<T>&, const T*,        \
-                                   const RfaConfig&);                                                        \
-  template void rfa_random_transpose<T>(T*, const T*, int, int, int);                                        \
-  template void softmax_decode_step<T>(T*, KvCache<T>&, const T*, const T*, const T*);
+#define RFA_INSTANTIATE(T)                                                                            \
+  template void rfa_decode_step<T>(T*, RfaState<T>&, const RfaInputs<T>&, const RfaParams<T>&, const T*, \
+                                   const RfaConfig&);                                                 \
+  template void rfa_random_transpose<T>(T*, const T*, int, int, int);
 RFA_INSTANTIATE(float)
 RFA_INSTANTIATE(double)
 #undef RFA_INSTANTIATE

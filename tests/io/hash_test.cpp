@@ -3,7 +3,7 @@
 #include <cstring>
 #include <vector>
 
-#include "checkpoint/xxhash64.h"
+#include "io/hash.h"
 
 using namespace rfa;
 

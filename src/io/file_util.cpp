@@ -1,4 +1,4 @@
-#include "core/file_util.h"
+#include "io/file_util.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -85,15 +85,6 @@ void file_write_atomic(const std::string& path, std::string_view bytes) {
     }
   }
   file_commit(temp, path);
-}
-
-uint64_t fnv1a64(std::string_view bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
 }
 
 }  // namespace rfa

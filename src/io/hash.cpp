@@ -1,11 +1,11 @@
-#include "checkpoint/xxhash64.h"
+#include "io/hash.h"
 
 #include <fmt/format.h>
 
 #include <cstring>
 #include <vector>
 
-#include "checkpoint/file_io.h"
+#include "io/file_io.h"
 
 namespace rfa {
 namespace {
@@ -64,7 +64,16 @@ uint64_t xxhash64(const void* data, size_t size, uint64_t seed) {
 
 std::string hash_hex(uint64_t hash) { return fmt::format("{:016x}", hash); }
 
-std::string file_checksum(const std::string& path) {
+uint64_t fnv1a64(std::string_view bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string tokenizer_xxh64(const std::string& path) {
   std::vector<uint8_t> bytes = file_read_bytes(path);
   return hash_hex(xxhash64(bytes.data(), bytes.size()));
 }

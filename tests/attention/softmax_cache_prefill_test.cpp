@@ -1,6 +1,6 @@
 // Softmax with a ring KV cache (a window of the last W positions), against a
 // reference that keeps every key and recomputes attention over the last W
-// positions explicitly: the decode step (decode_step_attention.cpp) and the
+// positions explicitly: the decode step (softmax_decode_step.cpp) and the
 // prefill (softmax_cache_prefill.cpp), well past the window, with prompts
 // longer than the window, in any segmentation. The linear cache's prefill is
 // covered by decoder_test.cpp against the training forward.
@@ -11,8 +11,7 @@
 #include <vector>
 
 #include "attention/softmax_kv_cache.h"
-#include "decode/decode_step_attention.h"
-#include "decode/softmax_cache_prefill.h"
+#include "attention/softmax_cache_prefill.h"
 #include "support/gradcheck.h"
 
 using namespace rfa;

@@ -5,7 +5,7 @@
 #include <tuple>
 #include <vector>
 
-#include "attention/vector_math.h"
+#include "kernels/vector_math.h"
 #include "support/gradcheck.h"
 
 using namespace rfa;

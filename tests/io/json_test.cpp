@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "checkpoint/json.h"
+#include "io/json.h"
 #include "core/error.h"
 
 using namespace rfa;

@@ -21,7 +21,5 @@ std::vector<std::string> file_temp_remove_stale(const std::string& path);
 void file_commit(const std::string& temp, const std::string& path);
 // Writes bytes to a temporary file, then renames it to path; creates parent directories.
 void file_write_atomic(const std::string& path, std::string_view bytes);
-// 64-bit FNV-1a; used as a content checksum (not cryptographic).
-uint64_t fnv1a64(std::string_view bytes);
 
 }  // namespace rfa

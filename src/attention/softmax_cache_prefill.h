@@ -3,7 +3,7 @@
 // appended to the cache at positions len .. len+S-1, then token t of the segment
 // attends over cache positions 0 .. len+t (causal across the whole history).
 // With len = 0 this is causal softmax attention over the segment; S = 1 is
-// softmax_attention_step. Per (b, h) two matrix products (gemm):
+// softmax_attention_step_reference. Per (b, h) two matrix products (gemm):
 //   P = softmax(mask(Q Kᵀ / sqrt(Dh))) (S, len+S),   out = P V
 // O(S·(len+S)·Dh) per head; no allocation.
 //

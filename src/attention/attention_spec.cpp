@@ -1,0 +1,32 @@
+#include "attention/attention_spec.h"
+
+namespace rfa {
+
+AttentionSpec attention_spec_make(const AttentionConfig& a, int H, int Dh) {
+  AttentionSpec s;
+  s.kind = a.kind;
+  s.H = H;
+  s.Dh = Dh;
+  s.rope = config_positions(a) == PositionKind::rope;
+  s.rope_theta = a.rope_theta;
+  s.orthogonal_features = a.orthogonal_features;
+  s.sigma_init = a.sigma_init;
+  s.gate_bias_init = a.gate_bias_init;
+  switch (a.kind) {
+    case AttentionKind::softmax:
+      break;
+    case AttentionKind::rfa:
+    case AttentionKind::rfa_gate:
+      s.rfa.gated = a.kind == AttentionKind::rfa_gate;
+      s.rfa.feature_map = a.feature_map;
+      s.rfa.num_features = a.num_features;
+      s.rfa.chunk_size = a.chunk_size;
+      s.rfa.eps_d = a.denominator_floor;
+      s.rfa.eps_n = a.qk_norm_eps;
+      s.D = a.num_features;
+      break;
+  }
+  return s;
+}
+
+}  // namespace rfa

@@ -1,0 +1,183 @@
+#pragma once
+// Internal: the RFA cores' workspace, carved from one table the way
+// model/activations.cpp carves the activations. Each struct's carve() both
+// sizes its part (base = nullptr: only counts) and points every buffer into it,
+// so the size functions and the kernels cannot disagree. Elements of T; c is the
+// chunk size, matrices that vecmat/matmul read as B have leading dimensions
+// padded by pad16 (FP, EP, CP).
+//
+// Workspace = [backward's shared part | thread 0's slice | thread 1's slice | ...],
+// a slice big enough for either the forward's or the backward's scratch.
+#include <algorithm>
+#include <cstddef>
+
+#include "attention/attention_dims.h"
+#include "attention/feature_map.h"
+#include "attention/rfa_attention.h"
+#include "kernels/vector_math.h"
+
+namespace rfa {
+
+// Sizes a carve works from.
+struct RfaScratchDims {
+  size_t F, E, Cc, D, Dh, FP, EP, CP, W;  // E = Dh + 1; W: feature_map_packed_size
+};
+inline RfaScratchDims rfa_scratch_dims(const RfaConfig& c, const AttentionDims& d) {
+  RfaScratchDims s;
+  s.F = rfa_feature_count(c), s.E = d.Dh + 1, s.Cc = c.chunk_size, s.D = c.num_features, s.Dh = d.Dh;
+  s.FP = pad16(int(s.F)), s.EP = pad16(int(s.E)), s.CP = pad16(int(s.Cc));
+  s.W = feature_map_packed_size(c.num_features, d.Dh);
+  return s;
+}
+
+// Hands out consecutive pieces of base (or only counts, when base is null).
+template <typename T>
+class ScratchCarver {
+ public:
+  explicit ScratchCarver(T* base) : base_(base) {}
+  void take(T*& p, size_t n) {
+    p = base_ ? base_ + at_ : nullptr;
+    at_ += n;
+  }
+  size_t taken() const { return at_; }
+
+ private:
+  T* base_;
+  size_t at_ = 0;
+};
+
+// One thread's scratch in the chunked forward (per (b, h), reused across chunks).
+template <typename T>
+struct RfaForwardScratch {
+  T* xbar;          // (Dh)
+  T* SX;            // (2c, Dh)   sigma ⊙ x̄ for q rows, then k rows
+  T* U;             // (2c, D)    W (sigma ⊙ x̄)
+  T* beta;          // (c)
+  T* g;             // (c)
+  T* phiq_scratch;  // (c, F)     q̂ when nothing is saved
+  T* phik_scratch;  // (c, F)     phi(k) when nothing is saved
+  T* Kt;            // (c, F)     k̃ = beta phi(k)
+  T* KtT;           // (F, CP)    K̃ᵀ
+  T* KwT;           // (F, CP)    (K̃ ⊙ exp(G_C - G))ᵀ
+  T* Vp;            // (c, EP)    [v, 1]
+  T* Y;             // (c, E)     [num, den]
+  T* P_scratch;     // (c, c)     (Q̂ K̃ᵀ) ⊙ M, lower triangle, when nothing is saved
+  T* arow;          // (c)        gate pre-activations a
+  T* eG;            // (c)        exp(G)
+  T* mrow;          // (c)        one row of M, or exp(G_C - G)
+  T* S;             // (F, EP)    running state
+  T* Wt;            // (Dh, pad16(D)) this head's W, packed
+  T* Qe;            // (c, F)     diag(exp G) Q̂
+  size_t carve(T* base, const RfaScratchDims& s) {
+    ScratchCarver<T> k(base);
+    k.take(xbar, s.Dh);
+    k.take(SX, 2 * s.Cc * s.Dh);
+    k.take(U, 2 * s.Cc * s.D);
+    k.take(beta, s.Cc);
+    k.take(g, s.Cc);
+    k.take(phiq_scratch, s.Cc * s.F);
+    k.take(phik_scratch, s.Cc * s.F);
+    k.take(Kt, s.Cc * s.F);
+    k.take(KtT, s.F * s.CP);
+    k.take(KwT, s.F * s.CP);
+    k.take(Vp, s.Cc * s.EP);
+    k.take(Y, s.Cc * s.E);
+    k.take(P_scratch, s.Cc * s.Cc);
+    k.take(arow, s.Cc);
+    k.take(eG, s.Cc);
+    k.take(mrow, s.Cc);
+    k.take(S, s.F * s.EP);
+    k.take(Wt, s.W);
+    k.take(Qe, s.Cc * s.F);
+    return k.taken();
+  }
+};
+
+// One thread's scratch in the chunked backward (per (b, h), reused across chunks).
+template <typename T>
+struct RfaBackwardScratch {
+  T* xbar;   // (Dh)
+  T* dxbar;  // (Dh)
+  T* Wq;     // (2c, Dh)  Wᵀ du for q rows, then k rows
+  T* DU;     // (2c, D)   du
+  T* Kt;     // (c, FP)   k̃
+  T* Qp;     // (c, FP)   q̂ (copy of the saved rows, padded)
+  T* VpT;    // (E, CP)   V'ᵀ
+  T* Vp;     // (c, E)    [v, 1]
+  T* dY;     // (c, EP)   [dnum, dden]
+  T* dQ;     // (c, F)    dq̂
+  T* dK;     // (c, F)    dk̃
+  T* dV;     // (c, E)    dv'
+  T* dA;     // (c, c)    (dY V'ᵀ) ⊙ M, lower
+  T* PT;     // (c, c)    Pᵀ, upper
+  T* dAT;    // (c, c)    dAᵀ, upper
+  T* M;      // (c, c)    exp(G_i - G_j), lower
+  T* eG;     // (c)
+  T* beta;   // (c)
+  T* g;      // (c)
+  T* w;      // (c)       exp(G_C - G_j)
+  T* dS;     // (F, EP)   gradient of the state leaving the current chunk
+  T* dST;    // (E, FP)
+  T* SpT;    // (E, FP)   S_prev transposed
+  T* QeT;    // (F, c)    (Q̂ ⊙ exp G)ᵀ
+  T* Wp;     // (D, pad16(Dh)) this head's W, packed
+  T* tmp;    // (c, max(FP, EP)) a diag-scaled copy for one product
+  size_t carve(T* base, const RfaScratchDims& s) {
+    ScratchCarver<T> k(base);
+    k.take(xbar, s.Dh);
+    k.take(dxbar, s.Dh);
+    k.take(Wq, 2 * s.Cc * s.Dh);
+    k.take(DU, 2 * s.Cc * s.D);
+    k.take(Kt, s.Cc * s.FP);
+    k.take(Qp, s.Cc * s.FP);
+    k.take(VpT, s.E * s.CP);
+    k.take(Vp, s.Cc * s.E);
+    k.take(dY, s.Cc * s.EP);
+    k.take(dQ, s.Cc * s.F);
+    k.take(dK, s.Cc * s.F);
+    k.take(dV, s.Cc * s.E);
+    k.take(dA, s.Cc * s.Cc);
+    k.take(PT, s.Cc * s.Cc);
+    k.take(dAT, s.Cc * s.Cc);
+    k.take(M, s.Cc * s.Cc);
+    k.take(eG, s.Cc);
+    k.take(beta, s.Cc);
+    k.take(g, s.Cc);
+    k.take(w, s.Cc);
+    k.take(dS, s.F * s.EP);
+    k.take(dST, s.E * s.FP);
+    k.take(SpT, s.E * s.FP);
+    k.take(QeT, s.F * s.Cc);
+    k.take(Wp, s.W);
+    k.take(tmp, s.Cc * std::max(s.FP, s.EP));
+    return k.taken();
+  }
+};
+
+// The backward's part shared by all threads, before the slices.
+template <typename T>
+struct RfaBackwardShared {
+  T* dsigma_parts;  // (B, H, Dh)        per (b, h) partial dsigma
+  T* da;            // (B, H, T)         gate pre-activation gradients
+  T* gate_parts;    // (threads, H, C+1) per-thread [dgate_w[h], dgate_b[h]] partial sums
+  size_t carve(T* base, const AttentionDims& d, int threads) {
+    ScratchCarver<T> k(base);
+    const size_t bh = static_cast<size_t>(d.B) * d.H;
+    k.take(dsigma_parts, bh * d.Dh);
+    k.take(da, bh * d.T);
+    k.take(gate_parts, static_cast<size_t>(threads) * d.H * (d.C() + 1));
+    return k.taken();
+  }
+};
+
+// Elements of one thread's slice: the larger of the forward's and the backward's
+// scratch (the counts do not depend on T).
+inline size_t rfa_thread_scratch_size(const RfaConfig& c, const AttentionDims& d) {
+  const RfaScratchDims s = rfa_scratch_dims(c, d);
+  return std::max(RfaForwardScratch<float>{}.carve(nullptr, s), RfaBackwardScratch<float>{}.carve(nullptr, s));
+}
+inline size_t rfa_shared_scratch_size(const AttentionDims& d, int threads) {
+  return RfaBackwardShared<float>{}.carve(nullptr, d, threads);
+}
+
+}  // namespace rfa
