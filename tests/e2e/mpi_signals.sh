@@ -23,13 +23,12 @@ config_write "$tmp/c.yaml" rfa_gate "run_dir: $tmp/unused, batch_size: 4, steps:
 "$rfa" data prepare --config "$tmp/c.yaml" 2>"$tmp/prep.log" || { cat "$tmp/prep.log" >&2; fail "data prepare"; }
 
 run=$tmp/run-TERM
-mpi_run 2 --threads 1 train --config "$tmp/c.yaml" --set train.run_dir="$run" >"$tmp/term.out" 2>"$tmp/term.log" &
+"${mpi_cmd[@]}" -np 2 "$rfa" --threads 1 train --config "$tmp/c.yaml" --set train.run_dir="$run" \
+  >"$tmp/term.out" 2>"$tmp/term.log" &
 pid=$!
 wait_for "$run/metrics.jsonl" '"step":3,'
-# $pid is the subshell running mpi_run; mpirun is its child and starts the ranks itself.
-launcher=$(pgrep -P "$pid" mpirun || true)
-ranks=$(pgrep -P "$launcher" || true)
-[ "$(echo "$ranks" | wc -w)" = 2 ] || fail "expected 2 rank processes under mpirun '$launcher', found '$ranks'"
+ranks=$(pgrep -P "$pid" || true)  # mpirun starts the local ranks itself
+[ "$(echo "$ranks" | wc -w)" = 2 ] || fail "expected 2 rank processes under mpirun $pid, found '$ranks'"
 kill -TERM "$(echo "$ranks" | tail -n 1)"  # one rank only
 rc=0
 wait "$pid" || rc=$?
@@ -58,10 +57,11 @@ diff <(train_lines "$run/metrics.jsonl" | from_step $((step + 1))) \
 echo "mpi_signals: SIGTERM at step $step + resume to $to equals a straight 2-rank run"
 
 run=$tmp/run-USR1
-mpi_run 2 --threads 1 train --config "$tmp/c.yaml" --set train.run_dir="$run" >"$tmp/usr1.out" 2>"$tmp/usr1.log" &
+"${mpi_cmd[@]}" -np 2 "$rfa" --threads 1 train --config "$tmp/c.yaml" --set train.run_dir="$run" \
+  >"$tmp/usr1.out" 2>"$tmp/usr1.log" &
 pid=$!
 wait_for "$run/metrics.jsonl" '"step":2,'
-kill -USR1 "$(pgrep -P "$pid" mpirun)"
+kill -USR1 "$pid"
 rc=0
 wait "$pid" || rc=$?
 pid=
