@@ -3,10 +3,12 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config
           libdnnl-dev ocl-icd-opencl-dev libsentencepiece-dev libcli11-dev libspdlog-dev doctest-dev libyaml-cpp-dev
-          nlohmann-json3-dev libxxhash-dev
+          nlohmann-json3-dev libxxhash-dev openmpi-bin libopenmpi-dev
           bible-kjv python3-matplotlib)
 # ocl-icd-opencl-dev: oneDNN's dnnl-config.cmake calls find_package(OpenCL), and libdnnl-dev only recommends it.
 # nlohmann-json3-dev, libxxhash-dev: the JSON reader and XXH64 of checkpoints (src/io/json.cpp, src/io/hash.cpp).
+# openmpi-bin, libopenmpi-dev: data-parallel training (CMake option RFA_MPI, docs/distributed.md);
+# mpirun also runs the suite's multi-rank tests.
 # python3-matplotlib: scripts/plot-runs.py draws loss curves (the suite skips its e2e test without it).
 # The test suite needs no Python: tests/e2e/resume.sh runs the README's numpy snippet only
 # where a python3 with numpy already exists.

@@ -27,7 +27,8 @@ std::string state_fields(const TrainState& s) {
       "  \"tokenizer_checksum\": {},\n"
       "  \"threads\": {}",
       s.format_version, s.step, s.seed, s.data_position, s.tokens_seen, json_number(s.wall_seconds),
-      json_number(s.val_loss), json_number(s.best_val_loss), json_quote(s.tokenizer_xxh64), s.threads);
+      json_number(s.val_loss), json_number(s.best_val_loss), json_quote(s.tokenizer_xxh64), s.threads) +
+         (s.ranks > 0 ? fmt::format(",\n  \"ranks\": {},\n  \"grad_accum\": {}", s.ranks, s.grad_accum) : "");
 }
 
 std::string state_checksum(const TrainState& s) {
@@ -67,6 +68,12 @@ TrainState train_state_parse(std::string_view json, const std::string& source) {
   if (std::isnan(s.best_val_loss)) s.best_val_loss = std::numeric_limits<double>::infinity();
   s.tokenizer_xxh64 = field("tokenizer_checksum").as_string(what("tokenizer_checksum"));
   if (const JsonValue* t = root.find("threads")) s.threads = static_cast<int>(t->as_int64(what("threads")));
+  if (const JsonValue* r = root.find("ranks")) {
+    s.ranks = static_cast<int>(r->as_int64(what("ranks")));
+    s.grad_accum = static_cast<int>(field("grad_accum").as_int64(what("grad_accum")));
+    if (s.ranks < 1 || s.grad_accum < 1)
+      fail("{}: ranks {} and grad_accum {} must be >= 1", source, s.ranks, s.grad_accum);
+  }
   if (s.step < 0 || s.data_position < 0 || s.tokens_seen < 0) {
     fail("{}: step {}, data_position {} and tokens_seen {} must be >= 0", source, s.step, s.data_position,
          s.tokens_seen);

@@ -28,6 +28,12 @@ struct TrainState {
   // Worker threads of the run that wrote it (0 = not recorded: optional in the file). Float
   // sums are ordered by thread, so a resume is bit-identical only at the same count.
   int threads = 0;
+  // Data parallel (dist/dist.h): the ranks and train.grad_accum of the run that wrote it; their
+  // product is the global batch in micro-batches, which a resume must keep. 0 = not recorded:
+  // files written before data parallelism (one rank). Written only when recorded, so the
+  // checksum of older files still matches.
+  int ranks = 0;
+  int grad_accum = 0;
 };
 
 // Pretty JSON, trailing newline; the last field, "checksum", is XXH64 over the canonical

@@ -12,6 +12,7 @@
 #include "model/memory_estimate.h"
 #include "model/model_flops.h"
 #include "tokenizer/tokenizer.h"
+#include "model/model_params.h"
 #include "train/train_bench.h"
 
 #include <filesystem>
@@ -35,15 +36,21 @@ void bench_train(Config config, const BenchOptions& o) {
   const ModelSpec spec = model_spec_make(config.model, config.attention);
   memory_require(memory_estimate_train(spec, config.train, thread_count()), "the training benchmark");
   const int B = config.train.batch_size, T = spec.model.context_length;
-  log_info("bench", "{} attention, L={} C={} H={} T={} V={} B={}x{}, {} threads, {} steps after {} warm-up",
+  const ParamTable table = model_param_table(spec);
+  log_info("bench", "{} attention, L={} C={} H={} T={} V={} B={}x{}: {} parameters ({:.1f} MB of fp32 gradient), {} "
+           "threads, {} steps after {} warm-up",
            enum_name(spec.attention.kind), spec.L, spec.C, spec.H, T, spec.V, B, config.train.grad_accum,
-           thread_count(), o.steps, o.warmup);
+           table.count(), table.size() * 4.0 / 1e6, thread_count(), o.steps, o.warmup);
   TrainBenchResult r = train_bench(config, o.steps, o.warmup);
-  FlopCount f = model_train_flops(spec, int64_t(B) * config.train.grad_accum, T);
+  FlopCount f = model_train_flops(spec, int64_t(B) * config.train.grad_accum * r.ranks, T);
   log_info("bench", "median {:.2f} ms/step (min {:.2f}): forward {:.2f}, backward {:.2f}, optimizer {:.2f}",
            r.median_ms, r.min_ms, r.median_forward_ms, r.median_backward_ms, r.median_optimizer_ms);
   log_info("bench", "CPU time {:.2f} ms/step over {} threads: {:.0f} tokens per CPU-second", r.median_cpu_ms,
            thread_count(), r.tokens_per_s * r.median_ms / r.median_cpu_ms);
+  if (r.ranks > 1)
+    log_info("bench", "{} ranks (data parallel): gradient all-reduce {:.2f} ms/step median = {:.1f}% of the step; "
+             "tokens/s and GFLOP/s below count all ranks",
+             r.ranks, r.median_allreduce_ms, 100.0 * r.median_allreduce_ms / r.median_ms);
   log_info("bench", "{:.0f} tokens/s; {:.3f} GFLOP/step ({:.3f} matmul 6*N*tokens + {:.3f} attention)", r.tokens_per_s,
            f.total() / 1e9, f.matmul / 1e9, f.attention / 1e9);
   log_info("bench", "{:.1f} GFLOP/s achieved = {:.0f}% of the measured sgemm peak {:.1f} GFLOP/s", r.gflops,

@@ -1,6 +1,7 @@
 // rfa: train and run RFA language models on the CPU.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/parallel.h"
+#include "dist/dist.h"
 
 namespace {
 
@@ -55,10 +57,25 @@ void log_file_check(const std::string& path) {
          path, dir.string());
 }
 
+// Under mpirun the ranks on one machine share its cores: without --threads each takes
+// its share (at least 1) instead of all of them.
+int threads_default(int threads) {
+  if (threads > 0 || rfa::dist_local_size() == 1) return threads;
+  return std::max(1, rfa::physical_core_count() / rfa::dist_local_size());
+}
+
+// An error on one rank leaves the others waiting in their next collective: end them all.
+int exit_code(int code) {
+  if (rfa::dist_size() > 1) rfa::dist_abort(code);
+  return code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace rfa;
+  // MPI only under an MPI launcher (dist/dist.h); without one, one rank and no MPI.
+  DistScope dist(&argc, &argv);
   CLI::App app{"rfa: train, evaluate and sample Random Feature Attention language models on the CPU"};
   app.set_version_flag("--version", std::string("rfa ") + RFA_VERSION);
   app.require_subcommand(1);
@@ -87,18 +104,20 @@ int main(int argc, char** argv) {
   }
   try {
     log_file_check(log_file);
-    log_setup(log_level_parse(log_level), log_file);
-    thread_count_set(threads);
+    // Rank 0 speaks for the run; the other ranks report only their errors.
+    log_setup(dist_is_root() ? log_level_parse(log_level) : LogLevel::error, dist_is_root() ? log_file : "");
+    thread_count_set(threads_default(threads));
     if (action) action();
     log_flush();
     return 0;
   } catch (const Error& e) {
-    log_error("rfa", "{}", e.what());
+    log_error("rfa", "{}{}", dist_size() > 1 ? fmt::format("rank {}: ", dist_rank()) : "", e.what());
     log_flush();
-    return 1;
+    return exit_code(1);
   } catch (const std::exception& e) {
-    log_error("rfa", "unexpected failure: {}", e.what());
+    log_error("rfa", "{}unexpected failure: {}", dist_size() > 1 ? fmt::format("rank {}: ", dist_rank()) : "",
+              e.what());
     log_flush();
-    return 2;
+    return exit_code(2);
   }
 }

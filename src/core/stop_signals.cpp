@@ -28,6 +28,7 @@ sigset_t stop_set() {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);  // what Open MPI's mpirun forwards to every rank (docs/distributed.md)
   return set;
 }
 
@@ -48,7 +49,8 @@ StopSignals::StopSignals() {
   action.sa_flags = SA_RESTART;
   sigaction(SIGINT, &action, &old_int_);
   sigaction(SIGTERM, &action, &old_term_);
-  // Block both in every thread that computes: this one and the OpenMP pool (threads
+  sigaction(SIGUSR1, &action, &old_usr1_);
+  // Block all three in every thread that computes: this one and the OpenMP pool (threads
   // the pool adds later are started from this thread and inherit its mask). The
   // kernel then delivers a process-directed SIGINT/SIGTERM to the watcher, the one
   // thread that leaves them unblocked. (Pool threads idle outside the current team
@@ -75,6 +77,7 @@ StopSignals::~StopSignals() {
   mask_change(SIG_SETMASK, &old_mask_, nullptr);
   sigaction(SIGINT, &old_int_, nullptr);
   sigaction(SIGTERM, &old_term_, nullptr);
+  sigaction(SIGUSR1, &old_usr1_, nullptr);
   g_stop_signal.store(0);
 }
 

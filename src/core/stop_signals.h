@@ -1,6 +1,7 @@
 #pragma once
-// SIGINT/SIGTERM as a request to stop, for long runs (`rfa train`). While a
-// StopSignals lives, the first SIGINT or SIGTERM sets a process-wide flag that
+// SIGINT/SIGTERM (and SIGUSR1, which Open MPI's mpirun forwards to every rank while it
+// kills the job on SIGTERM/SIGINT) as a request to stop, for long runs (`rfa train`). While a
+// StopSignals lives, the first of them sets a process-wide flag that
 // long loops poll with stop_requested() at points where stopping loses nothing
 // (between micro-batches, between evaluation batches); a second one kills the
 // process the default way (exit status 128 + signal).
@@ -30,6 +31,7 @@ class StopSignals {
  private:
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
+  struct sigaction old_usr1_ {};
   sigset_t old_mask_{};
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -19,6 +19,14 @@ struct TokenBatch {
   TokenBatch(int B, int T) : batch_size(B), context_length(T), inputs(size_t(B) * T), targets(size_t(B) * T) {}
 };
 
+// Data parallel (dist/dist.h): a step's global batch is ranks * grad_accum micro-batches,
+// numbered 0 .. ranks*grad_accum - 1 and each drawn as one rank's micro-batch of that
+// number. Rank r's local micro-batch m is global micro-batch m * ranks + r: the ranks
+// own disjoint sets whose union is every global micro-batch, so N ranks x grad_accum A
+// draw the same rows as 1 rank x grad_accum N*A (and as any N', A' with N'A' = NA).
+// With one rank it is m, as before data parallelism existed.
+inline int batch_global_micro(int rank, int ranks, int micro) { return micro * ranks + rank; }
+
 class BatchSampler {
  public:
   // Throws Error if the split has fewer than T+1 tokens.

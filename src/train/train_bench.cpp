@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/timer.h"
+#include "dist/dist.h"
 #include "kernels/gemm.h"
 #include "model/model_flops.h"
 #include "tensor/arena.h"
@@ -54,7 +55,7 @@ TrainBenchResult train_bench(const Config& config, int steps, int warmup) {
   TokenSplit split(reinterpret_cast<const unsigned char*>(tokens.data()), 2, n_tokens, n_tokens);
   TrainSession session(config, spec);
   BatchSampler sampler(split, B, T, config.train.seed);
-  std::vector<double> total, cpu, fwd, bwd, opt;
+  std::vector<double> total, cpu, fwd, bwd, opt, reduce;
   for (int s = 0; s < warmup + steps; ++s) {
     Timer t;
     const double cpu0 = process_cpu_seconds();
@@ -66,6 +67,7 @@ TrainBenchResult train_bench(const Config& config, int steps, int warmup) {
     fwd.push_back(st.forward_ms);
     bwd.push_back(st.backward_ms);
     opt.push_back(st.optimizer_ms + st.setup_ms);
+    reduce.push_back(st.allreduce_ms);
   }
   TrainBenchResult r;
   r.activation_bytes = session.activation_bytes();
@@ -78,9 +80,11 @@ TrainBenchResult train_bench(const Config& config, int steps, int warmup) {
   r.median_forward_ms = median(fwd);
   r.median_backward_ms = median(bwd);
   r.median_optimizer_ms = median(opt);
-  const double tokens_per_step = double(B) * T * config.train.grad_accum;
+  r.median_allreduce_ms = median(reduce);
+  r.ranks = dist_size();
+  const double tokens_per_step = double(B) * T * config.train.grad_accum * r.ranks;
   r.tokens_per_s = tokens_per_step / (r.median_ms / 1e3);
-  FlopCount f = model_train_flops(spec, int64_t(B) * config.train.grad_accum, T);
+  FlopCount f = model_train_flops(spec, int64_t(B) * config.train.grad_accum * r.ranks, T);
   r.gflops = f.total() / (r.median_ms / 1e3) / 1e9;
   r.matmul_gflops = f.matmul / (r.median_ms / 1e3) / 1e9;
   // The model's largest matmul (the FFN's up projection) and a large square one.

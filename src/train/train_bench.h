@@ -1,7 +1,8 @@
 #pragma once
 // `rfa bench train`: times the real training step (the same TrainSession code
 // as `rfa train`) on random tokens, and compares the achieved FLOP rate with
-// the machine's sgemm rate measured in the same process.
+// the machine's sgemm rate measured in the same process. Under mpirun (dist/dist.h)
+// every rank runs it and the step includes the gradient all-reduce.
 #include <cstdint>
 
 #include "config/config.h"
@@ -21,6 +22,8 @@ struct TrainBenchResult {
   int64_t activation_bytes = 0;  // the activation arena (includes attention's saved tensors and scratch)
   int64_t optimizer_bytes = 0;   // AdamW m and v
   int64_t peak_rss_bytes = 0;    // getrusage's ru_maxrss after the timed steps (whole process)
+  double median_allreduce_ms = 0;  // data parallel: the gradient all-reduce (0 with one rank)
+  int ranks = 1;                   // tokens_per_s counts all ranks' tokens; the times are rank 0's
 };
 
 // config.model.vocab_size must be set (> 0).

@@ -22,10 +22,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::array<std::string_view, 11> kChangeable = {
+// train.grad_accum may change only with the number of ranks, keeping the global batch
+// ranks x grad_accum (train_run checks it: train_dist.h, dist_resume_check).
+constexpr std::array<std::string_view, 12> kChangeable = {
     "train.steps",      "train.log_every",      "train.eval_every",     "train.eval_batches",
     "train.run_dir",    "checkpoint.every",     "checkpoint.keep_last", "checkpoint.keep_best",
-    "data.corpus",      "data.tokens",          "tokenizer.path"};
+    "data.corpus",      "data.tokens",          "tokenizer.path",       "train.grad_accum"};
 
 // The run a checkpoint belongs to: RUN/checkpoints/step-N -> RUN; "" if it is not inside one.
 // Relative paths stay relative unless they are too short to name the run (e.g. "step-000500").
@@ -76,7 +78,8 @@ ResumePoint resume_prepare(const std::string& path, const std::vector<std::strin
     if (was == now || resume_key_changeable(key.path)) continue;
     fail("--resume: {} is '{}' in checkpoint {} and --set makes it '{}'; a resumed run keeps the saved config. "
          "Only train.steps, train.log_every, train.eval_every, train.eval_batches, train.run_dir, checkpoint.*, "
-         "data.corpus, data.tokens and tokenizer.path may change; start a new run to change {}",
+         "data.corpus, data.tokens, tokenizer.path (and train.grad_accum with the number of MPI ranks, keeping "
+         "ranks x grad_accum) may change; start a new run to change {}",
          key.path, was, dir, now, key.path);
   }
   config_validate(config);

@@ -2,9 +2,11 @@
 
 #include <filesystem>
 #include <limits>
+#include <optional>
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_dir.h"
+#include "io/file_io.h"
 #include "io/hash.h"
 #include "config/config_enums.h"
 #include "config/config_load.h"
@@ -15,10 +17,12 @@
 #include "core/stop_signals.h"
 #include "core/timer.h"
 #include "core/memory_check.h"
+#include "dist/dist.h"
 #include "model/memory_estimate.h"
 #include "model/model_io.h"
 #include "train/run_dir_lock.h"
 #include "train/train_data.h"
+#include "train/train_dist.h"
 #include "train/train_report.h"
 #include "train/train_resume.h"
 #include "train/train_session.h"
@@ -72,6 +76,13 @@ bool resume_forks(const std::string& checkpoint_dir, const std::string& run_dir)
          fs::weakly_canonical(fs::path(run_dir) / "checkpoints", ec);
 }
 
+// train.grad_accum of the run that wrote a checkpoint, from its config.yaml (for state.json
+// files that did not record it).
+int saved_grad_accum(const std::string& checkpoint_dir) {
+  const std::string path = checkpoint_dir + "/config.yaml";
+  return config_parse(file_read_text(path), path).train.grad_accum;
+}
+
 void run_dir_clear(const std::string& run_dir) {
   const std::string checkpoints = run_dir + "/checkpoints";
   log_warn("train", "--overwrite: deleting the earlier run's checkpoints in {}", checkpoints);
@@ -96,15 +107,21 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   memory_require_training(config_in);
   Timer wall;
   const std::string run_dir = config_in.train.run_dir;
+  // Data parallel: rank 0 alone owns the run directory (lock, log file, metrics, checkpoints)
+  // and prepares missing data while the other ranks wait, then they open it.
+  const bool root = dist_is_root();
   // Held to the end: refuses a second trainer, probes writability, removes a stub on failure.
-  RunDirLock run_lock(run_dir);
-  log_add_file(run_dir + "/train.log");
+  std::optional<RunDirLock> run_lock;
+  if (root) run_lock.emplace(run_dir);
+  if (root) log_add_file(run_dir + "/train.log");
   const bool resuming = !options.resume_checkpoint.empty();
   // Everything that can refuse the run comes before anything in run_dir is replaced: the
   // data, the vocab, the model's allocation, the checkpoint to resume. run_dir_clear is last.
-  const bool replacing = (!resuming || resume_forks(options.resume_checkpoint, run_dir)) &&
+  const bool replacing = root && (!resuming || resume_forks(options.resume_checkpoint, run_dir)) &&
                          run_dir_claim(run_dir, options.overwrite);
+  if (!root) dist_barrier();
   TrainData data = train_data_ensure(config_in, resuming ? options.resume_tokenizer : "");
+  if (root) dist_barrier();
   const Config config = resolve_vocab(config_in, data.tokenizer);
   const ModelSpec spec = model_spec_make(config.model, config.attention);
 
@@ -117,6 +134,10 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
            enum_name(spec.attention.kind), spec.L, spec.C, spec.H, spec.model.context_length, spec.V,
            session.model().table.count(), tc.batch_size, tc.grad_accum, spec.model.context_length,
            int64_t(tc.batch_size) * tc.grad_accum * spec.model.context_length, thread_count());
+  if (dist_size() > 1)
+    log_info("train", "data parallel: {} ranks x batch {}x{}x{} = {} tokens/step; {}", dist_size(), tc.batch_size,
+             tc.grad_accum, spec.model.context_length,
+             int64_t(dist_size()) * tc.batch_size * tc.grad_accum * spec.model.context_length, dist_backend());
   log_info("train", "data: {} train / {} val tokens from {}; run dir {}", data.tokens.train().size(), val.size(),
            data.tokens.path(), run_dir);
   const ValidationText val_text = validation_text(val, tc, spec.model.context_length);
@@ -145,6 +166,8 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
       log_warn("train", "checkpoint {} was trained with {} threads and this run has {}: it continues correctly but "
                "not bit-identically to an uninterrupted run (sums are split by thread); pass --threads {} for that",
                options.resume_checkpoint, saved.threads, state.threads, saved.threads);
+    train_dist_resume_check(saved, saved_grad_accum(options.resume_checkpoint), tc.grad_accum,
+                            options.resume_checkpoint);
     start = saved.step;
     if (options.stop_after > 0 && options.stop_after <= start)
       fail("--stop-after {} is not after the checkpoint's step {}; pass a later step", options.stop_after, start);
@@ -152,15 +175,21 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     wall_before = saved.wall_seconds;
     result.best_val_loss = saved.best_val_loss;
   }
+  state.ranks = dist_size();
+  state.grad_accum = tc.grad_accum;
   if (replacing) run_dir_clear(run_dir);
-  file_write_atomic(run_dir + "/config.yaml", config_dump(config));
-  file_write_atomic(run_dir + "/tokenizer.model", tokenizer_bytes);
-  if (resuming) {
-    metrics_keep_through(run_dir + "/metrics.jsonl", start);
+  std::optional<MetricsFile> metrics;  // rank 0's
+  if (root) {
+    file_write_atomic(run_dir + "/config.yaml", config_dump(config));
+    file_write_atomic(run_dir + "/tokenizer.model", tokenizer_bytes);
+    if (resuming) metrics_keep_through(run_dir + "/metrics.jsonl", start);
+    metrics.emplace(run_dir + "/metrics.jsonl", /*append=*/resuming);
+  }
+  if (resuming)
     log_info("train", "resuming from {} at step {}/{} ({} tokens seen)", options.resume_checkpoint, start,
              tc.steps, tokens_seen);
-  }
-  MetricsFile metrics(run_dir + "/metrics.jsonl", /*append=*/resuming);
+  // Every rank initialised (or loaded) the same weights: prove it before the first step.
+  train_dist_weights_check(session.model().params(), session.model().param_size(), 0);
   ProgressLine progress;
   StopSignals signals;
   int64_t saved_step = resuming ? start : -1;  // the newest checkpoint on disk: its step and directory
@@ -177,7 +206,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     progress.clear();
     saved_dir = save_checkpoint(session, config, run_dir, state);
     saved_step = done;
-    run_lock.keep();  // a checkpoint exists: the run directory is no stub to remove on failure
+    run_lock->keep();  // a checkpoint exists: the run directory is no stub to remove on failure
     log_info("train", "checkpoint {}", saved_dir);
     return saved_dir;
   };
@@ -198,6 +227,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
       result.interrupted = true;
       break;
     }
+    train_dist_test_perturb(session.model().params(), step + 1);
     const double seconds = step_timer.seconds();
     train_seconds += seconds;
     interval_seconds += seconds;
@@ -207,24 +237,28 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     ++interval_steps;
     const int64_t done = step + 1;
     const bool is_last = done == tc.steps;
-    bool stopping = stop_requested() || done == options.stop_after;
     recent_ms = recent_ms == 0 ? seconds * 1e3 : 0.9 * recent_ms + 0.1 * seconds * 1e3;
     const double eta = (tc.steps - done) * recent_ms / 1e3;
 
     double val_loss = -1;
-    if ((tc.eval_every > 0 && done % tc.eval_every == 0) || is_last || stopping) {
+    const bool eval_due = (tc.eval_every > 0 && done % tc.eval_every == 0) || is_last || done == options.stop_after;
+    if (root && eval_due && !stop_requested()) {
       progress.clear();
-      val_loss = session.evaluate(val_text.tokens);
-      stopping = stopping || stop_requested();
+      val_loss = session.evaluate(val_text.tokens);  // NaN if a stop request cuts it short
     }
-    if (stop_requested()) {
+    // All ranks stop after the same step, whichever of them a signal reached and when (during
+    // rank 0's evaluation too): the largest of their pending signals. One rank: its own.
+    const int stop_sig = train_dist_stop_agree(stop_signal());
+    const bool stopping = stop_sig != 0 || done == options.stop_after;
+    if (stop_sig != 0) {
       val_loss = -1;  // the pass was cut short (or skipped): a signal stop records no val loss
     } else if (val_loss >= 0) {
       evaluated = true;
       result.final_val_loss = val_loss;
       result.best_val_loss = std::min(result.best_val_loss, val_loss);
-      metrics.write(eval_log_json(done, val_loss, wall_before + wall.seconds()));
+      metrics->write(eval_log_json(done, val_loss, wall_before + wall.seconds()));
     }
+    if (done % tc.log_every == 0) train_dist_weights_check(session.model().params(), session.model().param_size(), done);
     if (done % tc.log_every == 0 || step == start || is_last || stopping || val_loss >= 0) {
       TrainLogLine line;
       line.step = done;
@@ -239,7 +273,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
       line.elapsed_s = wall_before + wall.seconds();
       progress.clear();
       log_info("train", "{}", train_log_text(line));
-      metrics.write(train_log_json(line));
+      if (root) metrics->write(train_log_json(line));
       result.final_train_loss = line.loss;
       interval_loss = interval_seconds = 0;
       interval_steps = interval_tokens = 0;
@@ -248,11 +282,11 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
                                 last.loss, seconds * 1e3, duration_text(eta)));
     }
     const bool periodic = config.checkpoint.every > 0 && done % config.checkpoint.every == 0;
-    if (periodic || is_last || stopping) result.checkpoint_dir = save(done, val_loss);
+    if (root && (periodic || is_last || stopping)) result.checkpoint_dir = save(done, val_loss);
     result.steps = done;
     if (stopping) {
-      const std::string why = stop_requested() ? fmt::format("signal {} received", stop_signal())
-                                               : fmt::format("--stop-after {}", options.stop_after);
+      const std::string why = stop_sig != 0 ? fmt::format("signal {} received", stop_sig)
+                                            : fmt::format("--stop-after {}", options.stop_after);
       log_warn("train", "{}: stopped after step {}/{} with checkpoint {}; continue with: rfa train --resume {}", why,
                done, tc.steps, result.checkpoint_dir, run_dir);
       result.interrupted = true;

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/stop_signals.h"
 #include "core/timer.h"
+#include "dist/dist.h"
 #include "model/model_forward.h"
 #include "optim/lr_schedule.h"
 
@@ -72,13 +73,20 @@ StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
   model_draw_random(s, tc.seed, static_cast<uint64_t>(step), model_.random_step());  // none for softmax
   st.setup_ms = timer.ms();
   double loss_sum = 0;
-  const double scale = 1.0 / tc.grad_accum;
+  // Data parallel: this rank computes grad_accum of the step's ranks * grad_accum micro-batches
+  // (batch_global_micro). Each is scaled by 1 / (ranks * grad_accum) here and the all-reduce
+  // below sums them: the mean over the global batch. (Scaling before the sum equals scaling
+  // after it when ranks * grad_accum is a power of two; otherwise it differs in the last bit.)
+  const int rank = dist_rank(), ranks = dist_size();
+  const double scale = 1.0 / (double(tc.grad_accum) * ranks);
   for (int micro = 0; micro < tc.grad_accum; ++micro) {
-    if (stop_requested()) {
+    // One rank may drop the step at a stop request; several ranks must all reach the
+    // all-reduce, and agree on stopping after the step instead (train/train_dist.h).
+    if (ranks == 1 && stop_requested()) {
       st.stopped = true;
       return st;
     }
-    sampler.sample(step, micro, batch_.inputs.data(), batch_.targets.data());
+    sampler.sample(step, batch_global_micro(rank, ranks, micro), batch_.inputs.data(), batch_.targets.data());
     timer.reset();
     double loss = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_step());
     st.forward_ms += timer.ms();
@@ -90,8 +98,14 @@ StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
     loss_sum += loss;
   }
   timer.reset();
+  // The one gradient all-reduce of the step (no-op with one rank), and the loss's.
+  dist_allreduce_sum(model_.grads(), model_.param_size());
+  double loss_mean = loss_sum * scale;
+  dist_allreduce_sum(&loss_mean, 1);
+  st.allreduce_ms = timer.ms();
+  timer.reset();
   st.step = step;
-  st.loss = loss_sum * scale;
+  st.loss = loss_mean;
   st.grad_norm = grad_clip(model_.grads(), model_.param_size(), config_.optim.grad_clip);
   if (!std::isfinite(st.grad_norm)) fail_non_finite(step, "the gradient norm");
   const int64_t total = std::max<int64_t>(tc.steps, step + 1);
@@ -100,7 +114,7 @@ StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
                adam_m(), adam_v(), model_.param_size());
   ++steps_taken_;
   st.optimizer_ms = timer.ms();
-  st.tokens = int64_t(tc.batch_size) * s.model.context_length * tc.grad_accum;
+  st.tokens = int64_t(tc.batch_size) * s.model.context_length * tc.grad_accum * ranks;
   return st;
 }
 

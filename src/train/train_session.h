@@ -27,12 +27,14 @@ struct StepStats {
   double loss = 0;         // mean training loss over the step's micro-batches
   double grad_norm = 0;    // global norm before clipping
   double lr = 0;
-  int64_t tokens = 0;      // tokens processed (B * T * grad_accum)
-  // Wall time by phase: random draw + zero-grad, forwards, backwards, clip + AdamW.
-  double setup_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  int64_t tokens = 0;      // tokens processed by all ranks (B * T * grad_accum * ranks)
+  // Wall time by phase: random draw + zero-grad, forwards, backwards, gradient all-reduce
+  // (0 with one rank; includes waiting for the slowest rank), clip + AdamW.
+  double setup_ms = 0, forward_ms = 0, backward_ms = 0, allreduce_ms = 0, optimizer_ms = 0;
   // A stop request (core/stop_signals.h) came before the step's last micro-batch: the
   // step was abandoned before its update, parameters and AdamW moments are untouched,
   // and redoing the step later gives the same result (batches are keyed by step).
+  // One rank only: with several, the ranks agree on a stop after the step.
   bool stopped = false;
 };
 
@@ -41,10 +43,12 @@ class TrainSession {
   // spec.V must be resolved (from the tokenizer). Initialises the model from config.train.seed.
   TrainSession(const Config& config, const ModelSpec& spec);
 
-  // One optimizer step over grad_accum micro-batches from `sampler` keyed by (seed, step, micro).
+  // One optimizer step over grad_accum micro-batches from `sampler` keyed by (seed, step, micro);
+  // with several ranks (dist/dist.h), this rank's share of the global batch, the gradients
+  // all-reduced before clipping and AdamW, which every rank runs on identical weights.
   // `step` is 0-based. Throws Error naming the step (1-based, as the logs count: step + 1) and the
   // first non-finite tensor if the loss or a gradient is NaN/inf.
-  // Polls stop_requested() before each micro-batch (see StepStats::stopped).
+  // Polls stop_requested() before each micro-batch with one rank (see StepStats::stopped).
   StepStats step(int64_t step, const BatchSampler& sampler);
 
   // Validation loss: the mean NLL per token of every target of `tokens` (N >= 2),

@@ -133,3 +133,45 @@ TEST_CASE("token split: 16- and 32-bit storage read the same ids") {
   CHECK(split16[0] == 65535);  // unsigned: no sign extension
   CHECK_THROWS(split16.copy(2, 2, out.data()));  // out of range asserts
 }
+
+TEST_CASE("batch sampler: data-parallel ranks own disjoint micro-batches whose union is the global batch") {
+  for (int ranks = 1; ranks <= 8; ++ranks)
+    for (int accum = 1; accum <= 4; ++accum) {
+      CAPTURE(ranks);
+      CAPTURE(accum);
+      std::vector<int> owner(size_t(ranks) * accum, -1);  // global micro-batch -> the rank that draws it
+      for (int r = 0; r < ranks; ++r)
+        for (int m = 0; m < accum; ++m) {
+          const int g = batch_global_micro(r, ranks, m);
+          REQUIRE(g >= 0);
+          REQUIRE(g < ranks * accum);
+          CHECK(owner[size_t(g)] == -1);  // no two ranks (or two micro-batches of one rank) share one
+          owner[size_t(g)] = r;
+        }
+      CHECK(std::count(owner.begin(), owner.end(), -1) == 0);  // every global micro-batch is drawn
+    }
+  CHECK(batch_global_micro(0, 1, 3) == 3);  // one rank draws micro-batch m as before
+}
+
+TEST_CASE("batch sampler: 2 ranks x grad_accum 2 draw the rows of 1 rank x grad_accum 4, each once") {
+  IotaSplit data(5000);
+  const int B = 3, T = 8, ranks = 2, accum = 2;
+  BatchSampler sampler(data.split(), B, T, 99);
+  TokenBatch batch(B, T);
+  for (int64_t step = 0; step < 20; ++step) {
+    std::vector<std::vector<int32_t>> one_rank;  // rows of the 4 micro-batches of one rank, in order
+    for (int m = 0; m < ranks * accum; ++m) {
+      sampler.sample(step, batch_global_micro(0, 1, m), batch);
+      one_rank.push_back(batch.inputs);
+    }
+    std::vector<int> seen(one_rank.size(), 0);
+    for (int r = 0; r < ranks; ++r)
+      for (int m = 0; m < accum; ++m) {
+        const int g = batch_global_micro(r, ranks, m);
+        sampler.sample(step, g, batch);
+        CHECK(batch.inputs == one_rank[size_t(g)]);
+        ++seen[size_t(g)];
+      }
+    CHECK(seen == std::vector<int>(one_rank.size(), 1));
+  }
+}
