@@ -2,32 +2,18 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <string>
 
+#include "core/number_parse.h"
 #include "core/number_text.h"
 
 namespace rfa {
-namespace {
-
-template <typename T>
-bool parse_whole(const std::string& text, T* value) {
-  const char* begin = text.data();
-  const char* end = begin + text.size();
-  if (begin != end && *begin == '+') ++begin;
-  if (begin == end) return false;
-  auto [ptr, ec] = std::from_chars(begin, end, *value);
-  return ec == std::errc{} && ptr == end;
-}
-
-}  // namespace
-
 CLI::Validator cli_integer_in(int64_t min, int64_t max) {
   const std::string range = fmt::format("[{}, {}]", integer_text(min), integer_text(max));
   return CLI::Validator(
       [min, max, range](std::string& text) -> std::string {
         int64_t v = 0;
-        if (parse_whole(text, &v) && v >= min && v <= max) return "";
+        if (parse_integer(text, &v) && v >= min && v <= max) return "";
         return fmt::format("{} is not an integer in {}", text, range);
       },
       "INT in " + range);
@@ -37,7 +23,7 @@ CLI::Validator cli_unsigned_integer() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         uint64_t v = 0;
-        if (parse_whole(text, &v)) return "";  // from_chars takes no '-' for an unsigned type
+        if (parse_integer(text, &v)) return "";  // from_chars takes no '-' for an unsigned type
         return fmt::format("{} is not an integer in [0, 2^64-1]", text);
       },
       "INT in [0, 2^64-1]");

@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <type_traits>
 #include <vector>
 
 #include "config/config_enums.h"
+#include "core/number_parse.h"
 #include "core/number_text.h"
 #include "tokenizer/tokenizer_train.h"  // kTokenizerMinVocab
 
@@ -98,25 +98,6 @@ std::string_view section_of(std::string_view path) {
 std::string_view leaf_of(std::string_view path) {
   size_t dot = path.find('.');
   return dot == std::string_view::npos ? path : path.substr(dot + 1);
-}
-
-template <typename T>
-bool parse_integer(const std::string& text, T* value) {
-  const char* begin = text.data();
-  const char* end = begin + text.size();
-  if (begin != end && *begin == '+') ++begin;
-  if (begin == end) return false;
-  auto [ptr, ec] = std::from_chars(begin, end, *value);
-  return ec == std::errc{} && ptr == end;
-}
-
-bool parse_number(const std::string& text, double* value) {
-  const char* begin = text.data();
-  const char* end = begin + text.size();
-  if (begin != end && *begin == '+') ++begin;
-  if (begin == end) return false;
-  auto [ptr, ec] = std::from_chars(begin, end, *value);
-  return ec == std::errc{} && ptr == end && std::isfinite(*value);
 }
 
 // "in [1, 1024]": the key's bounds, within what its integer type holds.
