@@ -80,10 +80,12 @@ MemoryEstimate memory_estimate_train(const ModelSpec& s, const TrainConfig& trai
   e.add("activations", memory_activation_elements(s, B, T, threads) * kFloat + 2.0 * B * T * sizeof(int32_t), keys);
   if (train.stateful) {
     // TrainSession's (2, grad_accum, L, B, H, F, Dh+1) and StreamCheckpoint's (ranks x grad_accum, ...)
-    // plus its (ranks x grad_accum, B) offsets.
+    // and (ranks x grad_accum, B) offsets: three arenas, each rounded to 64 bytes.
+    auto arena = [](double bytes) { return std::ceil(bytes / 64) * 64; };
     const double slot = double(s.L) * double(attention_carry_size(s.attn, 1)) * B;
     const double micro = double(train.grad_accum);
-    e.add("carried states", (2 * micro + ranks * micro) * slice(slot) * kFloat + ranks * micro * B * 8.0,
+    e.add("carried states",
+          arena(2 * micro * slot * kFloat) + arena(ranks * micro * slot * kFloat) + arena(ranks * micro * B * 8.0),
           fmt::format("train.batch_size ({}), train.grad_accum ({}), attention.num_features ({}) or model.n_layers "
                       "({})",
                       B, train.grad_accum, s.attn.D, s.L));
