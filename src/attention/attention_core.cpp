@@ -83,6 +83,11 @@ double attention_forward_flops_per_token(const AttentionSpec& s, int64_t T) {
   return 0;
 }
 
+int64_t attention_carry_size(const AttentionSpec& s, int B) {
+  if (s.kind == AttentionKind::softmax) return 0;
+  return int64_t(B) * s.H * rfa_feature_count(s.rfa) * (int64_t(s.Dh) + 1);
+}
+
 int64_t attention_saved_size(const AttentionSpec& s, int B, int T) {
   switch (s.kind) {
     case AttentionKind::softmax: return static_cast<int64_t>(softmax_flash_saved_size(dims_of(s, B, T)));
@@ -114,11 +119,13 @@ void attention_forward(const AttentionCore& core, const AttentionWeights<T>& w, 
   }
   switch (s.kind) {
     case AttentionKind::softmax:
+      RFA_ASSERT(!call.state_in && !call.state_out, "softmax carries no state between segments");
       softmax_flash_forward(out, call.saved, call.scratch, in.q, in.k, in.v, d);
       return;
     case AttentionKind::rfa:
     case AttentionKind::rfa_gate:
-      rfa_forward(out, call.saved, call.scratch, rfa_inputs(in), rfa_params(w, call.random), s.rfa, d);
+      rfa_forward(out, call.saved, call.scratch, rfa_inputs(in), rfa_params(w, call.random), s.rfa, d, call.state_in,
+                  call.state_out);
       return;
   }
 }

@@ -85,6 +85,10 @@ bool attention_state_grows(const AttentionSpec& spec);
 // (the attention core only, not the projections): for reports.
 double attention_forward_flops_per_token(const AttentionSpec& spec, int64_t T);
 
+// Elements of one layer's state carried between training segments (AttentionCall::state_in):
+// RFA kinds (B, H, F, Dh+1); 0 for softmax, which has no fixed-size state.
+int64_t attention_carry_size(const AttentionSpec& spec, int B);
+
 // Elements of the activations one layer saves between forward and backward.
 int64_t attention_saved_size(const AttentionSpec& spec, int B, int T);
 // Elements of the scratch forward and backward share (one call at a time), for `threads` threads.
@@ -113,6 +117,12 @@ struct AttentionCall {
   const T* random = nullptr;  // (H, D, Dh) this layer's random matrices
   T* saved = nullptr;         // attention_saved_size elements; null = no backward follows
   Workspace<T> scratch;       // attention_scratch_size elements
+  // Stateful training (RFA kinds; null for softmax): the state before row t = 0
+  // (null = empty) and where the state after the last row goes (null = nowhere),
+  // each attention_carry_size elements; they may alias. The backward treats the
+  // entering state as a constant (no gradient crosses the segment boundary).
+  const T* state_in = nullptr;
+  T* state_out = nullptr;
 };
 
 // out: (B, T, C) overwritten.

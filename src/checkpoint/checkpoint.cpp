@@ -14,6 +14,7 @@ namespace {
 
 constexpr const char* kModelFile = "model.safetensors";
 constexpr const char* kOptimizerFile = "optimizer.safetensors";
+constexpr const char* kStreamsFile = "stream.safetensors";
 constexpr const char* kStateFile = "state.json";
 constexpr const char* kConfigFile = "config.yaml";
 constexpr const char* kTokenizerFile = "tokenizer.model";
@@ -55,6 +56,8 @@ std::string checkpoint_save(const std::string& root, const CheckpointContents& c
   std::string dir = checkpoint_dir_commit(root, checkpoint_name(c.state.step), [&](const std::string& temp) {
     safetensors_write(temp + "/" + kModelFile, c.model, {{"rfa.content", "model"}, {kStepKey, step}});
     safetensors_write(temp + "/" + kOptimizerFile, c.optimizer, {{"rfa.content", "optimizer"}, {kStepKey, step}});
+    if (!c.streams.empty())
+      safetensors_write(temp + "/" + kStreamsFile, c.streams, {{"rfa.content", "streams"}, {kStepKey, step}});
     file_write_durable(temp + "/" + kStateFile, train_state_serialize(c.state));
     file_write_durable(temp + "/" + kConfigFile, c.config_yaml);
     if (!c.tokenizer_path.empty()) file_copy_durable(c.tokenizer_path, temp + "/" + kTokenizerFile);
@@ -70,7 +73,8 @@ std::string checkpoint_save(const std::string& root, const CheckpointContents& c
 }
 
 LoadedCheckpoint checkpoint_load(const std::string& dir, const std::vector<TensorSpec>& model_expected,
-                                 const std::vector<TensorSpec>& optimizer_expected) {
+                                 const std::vector<TensorSpec>& optimizer_expected,
+                                 const std::vector<TensorSpec>& streams_expected) {
   LoadedCheckpoint out;
   out.dir = dir;
   const std::string state_path = dir + "/" + kStateFile;
@@ -84,6 +88,16 @@ LoadedCheckpoint checkpoint_load(const std::string& dir, const std::vector<Tenso
     out.optimizer = safetensors_read(optimizer_path);
     safetensors_validate(out.optimizer, optimizer_expected, optimizer_path);
     check_step(dir, state_path, out.state, out.optimizer, optimizer_path);
+  }
+  if (!streams_expected.empty()) {
+    const std::string streams_path = dir + "/" + kStreamsFile;
+    if (!std::filesystem::exists(streams_path))
+      fail("checkpoint {} has no {}: it holds no stream offsets and carried states, which a train.stateful run "
+           "resumes from; resume from a checkpoint of a stateful run",
+           dir, kStreamsFile);
+    out.streams = safetensors_read(streams_path);
+    safetensors_validate(out.streams, streams_expected, streams_path);
+    check_step(dir, state_path, out.state, out.streams, streams_path);
   }
   out.config_yaml = file_read_text(dir + "/" + kConfigFile);
   const std::string tokenizer = dir + "/" + kTokenizerFile;

@@ -2,6 +2,7 @@
 // A whole training checkpoint: the files inside one checkpoint directory.
 //   model.safetensors      weights (+ each RFA layer's fixed evaluation random matrices)
 //   optimizer.safetensors  AdamW moments
+//   stream.safetensors     stateful runs only: stream offsets and carried states (train/train_streams.h)
 //   state.json             TrainState
 //   config.yaml            the resolved config (as dumped by the config module)
 //   tokenizer.model        a copy of the tokenizer (optional)
@@ -17,6 +18,7 @@ namespace rfa {
 struct CheckpointContents {
   std::vector<TensorRef> model;
   std::vector<TensorRef> optimizer;
+  std::vector<TensorRef> streams;  // empty: no stream.safetensors (a run that is not stateful)
   TrainState state;
   std::string config_yaml;
   std::string tokenizer_path;  // copied in if non-empty
@@ -32,6 +34,7 @@ struct LoadedCheckpoint {
   std::string dir;
   SafetensorsFile model;
   SafetensorsFile optimizer;
+  SafetensorsFile streams;  // loaded only when expected
   TrainState state;
   std::string config_yaml;
   std::string tokenizer_path;  // dir/tokenizer.model if present, else ""
@@ -39,8 +42,10 @@ struct LoadedCheckpoint {
 
 // Loads and validates one checkpoint directory: state.json format version, both
 // safetensors files (checksums, structure) and their tensors against the expected lists
-// (an empty `optimizer_expected` skips loading optimizer.safetensors, e.g. for inference).
+// (an empty `optimizer_expected` skips loading optimizer.safetensors, e.g. for inference;
+// an empty `streams_expected` skips stream.safetensors, which a stateful run's resume requires).
 LoadedCheckpoint checkpoint_load(const std::string& dir, const std::vector<TensorSpec>& model_expected,
-                                 const std::vector<TensorSpec>& optimizer_expected);
+                                 const std::vector<TensorSpec>& optimizer_expected,
+                                 const std::vector<TensorSpec>& streams_expected = {});
 
 }  // namespace rfa

@@ -1,5 +1,5 @@
 // rfa eval perplexity RUN_OR_CHECKPOINT [--data FILE | --split val|train] [--max-tokens N] [--json]
-//   [--stride S] [--segment N] [--tokens FILE]
+//   [--stride S] [--window W] [--segment N] [--tokens FILE]
 // Mean NLL per token, perplexity and bits per byte of the original text.
 #include <cstdio>
 #include <filesystem>
@@ -139,7 +139,11 @@ void register_eval_command(CLI::App& app, CommandAction& action) {
       ->capture_default_str()
       ->check(cli_integer<int64_t>(0));
   cmd->add_flag("--json", args->json, "Print one JSON object instead of a table");
-  cmd->add_option("--stride", args->options.stride, "Sliding-window advance (0 = context / 2)")
+  cmd->add_option("--stride", args->options.stride, "Sliding-window advance (0 = window / 2)")
+      ->capture_default_str()
+      ->check(cli_integer<int>(0));
+  cmd->add_option("--window", args->options.window,
+                  "Sliding windows of N tokens (0 = the training context); RFA kinds then slide too")
       ->capture_default_str()
       ->check(cli_integer<int>(0));
   cmd->add_flag("--sliding", args->options.sliding,

@@ -72,6 +72,8 @@ struct TrainConfig {
   int log_every = 10;
   int eval_every = 250;       // 0 = only at the end
   int eval_batches = 0;       // 0 = the whole validation split; N = its first N * B * T + 1 tokens
+  bool stateful = false;      // contiguous streams, each RFA layer's state carried across steps (data/stream_sampler.h)
+  int stateful_redraw = 0;    // stateful: 0 = the fixed random features; K = a draw per K steps, states reset at each
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };

@@ -72,6 +72,10 @@ const ConfigKey kKeys[] = {
     {RFA_FIELD(train, eval_every), at_least(0), "steps between evaluations; 0 = only at the end"},
     {RFA_FIELD(train, eval_batches), at_least(0),
      "0 = val loss over the whole validation split; N = over its first N x batch_size x context_length tokens"},
+    {RFA_FIELD(train, stateful), kAny,
+     "RFA kinds: B contiguous streams per micro-batch, each layer's state carried (detached) into the next step"},
+    {RFA_FIELD(train, stateful_redraw), at_least(0),
+     "stateful: 0 = train under the fixed (evaluation) random features; K = redraw every K steps, resetting the states"},
 
     {RFA_FIELD(optim, lr), above(0), "peak learning rate"},
     {RFA_FIELD(optim, lr_min), at_least(0), "learning rate at the end of the cosine decay; <= lr"},

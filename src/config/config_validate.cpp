@@ -56,6 +56,17 @@ void config_validate(const Config& config) {
               "tokenizer) or at least {}",
               m.vocab_size, config.tokenizer.vocab_size, config.tokenizer.vocab_size);
 
+  const TrainConfig& t = config.train;
+  if (t.stateful && config.attention.kind == AttentionKind::softmax)
+    fail_keys({"train.stateful", "attention.kind"},
+              "'train.stateful' is true but 'attention.kind' is softmax, which has no fixed-size state to carry "
+              "between steps (its memory would be a growing key/value cache); use attention.kind rfa_gate or rfa, "
+              "or set train.stateful=false");
+  if (t.stateful && config_positions(config.attention) == PositionKind::rope)
+    fail_keys({"train.stateful", "attention.positions"},
+              "'train.stateful' is true but 'attention.positions' resolves to rope: positions would grow without "
+              "bound across carried segments; set attention.positions=none (the RFA kinds' default)");
+
   const OptimConfig& o = config.optim;
   if (o.lr_min > o.lr)
     fail_keys({"optim.lr_min", "optim.lr"},

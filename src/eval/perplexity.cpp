@@ -94,13 +94,14 @@ PerplexityPlan perplexity_plan(const ModelSpec& s, int64_t tokens, const Perplex
   if (tokens < 2) fail("perplexity needs at least 2 tokens, got {}; give a longer text", tokens);
   if (o.segment <= 0) fail("perplexity: segment {} must be positive", o.segment);
   PerplexityPlan p;
-  p.recurrent = !attention_state_grows(s.attn) && !o.sliding;
+  if (o.window < 0) fail("perplexity: window {} must be positive (0 = the training context)", o.window);
+  p.recurrent = !attention_state_grows(s.attn) && !o.sliding && o.window == 0;
   if (p.recurrent) {
     p.segment = static_cast<int>(std::min<int64_t>(o.segment, tokens - 1));
     p.decoder.max_segment = p.segment;
     p.decoder.max_positions = tokens - 1;  // the RoPE table, when the attention uses one
   } else {
-    p.window = s.model.context_length;
+    p.window = o.window > 0 ? o.window : s.model.context_length;
     p.stride = o.stride > 0 ? std::min(o.stride, p.window) : std::max(1, p.window / 2);
     p.decoder.max_segment = p.window;
     p.decoder.max_positions = p.window;
@@ -112,7 +113,8 @@ std::string perplexity_method(const PerplexityPlan& p) {
   if (p.recurrent)
     return fmt::format("one pass, recurrent state carried across segments of {} tokens (no context limit)",
                        p.segment);
-  return fmt::format("sliding window of {} tokens (the training context), stride {}", p.window, p.stride);
+  return fmt::format("sliding window of {} tokens{}, stride {}", p.window,
+                     p.window == p.context ? " (the training context)" : "", p.stride);
 }
 
 double perplexity_nll_sum(Decoder<float>& dec, const PerplexityPlan& plan, std::span<const int32_t> x,
@@ -132,7 +134,9 @@ PerplexityResult perplexity_evaluate(Model<float>& model, std::span<const int32_
     if (x[i] < 0 || x[i] >= s.V)
       fail("token {} at index {} is outside the model's vocabulary [0, {}); wrong tokenizer?", x[i], i, s.V);
   const std::string limit = plan.recurrent ? fmt::format("--segment ({})", plan.segment)
-                                           : fmt::format("model.context_length ({}, the window)", plan.window);
+                                           : plan.window == plan.context
+                                                 ? fmt::format("model.context_length ({}, the window)", plan.window)
+                                                 : fmt::format("--window ({})", plan.window);
   memory_require(memory_estimate_decoder(s, plan.decoder, thread_count(), limit, plan.recurrent ? "" : limit),
                  "evaluating");
   Timer clock;

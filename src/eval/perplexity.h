@@ -19,7 +19,8 @@ namespace rfa {
 
 struct PerplexityOptions {
   int segment = 512;   // RFA: tokens per prefill segment (memory only; the result does not depend on it)
-  int stride = 0;      // sliding windows: window advance; 0 = context_length / 2 (at least 1)
+  int stride = 0;      // sliding windows: window advance; 0 = window / 2 (at least 1)
+  int window = 0;      // sliding windows: tokens per window; 0 = context_length; set: RFA kinds slide too
   bool sliding = false;  // RFA kinds too: sliding windows like softmax (like-for-like comparison)
   bool progress = true;  // log a progress line with ETA every few seconds
 };
@@ -46,6 +47,7 @@ struct PerplexityPlan {
   bool recurrent = false;  // RFA one pass; else sliding windows
   int segment = 0;         // recurrent: tokens per prefill (the decoder's max_segment)
   int window = 0, stride = 0;  // sliding windows
+  int context = 0;             // the model's training context (the default window)
   DecoderOptions decoder;
 };
 PerplexityPlan perplexity_plan(const ModelSpec& spec, int64_t tokens, const PerplexityOptions& options);

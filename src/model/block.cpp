@@ -31,6 +31,8 @@ AttentionCall<T> attention_call(const BlockContext<T>& ctx, BlockActs<T>& a) {
   call.random = ctx.random;
   call.saved = a.attn_saved;
   call.scratch = ctx.attn_scratch;
+  call.state_in = ctx.carry_in;
+  call.state_out = ctx.carry_out;
   return call;
 }
 

@@ -28,6 +28,10 @@ struct BlockContext {
   // pos0 .. pos0+T-1; a.attn_saved may be null (no backward follows).
   AttentionState<T>* state = nullptr;
   int64_t pos0 = 0;
+  // Stateful training: this layer's entering state and where its final state goes
+  // (AttentionCall::state_in / state_out, attention_carry_size elements each), or null.
+  const T* carry_in = nullptr;
+  T* carry_out = nullptr;
   // block_backward: how the weight matrices' gradients are written (gemm beta 0
   // overwrites); the rest are added into (model_backward zeroes them first).
   GradWrite write = GradWrite::accumulate;

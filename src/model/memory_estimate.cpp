@@ -67,7 +67,7 @@ MemoryEstimate memory_estimate_model(const ModelSpec& s) {
   return e;
 }
 
-MemoryEstimate memory_estimate_train(const ModelSpec& s, const TrainConfig& train, int threads) {
+MemoryEstimate memory_estimate_train(const ModelSpec& s, const TrainConfig& train, int threads, int ranks) {
   MemoryEstimate e = memory_estimate_model(s);
   e.add("AdamW m and v", 2 * memory_param_elements(s) * kFloat, weight_keys(s));
   const int B = train.batch_size, T = s.model.context_length;
@@ -78,6 +78,18 @@ MemoryEstimate memory_estimate_train(const ModelSpec& s, const TrainConfig& trai
                        B, T, s.attention.chunk_size, s.attn.D, s.L);
   // Activations plus the micro-batch's input and target tokens (int32).
   e.add("activations", memory_activation_elements(s, B, T, threads) * kFloat + 2.0 * B * T * sizeof(int32_t), keys);
+  if (train.stateful) {
+    // TrainSession's (2, grad_accum, L, B, H, F, Dh+1) and StreamCheckpoint's (ranks x grad_accum, ...)
+    // and (ranks x grad_accum, B) offsets: three arenas, each rounded to 64 bytes.
+    auto arena = [](double bytes) { return std::ceil(bytes / 64) * 64; };
+    const double slot = double(s.L) * double(attention_carry_size(s.attn, 1)) * B;
+    const double micro = double(train.grad_accum);
+    e.add("carried states",
+          arena(2 * micro * slot * kFloat) + arena(ranks * micro * slot * kFloat) + arena(ranks * micro * B * 8.0),
+          fmt::format("train.batch_size ({}), train.grad_accum ({}), attention.num_features ({}) or model.n_layers "
+                      "({})",
+                      B, train.grad_accum, s.attn.D, s.L));
+  }
   return e;
 }
 

@@ -19,7 +19,9 @@ double memory_activation_elements(const ModelSpec& spec, int B, int T, int threa
 // and per-step random matrices (RFA kinds), the RoPE table.
 MemoryEstimate memory_estimate_model(const ModelSpec& spec);
 // A TrainSession: the model, AdamW's m and v, the activations and scratch of
-// one micro-batch (train.batch_size x model.context_length) and its tokens.
-MemoryEstimate memory_estimate_train(const ModelSpec& spec, const TrainConfig& train, int threads);
+// one micro-batch (train.batch_size x model.context_length) and its tokens; with
+// train.stateful the carried states (entering and final, per local micro-batch) and
+// the checkpoint's copy of every rank's (`ranks` x grad_accum micro-batches).
+MemoryEstimate memory_estimate_train(const ModelSpec& spec, const TrainConfig& train, int threads, int ranks = 1);
 
 }  // namespace rfa

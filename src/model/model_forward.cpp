@@ -44,7 +44,7 @@ void grads_zero_accumulated(Model<T>& m) {
 
 template <typename T>
 double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const int32_t* targets,
-                     std::type_identity_t<const T*> random) {
+                     std::type_identity_t<const T*> random, const ModelCarry<T>& carry) {
   const ModelSpec& s = m.spec;
   const int64_t N = int64_t(a.B) * a.T_len;
   RFA_ASSERT(m.random_size == 0 || random != nullptr, "the attention needs its random matrices");
@@ -58,6 +58,9 @@ double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, cons
   for (int l = 0; l < s.L; ++l) {
     BlockContext<T> ctx = block_context(m, a, random, l);
     ctx.resid_pending = pending;
+    const int64_t carry_layer = attention_carry_size(s.attn, a.B) * l;
+    if (carry.in) ctx.carry_in = carry.in + carry_layer;
+    if (carry.out) ctx.carry_out = carry.out + carry_layer;
     block_forward(ctx, m.w.layers[static_cast<size_t>(l)], a.layers[static_cast<size_t>(l)], block_output(a, l));
     pending = a.layers[static_cast<size_t>(l)].resid_mid;
   }
@@ -110,9 +113,10 @@ void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const
   embedding_backward(m.g.tok_embedding, g.dresid, inputs, N, s.C);
 }
 
-template double model_forward(Model<float>&, Activations<float>&, const int32_t*, const int32_t*, const float*);
+template double model_forward(Model<float>&, Activations<float>&, const int32_t*, const int32_t*, const float*,
+                              const ModelCarry<float>&);
 template double model_forward(Model<double>&, Activations<double>&, const int32_t*, const int32_t*,
-                              const double*);
+                              const double*, const ModelCarry<double>&);
 template void model_backward(Model<float>&, Activations<float>&, const int32_t*, const int32_t*, const float*,
                              double, GradWrite);
 template void model_backward(Model<double>&, Activations<double>&, const int32_t*, const int32_t*,

@@ -9,15 +9,25 @@
 
 namespace rfa {
 
+// Stateful training: every layer's state carried between segments, each (L, B, H, F, Dh+1)
+// (attention_carry_size per layer), or null. `in` null = empty states; `out` may alias `in`.
+template <typename T>
+struct ModelCarry {
+  const T* in = nullptr;
+  T* out = nullptr;
+};
+
 // Runs the forward. `random` is the (L, H, D, Dh) set of RFA random matrices to
 // use (model.random_step() in training, model.random_fixed() in evaluation;
 // ignored for softmax). With targets (B, T) (negative = ignored) it computes
 // the cross-entropy and returns the mean loss over the non-ignored targets;
-// without targets it stops at the logits and returns 0.
+// without targets it stops at the logits and returns 0. `carry`: each RFA layer
+// starts from carry.in and leaves its final state in carry.out (stateful training);
+// model_backward treats the entering states as constants.
 // Throws Error if a token id is outside [0, V).
 template <typename T>
 double model_forward(Model<T>& model, Activations<T>& acts, const int32_t* inputs, const int32_t* targets,
-                     std::type_identity_t<const T*> random);
+                     std::type_identity_t<const T*> random, const ModelCarry<T>& carry = {});
 
 // Backward of the last model_forward (same inputs, targets, random): adds
 // loss_scale * d(mean loss)/d(params) into model.grads() (accumulate: does not

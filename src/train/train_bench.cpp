@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "core/cpu_timer.h"
@@ -55,11 +56,13 @@ TrainBenchResult train_bench(const Config& config, int steps, int warmup) {
   TokenSplit split(reinterpret_cast<const unsigned char*>(tokens.data()), 2, n_tokens, n_tokens);
   TrainSession session(config, spec);
   BatchSampler sampler(split, B, T, config.train.seed);
+  std::optional<StreamSampler> streams;  // train.stateful: the carried states cost their copy-in and out
+  if (config.train.stateful) streams.emplace(split, B, T, config.train.grad_accum * dist_size());
   std::vector<double> total, cpu, fwd, bwd, opt, reduce;
   for (int s = 0; s < warmup + steps; ++s) {
     Timer t;
     const double cpu0 = process_cpu_seconds();
-    StepStats st = session.step(s, sampler);
+    StepStats st = streams ? session.step(s, *streams) : session.step(s, sampler);
     double ms = t.ms();
     if (s < warmup) continue;
     total.push_back(ms);

@@ -16,6 +16,7 @@
 #include "model/model_io.h"
 #include "model/model_load.h"
 #include "train/train_session.h"
+#include "train/train_streams.h"
 
 namespace rfa {
 namespace {
@@ -88,15 +89,17 @@ ResumePoint resume_prepare(const std::string& path, const std::vector<std::strin
   return out;
 }
 
-TrainState resume_load(TrainSession& session, const std::string& dir) {
+TrainState resume_load(TrainSession& session, const std::string& dir, StreamCheckpoint* streams) {
   Model<float>& model = session.model();
-  LoadedCheckpoint ck = checkpoint_load(dir, model_tensor_specs(model.spec), optimizer_tensor_specs(model.spec));
+  LoadedCheckpoint ck = checkpoint_load(dir, model_tensor_specs(model.spec), optimizer_tensor_specs(model.spec),
+                                        streams ? streams->specs() : std::vector<TensorSpec>{});
   const uint64_t seed = session.config().train.seed;
   if (ck.state.seed != seed)
     fail("checkpoint {} was trained with seed {} but the config says train.seed {}; resume with the saved config",
          dir, ck.state.seed, seed);
   model_tensors_load(model, ck.model);
   optimizer_tensors_load(model, ck.optimizer, session.adam_m(), session.adam_v());
+  if (streams) streams->load(ck.streams, ck.state.step, dir + "/stream.safetensors");
   session.set_steps_taken(ck.state.step);
   return ck.state;
 }

@@ -5,7 +5,8 @@
 // weights, the fixed evaluation random matrices, AdamW's moments and step
 // count, and state.json's step; the per-step random matrices and the batches
 // are pure functions of (seed, step) (core/rng.h, data/batch_sampler.h), so
-// nothing else needs saving.
+// nothing else needs saving, except a stateful run's carried states
+// (stream.safetensors, train/train_streams.h).
 //
 // The config is the one saved in the checkpoint. `--set` may change only the
 // keys that cannot change what is computed for a step (resume_key_changeable):
@@ -20,6 +21,7 @@
 
 namespace rfa {
 
+class StreamCheckpoint;
 class TrainSession;
 
 struct ResumePoint {
@@ -44,9 +46,10 @@ ResumePoint resume_prepare(const std::string& path, const std::vector<std::strin
 
 // Loads and validates the checkpoint (every tensor's name, dtype and shape,
 // checksums, format version) into `session`: parameters, fixed random
-// matrices, AdamW m and v and its step count. Returns its state.json.
+// matrices, AdamW m and v and its step count; with `streams` (a stateful run) also
+// stream.safetensors, whose states go into the session. Returns its state.json.
 // Throws if the state's seed is not the session's train.seed.
-TrainState resume_load(TrainSession& session, const std::string& checkpoint_dir);
+TrainState resume_load(TrainSession& session, const std::string& checkpoint_dir, StreamCheckpoint* streams = nullptr);
 
 // Rewrites metrics.jsonl keeping only the lines of steps <= `step`: a run
 // stopped or killed after its checkpoint wrote lines the resumed run writes

@@ -26,6 +26,7 @@
 #include "train/train_report.h"
 #include "train/train_resume.h"
 #include "train/train_session.h"
+#include "train/train_streams.h"
 #include "train/train_validation.h"
 
 namespace rfa {
@@ -43,11 +44,12 @@ Config resolve_vocab(Config c, const Tokenizer& tok) {
 }
 
 std::string save_checkpoint(TrainSession& session, const Config& config, const std::string& run_dir,
-                            const TrainState& state) {
+                            const TrainState& state, const StreamCheckpoint* streams) {
   Model<float>& m = session.model();
   CheckpointContents contents;
   contents.model = model_tensor_refs(m);
   contents.optimizer = optimizer_tensor_refs(m, session.adam_m(), session.adam_v());
+  if (streams) contents.streams = streams->refs();  // gathered from every rank by the caller
   contents.state = state;
   contents.config_yaml = config_dump(config);
   contents.tokenizer_path = run_dir + "/tokenizer.model";
@@ -97,7 +99,7 @@ void run_dir_clear(const std::string& run_dir) {
 void memory_require_training(const Config& c) {
   ModelConfig model = c.model;
   if (model.vocab_size == 0) model.vocab_size = c.tokenizer.vocab_size;
-  memory_require(memory_estimate_train(model_spec_make(model, c.attention), c.train, thread_count()),
+  memory_require(memory_estimate_train(model_spec_make(model, c.attention), c.train, thread_count(), dist_size()),
                  "training this model");
 }
 
@@ -126,10 +128,19 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   const ModelSpec spec = model_spec_make(config.model, config.attention);
 
   const TrainConfig& tc = config.train;
-  BatchSampler sampler(data.tokens.train(), tc.batch_size, spec.model.context_length, tc.seed);
+  // train.stateful: ranks x grad_accum micro-batches of B contiguous streams; else random windows.
+  std::optional<BatchSampler> sampler;
+  std::optional<StreamSampler> streams;
+  if (tc.stateful)
+    streams.emplace(data.tokens.train(), tc.batch_size, spec.model.context_length, tc.grad_accum * dist_size());
+  else
+    sampler.emplace(data.tokens.train(), tc.batch_size, spec.model.context_length, tc.seed);
   const TokenSplit val = data.tokens.val();
   (void)SequentialBatches(val, tc.batch_size, spec.model.context_length);  // throws now if val is shorter than T+1
   TrainSession session(config, spec);
+  std::optional<StreamCheckpoint> stream_checkpoint;
+  if (streams) stream_checkpoint.emplace(session, *streams);
+  StreamCheckpoint* const stream_ck = stream_checkpoint ? &*stream_checkpoint : nullptr;
   log_info("train", "{} attention, L={} C={} H={} T={} V={}: {} parameters; batch {}x{}x{} = {} tokens/step, {} threads",
            enum_name(spec.attention.kind), spec.L, spec.C, spec.H, spec.model.context_length, spec.V,
            session.model().table.count(), tc.batch_size, tc.grad_accum, spec.model.context_length,
@@ -140,6 +151,12 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
              int64_t(dist_size()) * tc.batch_size * tc.grad_accum * spec.model.context_length, dist_backend());
   log_info("train", "data: {} train / {} val tokens from {}; run dir {}", data.tokens.train().size(), val.size(),
            data.tokens.path(), run_dir);
+  if (streams)
+    log_info("train", "stateful: {} streams of ~{} tokens (each row continues its stream, states carried between "
+             "steps); random features: {}",
+             int64_t(streams->micro_batches()) * tc.batch_size, streams->stream_period(0, 0),
+             tc.stateful_redraw == 0 ? std::string("the fixed evaluation set")
+                                     : fmt::format("redrawn every {} steps, states reset then", tc.stateful_redraw));
   const ValidationText val_text = validation_text(val, tc, spec.model.context_length);
   log_info("train", "val loss: mean NLL per token over {}, {}; as `rfa eval perplexity` computes it", val_text.what,
            perplexity_method(session.eval_plan(static_cast<int64_t>(val_text.tokens.size()))));
@@ -154,7 +171,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   int64_t start = 0, tokens_seen = 0;
   double wall_before = 0;  // training wall time of the run before this process
   if (resuming) {
-    const TrainState saved = resume_load(session, options.resume_checkpoint);
+    const TrainState saved = resume_load(session, options.resume_checkpoint, stream_ck);
     if (saved.tokenizer_xxh64 != state.tokenizer_xxh64)
       fail("checkpoint {} records tokenizer checksum {} but the run's tokenizer has {}",
            options.resume_checkpoint, saved.tokenizer_xxh64, state.tokenizer_xxh64);
@@ -204,7 +221,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     state.val_loss = val_loss >= 0 ? val_loss : std::numeric_limits<double>::quiet_NaN();
     state.best_val_loss = result.best_val_loss;
     progress.clear();
-    saved_dir = save_checkpoint(session, config, run_dir, state);
+    saved_dir = save_checkpoint(session, config, run_dir, state, stream_ck);
     saved_step = done;
     run_lock->keep();  // a checkpoint exists: the run directory is no stub to remove on failure
     log_info("train", "checkpoint {}", saved_dir);
@@ -217,9 +234,12 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   StepStats last;
   for (int64_t step = start; step < tc.steps; ++step) {
     Timer step_timer;
-    last = session.step(step, sampler);
+    last = streams ? session.step(step, *streams) : session.step(step, *sampler);
     if (last.stopped) {  // a stop inside the step drops it whole; the last finished step is saved
-      if (saved_step != step) result.checkpoint_dir = save(step, -1);
+      if (saved_step != step) {  // one rank (TrainSession::step): the gather is local
+        if (stream_ck) stream_ck->gather(step);
+        result.checkpoint_dir = save(step, -1);
+      }
       log_warn("train", "signal {} received: stopped during step {}/{}, which is dropped, with checkpoint {} of "
                "step {}; continue with: rfa train --resume {}",
                stop_signal(), step + 1, tc.steps, saved_dir, step, run_dir);
@@ -282,7 +302,10 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
                                 last.loss, seconds * 1e3, duration_text(eta)));
     }
     const bool periodic = config.checkpoint.every > 0 && done % config.checkpoint.every == 0;
-    if (root && (periodic || is_last || stopping)) result.checkpoint_dir = save(done, val_loss);
+    if (periodic || is_last || stopping) {
+      if (stream_ck) stream_ck->gather(done);  // collective: every rank, before rank 0 writes
+      if (root) result.checkpoint_dir = save(done, val_loss);
+    }
     result.steps = done;
     if (stopping) {
       const std::string why = stop_sig != 0 ? fmt::format("signal {} received", stop_sig)

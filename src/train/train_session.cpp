@@ -35,6 +35,13 @@ TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
       optim_(2 * model_.param_size()),
       mask_(mask_from_table(model_.table)),
       batch_(config.train.batch_size, spec.model.context_length) {
+  if (config.train.stateful) {
+    RFA_ASSERT(attention_carry_size(spec.attn, 1) > 0, "train.stateful needs an RFA kind (config_validate)");
+    carry_slot_ = int64_t(spec.L) * attention_carry_size(spec.attn, config.train.batch_size);
+    carry_ = Arena<float>(2 * config.train.grad_accum * carry_slot_);
+    carry_in_ = carry_.data();
+    carry_out_ = carry_.data() + config.train.grad_accum * carry_slot_;
+  }
   model_init(model_, config.train.seed);
   for (const ParamEntry& e : model_.table.entries()) ranges_.push_back({e.name, e.offset, e.numel});
 }
@@ -65,12 +72,45 @@ void TrainSession::fail_non_finite(int64_t step_index, const char* what) {
 }
 
 StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
+  RFA_ASSERT(!config_.train.stateful, "a stateful session steps over streams");
+  return step_with(step, sampler, false);
+}
+
+StepStats TrainSession::step(int64_t step, const StreamSampler& streams) {
+  RFA_ASSERT(config_.train.stateful, "streams need a stateful session (its carried states)");
+  RFA_ASSERT(streams.micro_batches() == config_.train.grad_accum * dist_size() &&
+                 streams.batch_size() == config_.train.batch_size,
+             "streams ({} micro-batches of {}) do not match ranks x grad_accum x batch", streams.micro_batches(),
+             streams.batch_size());
+  return step_with(step, streams, true);
+}
+
+// Stateful runs and the random features (docs/long-context.md): a state built under one
+// draw means nothing under another, so either the draw never changes (stateful_redraw 0:
+// the fixed evaluation matrices, which evaluation reads too) or it is kept for K steps and
+// the states restart empty with each new draw.
+uint64_t TrainSession::stateful_draw_step(int64_t step) const {
+  const int K = config_.train.stateful_redraw;
+  return K == 0 ? kFixedRandomStep : static_cast<uint64_t>(step / K * K);
+}
+
+template <typename Sampler>
+StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool stateful) {
   const TrainConfig& tc = config_.train;
   const ModelSpec& s = model_.spec;
   StepStats st;
   Timer timer;
   // No zero_grad: the first micro-batch's backward overwrites every gradient.
-  model_draw_random(s, tc.seed, static_cast<uint64_t>(step), model_.random_step());  // none for softmax
+  const float* random = model_.random_step();
+  bool carry_reset = false;  // the states restart empty at this step (a new draw)
+  if (!stateful) {
+    model_draw_random(s, tc.seed, static_cast<uint64_t>(step), model_.random_step());  // none for softmax
+  } else if (tc.stateful_redraw == 0) {
+    random = model_.random_fixed();
+  } else {
+    model_draw_random(s, tc.seed, stateful_draw_step(step), model_.random_step());
+    carry_reset = step % tc.stateful_redraw == 0;
+  }
   st.setup_ms = timer.ms();
   double loss_sum = 0;
   // Data parallel: this rank computes grad_accum of the step's ranks * grad_accum micro-batches
@@ -87,12 +127,17 @@ StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
       return st;
     }
     sampler.sample(step, batch_global_micro(rank, ranks, micro), batch_.inputs.data(), batch_.targets.data());
+    ModelCarry<float> carry;
+    if (stateful) {
+      carry.in = carry_reset ? nullptr : carry_in_ + micro * carry_slot_;
+      carry.out = carry_out_ + micro * carry_slot_;
+    }
     timer.reset();
-    double loss = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_step());
+    double loss = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), random, carry);
     st.forward_ms += timer.ms();
     if (!std::isfinite(loss)) fail_non_finite(step, "the training loss");
     timer.reset();
-    model_backward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_step(), scale,
+    model_backward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), random, scale,
                    micro == 0 ? GradWrite::overwrite : GradWrite::accumulate);
     st.backward_ms += timer.ms();
     loss_sum += loss;
@@ -113,6 +158,7 @@ StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
   adamw_update(adamw_step_make(config_.optim, st.lr, steps_taken_ + 1), mask_, model_.params(), model_.grads(),
                adam_m(), adam_v(), model_.param_size());
   ++steps_taken_;
+  std::swap(carry_in_, carry_out_);  // the step is taken: its final states enter the next
   st.optimizer_ms = timer.ms();
   st.tokens = int64_t(tc.batch_size) * s.model.context_length * tc.grad_accum * ranks;
   return st;

@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "data/batch_sampler.h"
+#include "data/stream_sampler.h"
 #include "decode/decoder.h"
 #include "eval/perplexity.h"
 #include "model/activations.h"
@@ -50,6 +51,10 @@ class TrainSession {
   // first non-finite tensor if the loss or a gradient is NaN/inf.
   // Polls stop_requested() before each micro-batch with one rank (see StepStats::stopped).
   StepStats step(int64_t step, const BatchSampler& sampler);
+  // train.stateful: the same step over `streams` (built with ranks x grad_accum micro-batches),
+  // local micro-batch m starting from carry_state()'s slot m; when the step completes (not
+  // when it is dropped at a stop request), each slot holds the final states it left.
+  StepStats step(int64_t step, const StreamSampler& streams);
 
   // Validation loss: the mean NLL per token of every target of `tokens` (N >= 2),
   // computed exactly as `rfa eval perplexity` computes it (eval/perplexity.h, default
@@ -69,8 +74,18 @@ class TrainSession {
   int64_t optimizer_bytes() const { return optim_.size() * static_cast<int64_t>(sizeof(float)); }
   void set_steps_taken(int64_t n) { steps_taken_ = n; }  // for resume: AdamW's t = n + 1
 
+  // train.stateful: the states the next step's micro-batches enter with, (grad_accum, L, B, H,
+  // F, Dh+1): slot m (carry_slot() elements, ModelCarry's layout) is local micro-batch m's.
+  // Empty (null, 0) otherwise. Written by resume and read for checkpoints.
+  float* carry_state() { return carry_in_; }
+  int64_t carry_slot() const { return carry_slot_; }
+  // The random matrices the stateful step `step` runs under (fixed, or the draw it shares).
+  uint64_t stateful_draw_step(int64_t step) const;
+
  private:
   [[noreturn]] void fail_non_finite(int64_t step_index, const char* what);  // step_index 0-based
+  template <typename Sampler>
+  StepStats step_with(int64_t step, const Sampler& sampler, bool stateful);
 
   Config config_;
   Model<float> model_;
@@ -80,6 +95,12 @@ class TrainSession {
   std::vector<NamedRange> ranges_;  // parameter names over the flat layout, for error messages
   TokenBatch batch_;
   int64_t steps_taken_ = 0;
+  // train.stateful: (2, grad_accum, L, B, H, F, Dh+1): the entering states and the step's
+  // final states, swapped when a step completes.
+  Arena<float> carry_;
+  int64_t carry_slot_ = 0;  // L * attention_carry_size(B)
+  float* carry_in_ = nullptr;
+  float* carry_out_ = nullptr;
   // evaluate()'s decoder (B = 1) and the plan it was built for; rebuilt only when the plan changes.
   std::unique_ptr<Decoder<float>> eval_decoder_;
   PerplexityPlan eval_decoder_plan_;

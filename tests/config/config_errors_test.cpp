@@ -114,6 +114,11 @@ TEST_CASE("config errors: impossible values name the key, the value and what is 
   CHECK(has(load_error("model:\n  d_model: 96\n  n_heads: 32\nattention:\n  kind: softmax\n"),
             "head size d_model / n_heads = 96 / 32 = 3 is odd"));
   CHECK(has(load_error("model:\n  vocab_size: 100\n"), "'model.vocab_size' is 100, smaller than 'tokenizer.vocab_size'"));
+  CHECK(has(load_error("attention:\n  kind: softmax\ntrain:\n  stateful: true\n"),
+            "'train.stateful' is true but 'attention.kind' is softmax, which has no fixed-size state"));
+  CHECK(has(load_error("attention:\n  positions: rope\ntrain:\n  stateful: true\n"),
+            "'train.stateful' is true but 'attention.positions' resolves to rope"));
+  CHECK(has(set_error("train.stateful_redraw=-1"), "'train.stateful_redraw' is '-1'; it must be >= 0"));
 }
 
 TEST_CASE("config errors: the bounds of every key reject a value just outside them") {

@@ -4,6 +4,7 @@
 // that covers it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -116,10 +117,15 @@ TEST_CASE("perplexity: a reused decoder gives the same sum as a fresh evaluation
 
 namespace {
 
-void check_sliding(AttentionKind kind) {
-  const int N = 30, ctx = 8;
-  Model<float> model(spec_of(kind, ctx));
+// window 0: the training context (8), else --window (RFA kinds then slide without --sliding).
+void check_sliding(AttentionKind kind, int window = 0) {
+  const int N = 30, ctx = window > 0 ? window : 8;
+  Model<float> model(spec_of(kind, 8));
   model_init(model, 4);
+  // The reference forward runs windows of ctx: the same weights in a model of that context.
+  Model<float> ref(spec_of(kind, ctx));
+  std::copy_n(model.params(), model.param_size(), ref.params());
+  std::copy_n(model.random_fixed(), model.random_size, ref.random_fixed());
   const std::vector<int32_t> x = text(N);
   for (int stride : {3, 8}) {
     INFO("stride ", stride);
@@ -130,12 +136,13 @@ void check_sliding(AttentionKind kind) {
       int a = 0;
       while (std::min(a + ctx, N - 1) < i) a += stride;
       const int len = std::min(ctx, N - 1 - a);
-      const std::vector<float> logits = forward_logits(model, x, a, len);
+      const std::vector<float> logits = forward_logits(ref, x, a, len);
       sum += nll_by_hand(logits.data() + (i - 1 - a) * kV, x[static_cast<size_t>(i)]);
     }
     PerplexityOptions o;
     o.stride = stride;
-    o.sliding = true;  // needed by RFA kinds only
+    o.window = window;
+    o.sliding = window == 0;  // needed by RFA kinds only, unless a window is given
     o.progress = false;
     PerplexityResult r = perplexity_evaluate(model, x, 77, o);
     CHECK(r.window == ctx);
@@ -150,6 +157,11 @@ void check_sliding(AttentionKind kind) {
 TEST_CASE("perplexity: softmax sliding window scores each target once") { check_sliding(AttentionKind::softmax); }
 
 TEST_CASE("perplexity: rfa_gate with --sliding uses the same windows") { check_sliding(AttentionKind::rfa_gate); }
+
+TEST_CASE("perplexity: --window slides windows longer than the training context") {
+  check_sliding(AttentionKind::softmax, 12);  // RoPE positions past the training context
+  check_sliding(AttentionKind::rfa_gate, 12);
+}
 
 TEST_CASE("perplexity: token_nll and input errors") {
   const std::vector<float> row = {0.f, std::log(3.f)};  // probabilities 1/4, 3/4

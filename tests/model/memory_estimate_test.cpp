@@ -3,6 +3,7 @@
 // and the refusal message for a model no machine holds.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 
 #include "config/config_keys.h"
@@ -12,6 +13,7 @@
 #include "model/model.h"
 #include "support/test_files.h"
 #include "support/tiny_model.h"
+#include "train/train_session.h"
 
 using namespace rfa;
 
@@ -57,6 +59,22 @@ TEST_CASE("memory estimate: parameters and activations equal the allocated sizes
         CHECK(part_bytes(e, "random feature matrices") == double(2 * model.random_size) * sizeof(float));
         CHECK(part_bytes(e, "activations") == double(acts.bytes()) + 2.0 * B * spec.model.context_length * 4);
       }
+}
+
+TEST_CASE("memory estimate: a stateful run's carried states are the session's and the checkpoint's arenas") {
+  Config c = test::tiny_config(AttentionKind::rfa_gate, {.context = 16});
+  c.train.batch_size = 3;
+  c.train.grad_accum = 2;
+  c.train.stateful = true;
+  const ModelSpec spec = test::tiny_spec(c);
+  TrainSession session(c, spec);
+  const double slot = double(session.carry_slot()), ranks = 4;
+  auto arena = [](double bytes) { return std::ceil(bytes / 64) * 64; };
+  const MemoryEstimate e = memory_estimate_train(spec, c.train, 1, 4);
+  CHECK(part_bytes(e, "carried states") ==
+        arena(2 * 2 * slot * 4) + arena(ranks * 2 * slot * 4) + arena(ranks * 2 * 3 * 8.0));
+  c.train.stateful = false;
+  CHECK(part_bytes(memory_estimate_train(spec, c.train, 1, 4), "carried states") == 0);
 }
 
 TEST_CASE("memory estimate: a model at the keys' bounds is estimated without overflow and refused") {

@@ -109,3 +109,25 @@ TEST_CASE("train: every float training step makes the same allocations (oneDNN's
     for (long n : per_eval) CHECK(n == per_eval[0]);
   }
 }
+
+TEST_CASE("train: a stateful step makes the allocations of a step over random windows") {
+  Config c = small_config(AttentionKind::rfa_gate);
+  std::vector<uint16_t> tokens(500);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint16_t>((i * 7) % 20);
+  TokenSplit split = test::split_of(tokens);
+  TrainSession plain(c, model_spec_make(c.model, c.attention));
+  BatchSampler sampler(split, 3, 16, 1);
+  c.train.stateful = true;
+  TrainSession stateful(c, model_spec_make(c.model, c.attention));
+  StreamSampler streams(split, 3, 16, 2);
+  plain.step(0, sampler);
+  stateful.step(0, streams);
+  for (int s = 1; s < 4; ++s) {
+    long before = g_news.load();
+    plain.step(s, sampler);
+    const long plain_news = g_news.load() - before;
+    before = g_news.load();
+    stateful.step(s, streams);
+    CHECK(g_news.load() - before == plain_news);
+  }
+}

@@ -1,0 +1,76 @@
+// Stateful training's forward (ModelCarry): with the same random features, running
+// two consecutive segments with the state carried from the first into the second
+// gives every layer the outputs of one pass over their concatenation, and the same
+// final states.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "attention/attention_core.h"
+#include "model/model.h"
+#include "model/model_forward.h"
+#include "support/tiny_model.h"
+
+using namespace rfa;
+
+namespace {
+
+// Largest |a - b| / (1 + |b|) between rows [t0, t0 + Ts) of a (B, Ts, W) tensor `seg` and the same
+// time rows of a (B, Tall, W) tensor `all` starting at `offset`.
+double max_diff(const double* seg, int Ts, const double* all, int Tall, int offset, int B, int64_t W) {
+  double worst = 0;
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < Ts; ++t)
+      for (int64_t i = 0; i < W; ++i) {
+        const double x = seg[(int64_t(b) * Ts + t) * W + i], y = all[(int64_t(b) * Tall + offset + t) * W + i];
+        worst = std::max(worst, std::abs(x - y) / (1 + std::abs(y)));
+      }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("model carry: two segments with the state carried equal one pass over both, in every layer") {
+  for (AttentionKind kind : {AttentionKind::rfa, AttentionKind::rfa_gate}) {
+    CAPTURE(static_cast<int>(kind));
+    // chunk 4: the first segment ends inside a chunk, the second spans several.
+    const ModelSpec spec = test::tiny_spec(kind, {.vocab = 13, .context = 17, .n_layers = 3, .chunk_size = 4,
+                                                  .init_std = 0.3});
+    Model<double> model(spec);
+    model_init(model, 21);
+    const int B = 2, T1 = 7, T2 = 10, T = T1 + T2, C = spec.C, V = spec.V, L = spec.L;
+    std::vector<int32_t> all_in(B * T), in1(B * T1), in2(B * T2);
+    for (int i = 0; i < B * T; ++i) all_in[i] = (i * 7 + 2) % V;
+    for (int b = 0; b < B; ++b) {
+      std::copy_n(all_in.begin() + b * T, T1, in1.begin() + b * T1);
+      std::copy_n(all_in.begin() + b * T + T1, T2, in2.begin() + b * T2);
+    }
+    const int64_t slot = L * attention_carry_size(spec.attn, B);
+    REQUIRE(slot > 0);
+    std::vector<double> state_mid(slot), state_end(slot), state_all(slot);
+    Activations<double> a_all(spec, B, T), a1(spec, B, T1), a2(spec, B, T2);
+    model_forward(model, a_all, all_in.data(), nullptr, model.random_fixed(), {nullptr, state_all.data()});
+    model_forward(model, a1, in1.data(), nullptr, model.random_fixed(), {nullptr, state_mid.data()});
+    model_forward(model, a2, in2.data(), nullptr, model.random_fixed(), {state_mid.data(), state_end.data()});
+    for (int l = 0; l < L; ++l) {
+      CAPTURE(l);
+      const auto& f = a_all.layers[size_t(l)];
+      // Each layer's attention output, and its block output (the next layer's input or resid_final).
+      CHECK(max_diff(a1.layers[size_t(l)].attn_out, T1, f.attn_out, T, 0, B, C) < 1e-12);
+      CHECK(max_diff(a2.layers[size_t(l)].attn_out, T2, f.attn_out, T, T1, B, C) < 1e-12);
+      const double* out_all = l + 1 < L ? a_all.layers[size_t(l) + 1].resid_in : a_all.resid_final;
+      const double* out1 = l + 1 < L ? a1.layers[size_t(l) + 1].resid_in : a1.resid_final;
+      const double* out2 = l + 1 < L ? a2.layers[size_t(l) + 1].resid_in : a2.resid_final;
+      CHECK(max_diff(out1, T1, out_all, T, 0, B, C) < 1e-12);
+      CHECK(max_diff(out2, T2, out_all, T, T1, B, C) < 1e-12);
+    }
+    CHECK(max_diff(a2.logits, T2, a_all.logits, T, T1, B, V) < 1e-12);
+    CHECK(max_diff(state_end.data(), 1, state_all.data(), 1, 0, 1, slot) < 1e-12);
+
+    // Without the carried state the second segment is another computation: the test can fail.
+    model_forward(model, a2, in2.data(), nullptr, model.random_fixed());
+    CHECK(max_diff(a2.logits, T2, a_all.logits, T, T1, B, V) > 1e-6);
+  }
+}
