@@ -72,6 +72,8 @@ const ConfigKey kKeys[] = {
     {RFA_FIELD(train, eval_every), at_least(0), "steps between evaluations; 0 = only at the end"},
     {RFA_FIELD(train, eval_batches), at_least(0),
      "0 = val loss over the whole validation split; N = over its first N x batch_size x context_length tokens"},
+    {RFA_FIELD(train, precision), kAny,
+     "fp32, or bf16: matrix products on bf16 copies, fp32 master weights (needs AVX512-BF16)"},
 
     {RFA_FIELD(optim, lr), above(0), "peak learning rate"},
     {RFA_FIELD(optim, lr_min), at_least(0), "learning rate at the end of the cosine decay; <= lr"},

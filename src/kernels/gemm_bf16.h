@@ -10,8 +10,9 @@
 // converted explicitly by the caller. One primitive per distinct (layout, shape,
 // accumulate, threads), created at its first use and kept for the process (a
 // training run meets a fixed handful: its first step creates them, later steps
-// only look them up); each runs on a user scratchpad, so executing allocates
-// nothing. Not thread-safe: call from one thread, never inside a parallel region.
+// only look them up); each runs on a user scratchpad, so nothing of ours is
+// allocated per product (oneDNN's execute still builds its argument map
+// internally, a fixed few allocations per call, as dnnl_sgemm does). Not thread-safe: call from one thread, never inside a parallel region.
 #include <cstdint>
 
 #include "kernels/gemm.h"

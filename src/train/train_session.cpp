@@ -7,6 +7,7 @@
 #include "core/stop_signals.h"
 #include "core/timer.h"
 #include "dist/dist.h"
+#include "kernels/bf16.h"
 #include "model/model_forward.h"
 #include "optim/lr_schedule.h"
 
@@ -26,12 +27,17 @@ DecayMask mask_from_table(const ParamTable& t) {
   return decay_mask_build(std::move(ranges), t.size());
 }
 
+Precision precision_checked(Precision p) {
+  if (p == Precision::bf16) bf16_require("train.precision bf16");
+  return p;
+}
+
 }  // namespace
 
 TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
     : config_(config),
-      model_(spec),
-      acts_(spec, config.train.batch_size, spec.model.context_length),
+      model_(spec, precision_checked(config.train.precision)),
+      acts_(spec, config.train.batch_size, spec.model.context_length, config.train.precision),
       optim_(2 * model_.param_size()),
       mask_(mask_from_table(model_.table)),
       batch_(config.train.batch_size, spec.model.context_length) {
@@ -71,6 +77,9 @@ StepStats TrainSession::step(int64_t step, const BatchSampler& sampler) {
   Timer timer;
   // No zero_grad: the first micro-batch's backward overwrites every gradient.
   model_draw_random(s, tc.seed, static_cast<uint64_t>(step), model_.random_step());  // none for softmax
+  // bf16: the weight copies follow the master weights as the last update (or an init
+  // or a load) left them; refreshed here so nothing that changes the weights can miss it.
+  model_.bf16_refresh();
   st.setup_ms = timer.ms();
   double loss_sum = 0;
   // Data parallel: this rank computes grad_accum of the step's ranks * grad_accum micro-batches

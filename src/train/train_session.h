@@ -28,7 +28,7 @@ struct StepStats {
   double grad_norm = 0;    // global norm before clipping
   double lr = 0;
   int64_t tokens = 0;      // tokens processed by all ranks (B * T * grad_accum * ranks)
-  // Wall time by phase: random draw + zero-grad, forwards, backwards, gradient all-reduce
+  // Wall time by phase: random draw + bf16 weight copies (bf16 runs), forwards, backwards, gradient all-reduce
   // (0 with one rank; includes waiting for the slowest rank), clip + AdamW.
   double setup_ms = 0, forward_ms = 0, backward_ms = 0, allreduce_ms = 0, optimizer_ms = 0;
   // A stop request (core/stop_signals.h) came before the step's last micro-batch: the
