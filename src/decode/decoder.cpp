@@ -8,7 +8,6 @@
 #include "decode/decode_kernels.h"
 #include "kernels/gemm.h"
 #include "layers/embedding.h"
-#include "layers/linear.h"
 #include "layers/rmsnorm.h"
 #include "model/block.h"
 
@@ -20,6 +19,8 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   const ModelSpec& s = spec_;
   if (B_ <= 0) fail("decoder: batch {} must be positive", B_);
   if (S_max_ <= 0) fail("decoder: max_segment {} must be positive", S_max_);
+  const bool bf16 = o.precision == Precision::bf16;
+  RFA_ASSERT(!bf16 || model_.precision == Precision::bf16, "a bf16 decoder needs a model built with bf16 copies");
   AttentionStateOptions so;
   so.B = B_;
   so.max_positions = o.max_positions;
@@ -54,8 +55,18 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   take(&logits_, N * V);
   take(&last_, int64_t(B_) * V);
   take(&scratch_.data, static_cast<int64_t>(scratch_.size));
+  // bf16: n uint16 in ceil(n / 2) elements of T.
+  std::vector<std::pair<uint16_t**, int64_t>> halves;
+  auto take_half = [&](uint16_t** p, int64_t n) {
+    halves.push_back({p, plan.take((n * int64_t(sizeof(uint16_t)) + int64_t(sizeof(T)) - 1) / int64_t(sizeof(T)))});
+  };
+  if (bf16)
+    for (auto [p, n] : {std::pair{&acts_bf16_.attn_norm, N * C}, std::pair{&acts_bf16_.attn_out, N * C},
+                        std::pair{&acts_bf16_.ffn_norm, N * C}, std::pair{&acts_bf16_.ffn_act, N * Hf}})
+      take_half(p, n);
   arena_ = Arena<T>(plan.size());
   for (const Slot& slot : slots) *slot.ptr = arena_.data() + slot.offset;
+  for (auto [p, offset] : halves) *p = reinterpret_cast<uint16_t*>(arena_.data() + offset);
   a.attn_saved = nullptr;  // prefill: no backward follows
   segment_tokens_.assign(static_cast<size_t>(N), 0);
 }
@@ -141,11 +152,18 @@ void Decoder<T>::prefill_layers(const int32_t* tokens, int S) {
     ctx.random = model_.random_fixed() + l * random_per_layer;
     ctx.state = &states_[static_cast<size_t>(l)];
     ctx.resid_pending = l > 0 ? a.resid_mid : nullptr;
+    if (acts_bf16_.attn_norm) {
+      ctx.wh = &model_.wh.layers[static_cast<size_t>(l)];
+      ctx.ah = &acts_bf16_;
+    }
     block_forward(ctx, model_.w.layers[static_cast<size_t>(l)], a, a.resid_in);
   }
   residual_rmsnorm_forward(a.attn_norm, a.attn_rstd, a.resid_in, a.resid_mid, model_.w.final_norm, N, s.C,
                            s.model.norm_eps);
-  linear_forward(logits_, a.attn_norm, model_.w.lm_head, N, s.C, s.V);
+  // logits (N, V) = n (N, C) · lm_headᵀ
+  const bool bf16 = acts_bf16_.attn_norm != nullptr;
+  mat_product<T>(false, true, N, s.V, s.C, mat_operand_bf16(a.attn_norm, acts_bf16_.attn_norm, N * s.C), s.C,
+                 {model_.w.lm_head, bf16 ? model_.wh.lm_head : nullptr}, s.C, T(0), logits_, s.V);
 }
 
 // The mirror of block_forward (model/block.cpp) for one token per row, with the
@@ -157,27 +175,36 @@ void Decoder<T>::step_layers(const int32_t* tokens) {
   const ModelSpec& s = spec_;
   const int B = B_, C = s.C, Hf = s.Hf;
   BlockActs<T>& a = acts_;
+  const BlockActsBf16& h = acts_bf16_;  // null in fp32: every product in T
   T* x = a.resid_in;  // (B, C) the whole residual stream here
   T* n = a.attn_norm;
+  // out (B, OC) (+)= in (B, IC) · Wᵀ, on the calling thread (see matvec_forward)
+  auto matvec = [&](T* out, MatOperand<T> in, MatOperand<T> W, int IC, int OC, bool accumulate) {
+    mat_product<T>(false, true, B, OC, IC, in, IC, W, IC, accumulate ? T(1) : T(0), out, OC, GemmThreads::one);
+  };
   for (int b = 0; b < B; ++b)
     std::memcpy(x + int64_t(b) * C, model_.w.tok_embedding + int64_t(tokens[b]) * C, sizeof(T) * C);
   for (int l = 0; l < s.L; ++l) {
     const BlockWeights<T>& w = model_.w.layers[static_cast<size_t>(l)];
+    const BlockWeightsBf16 wh = h.attn_norm ? model_.wh.layers[static_cast<size_t>(l)] : BlockWeightsBf16{};
     rmsnorm_rows(n, x, w.attn_norm, B, C, s.model.norm_eps);
-    matvec_forward(a.q, n, w.wq, B, C, C, false);
-    matvec_forward(a.k, n, w.wk, B, C, C, false);
-    matvec_forward(a.v, n, w.wv, B, C, C, false);
+    const MatOperand<T> nq = mat_operand_bf16(n, h.attn_norm, int64_t(B) * C);
+    matvec(a.q, nq, {w.wq, wh.wq}, C, C, false);
+    matvec(a.k, nq, {w.wk, wh.wk}, C, C, false);
+    matvec(a.v, nq, {w.wv, wh.wv}, C, C, false);
     attention_step(attention_, w.attn, states_[static_cast<size_t>(l)], a.attn_out,
                    AttentionInputs<T>{a.q, a.k, a.v, n}, position_);
-    matvec_forward(x, a.attn_out, w.wo, B, C, C, true);  // x += att · Woᵀ
+    matvec(x, mat_operand_bf16(a.attn_out, h.attn_out, int64_t(B) * C), {w.wo, wh.wo}, C, C, true);  // x += att · Woᵀ
     rmsnorm_rows(n, x, w.ffn_norm, B, C, s.model.norm_eps);
-    matvec_forward(a.ffn_gate_up, n, w.w13, B, C, 2 * Hf, false);
+    matvec(a.ffn_gate_up, mat_operand_bf16(n, h.ffn_norm, int64_t(B) * C), {w.w13, wh.w13}, C, 2 * Hf, false);
     swiglu_rows(a.ffn_act, a.ffn_gate_up, B, Hf);
     // x += act · W2 (W2 is stored (Hf, C), input-major)
-    gemm<T>(false, false, B, C, Hf, T(1), a.ffn_act, Hf, w.w2, C, T(1), x, C, GemmThreads::one);
+    mat_product<T>(false, false, B, C, Hf, mat_operand_bf16(a.ffn_act, h.ffn_act, int64_t(B) * Hf), Hf,
+                   {w.w2, wh.w2}, C, T(1), x, C, GemmThreads::one);
   }
   rmsnorm_rows(n, x, model_.w.final_norm, B, C, s.model.norm_eps);
-  matvec_forward(logits_, n, model_.w.lm_head, B, C, s.V, false);
+  matvec(logits_, mat_operand_bf16(n, h.attn_norm, int64_t(B) * C), {model_.w.lm_head, h.attn_norm ? model_.wh.lm_head : nullptr},
+         C, s.V, false);
 }
 
 template <typename T>

@@ -30,6 +30,8 @@ struct DecoderOptions {
                                // KV cache without a window; 0 for an RFA kind without RoPE (no limit)
   int window = 0;              // softmax: attend over the last `window` positions (a ring KV cache of
                                // min(window, max_positions) slots); 0 = the whole text. RFA kinds: unused
+  Precision precision = Precision::fp32;  // bf16: the matrix products read the model's bf16 weight copies
+                                          // (the model must be built with them); the rest stays float
 };
 
 template <typename T>
@@ -84,6 +86,7 @@ class Decoder {
   AttentionCore attention_;         // RoPE table for max_positions
   Arena<T> arena_;
   BlockActs<T> acts_;     // one segment's block buffers (B, S, ...), shared by every layer
+  BlockActsBf16 acts_bf16_;  // bf16 only: the products' inputs (B, S, C) / (B, S, Hf); null in fp32
   T* logits_ = nullptr;   // (B, S, V)
   T* last_ = nullptr;     // (B, V) last-position logits of the latest prefill
   const T* last_logits_ = nullptr;  // last_ or logits_ (after a step)

@@ -94,6 +94,7 @@ PerplexityPlan perplexity_plan(const ModelSpec& s, int64_t tokens, const Perplex
   if (tokens < 2) fail("perplexity needs at least 2 tokens, got {}; give a longer text", tokens);
   if (o.segment <= 0) fail("perplexity: segment {} must be positive", o.segment);
   PerplexityPlan p;
+  p.decoder.precision = o.precision;
   p.recurrent = !attention_state_grows(s.attn) && !o.sliding;
   if (p.recurrent) {
     p.segment = static_cast<int>(std::min<int64_t>(o.segment, tokens - 1));

@@ -22,6 +22,7 @@ struct PerplexityOptions {
   int stride = 0;      // sliding windows: window advance; 0 = context_length / 2 (at least 1)
   bool sliding = false;  // RFA kinds too: sliding windows like softmax (like-for-like comparison)
   bool progress = true;  // log a progress line with ETA every few seconds
+  Precision precision = Precision::fp32;  // bf16: products on the model's bf16 copies (--precision)
 };
 
 struct PerplexityResult {

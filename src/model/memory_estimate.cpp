@@ -58,11 +58,12 @@ double memory_activation_elements(const ModelSpec& s, int B, int T, int threads,
   return s.L * layer + final + grads + bf16;
 }
 
-MemoryEstimate memory_estimate_model(const ModelSpec& s) {
+MemoryEstimate memory_estimate_model(const ModelSpec& s, Precision precision) {
   MemoryEstimate e;
   const double P = memory_param_elements(s);
   e.add("weights", P * kFloat, weight_keys(s));
   e.add("gradients", P * kFloat, weight_keys(s));
+  if (precision == Precision::bf16) e.add("bf16 weight copies", P * 2, weight_keys(s));
   // The per-step draw and the fixed one (model.h).
   if (attention_random_size(s.attn) > 0)
     e.add("random feature matrices", 2.0 * s.L * double(attention_random_size(s.attn)) * kFloat,
@@ -74,9 +75,8 @@ MemoryEstimate memory_estimate_model(const ModelSpec& s) {
 }
 
 MemoryEstimate memory_estimate_train(const ModelSpec& s, const TrainConfig& train, int threads) {
-  MemoryEstimate e = memory_estimate_model(s);
+  MemoryEstimate e = memory_estimate_model(s, train.precision);
   e.add("AdamW m and v", 2 * memory_param_elements(s) * kFloat, weight_keys(s));
-  if (train.precision == Precision::bf16) e.add("bf16 weight copies", memory_param_elements(s) * 2, weight_keys(s));
   const int B = train.batch_size, T = s.model.context_length;
   std::string keys = fmt::format("train.batch_size ({}), model.context_length ({}) or model.n_layers ({})", B, T, s.L);
   if (attention_random_size(s.attn) > 0)

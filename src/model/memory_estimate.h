@@ -18,7 +18,8 @@ double memory_activation_elements(const ModelSpec& spec, int B, int T, int threa
 
 // A Model<float>: weights, the gradient buffer it always carries, the fixed
 // and per-step random matrices (RFA kinds), the RoPE table.
-MemoryEstimate memory_estimate_model(const ModelSpec& spec);
+// precision bf16 adds the bf16 weight copies.
+MemoryEstimate memory_estimate_model(const ModelSpec& spec, Precision precision = Precision::fp32);
 // A TrainSession: the model, AdamW's m and v, the activations and scratch of
 // one micro-batch (train.batch_size x model.context_length) and its tokens;
 // with train.precision bf16 also the bf16 weight copies and activation copies.
