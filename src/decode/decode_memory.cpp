@@ -33,6 +33,9 @@ MemoryEstimate memory_estimate_decoder(const ModelSpec& s, const DecoderOptions&
     e.add("RoPE table of the decoded positions", attention_rope_table_bytes(s.attn, double(o.max_positions)),
           positions_keys);
   e.add("decoding activations", elements * kFloat + N * sizeof(int32_t), segment_keys);
+  if (o.precision == Precision::bf16)  // the step's packed bf16 weight matrices (about their plain size)
+    e.add("bf16 packed weights of the decoding step", 2 * (L * (4 * C * C + 3 * Hf * C) + V * C),
+          "the model's size");
   return e;
 }
 

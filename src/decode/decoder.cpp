@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/parallel.h"
 #include "decode/decode_kernels.h"
+#include "kernels/bf16.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_bf16.h"
 #include "layers/embedding.h"
 #include "layers/rmsnorm.h"
 #include "model/block.h"
@@ -67,8 +70,51 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   arena_ = Arena<T>(plan.size());
   for (const Slot& slot : slots) *slot.ptr = arena_.data() + slot.offset;
   for (auto [p, offset] : halves) *p = reinterpret_cast<uint16_t*>(arena_.data() + offset);
+  if constexpr (std::is_same_v<T, float>)
+    if (bf16) pack_step_weights();
   a.attn_saved = nullptr;  // prefill: no backward follows
   segment_tokens_.assign(static_cast<size_t>(N), 0);
+}
+
+// Packs each weight matrix's bf16 copy for the step's B-row products: the plain
+// copy would be reformatted on every product (gemm_bf16.h).
+template <typename T>
+void Decoder<T>::pack_step_weights() {
+  if constexpr (std::is_same_v<T, float>) {
+    const ModelSpec& s = spec_;
+    const int64_t C = s.C, Hf = s.Hf, V = s.V;
+    struct Job {
+      const void** slot;
+      const uint16_t* weight;
+      bool trans;  // weight stored (N, K): the product reads its transpose
+      int64_t N, K;
+      bool accumulate;
+      int64_t offset = 0;
+    };
+    std::vector<Job> jobs;
+    step_bf16_.resize(static_cast<size_t>(s.L));
+    for (size_t l = 0; l < step_bf16_.size(); ++l) {
+      const BlockWeightsBf16& w = model_.wh.layers[l];
+      StepWeightsBf16& p = step_bf16_[l];
+      jobs.push_back({&p.wq, w.wq, true, C, C, false});
+      jobs.push_back({&p.wk, w.wk, true, C, C, false});
+      jobs.push_back({&p.wv, w.wv, true, C, C, false});
+      jobs.push_back({&p.wo, w.wo, true, C, C, true});
+      jobs.push_back({&p.w13, w.w13, true, 2 * Hf, C, false});
+      jobs.push_back({&p.w2, w.w2, false, C, Hf, true});  // W2 (Hf, C) input-major
+    }
+    jobs.push_back({&step_lm_head_bf16_, model_.wh.lm_head, true, V, C, false});
+    int64_t bytes = 0;
+    for (Job& j : jobs) {
+      j.offset = bytes;
+      bytes += arena_round<uint8_t>(gemm_bf16_packed_bytes(j.trans, B_, j.N, j.K, j.accumulate));
+    }
+    step_packed_ = Arena<uint8_t>(bytes);
+    for (Job& j : jobs) {
+      *j.slot = step_packed_.data() + j.offset;
+      gemm_bf16_pack(j.trans, B_, j.N, j.K, j.accumulate, j.weight, j.trans ? j.K : j.N, step_packed_.data() + j.offset);
+    }
+  }
 }
 
 template <typename T>
@@ -175,36 +221,41 @@ void Decoder<T>::step_layers(const int32_t* tokens) {
   const ModelSpec& s = spec_;
   const int B = B_, C = s.C, Hf = s.Hf;
   BlockActs<T>& a = acts_;
-  const BlockActsBf16& h = acts_bf16_;  // null in fp32: every product in T
   T* x = a.resid_in;  // (B, C) the whole residual stream here
   T* n = a.attn_norm;
-  // out (B, OC) (+)= in (B, IC) · Wᵀ, on the calling thread (see matvec_forward)
-  auto matvec = [&](T* out, MatOperand<T> in, MatOperand<T> W, int IC, int OC, bool accumulate) {
-    mat_product<T>(false, true, B, OC, IC, in, IC, W, IC, accumulate ? T(1) : T(0), out, OC, GemmThreads::one);
+  // out (B, OC) (+)= in (B, IC) · op(W) on the calling thread: W (OC, IC) read transposed, or
+  // W2 (IC, OC) as stored. bf16: `in` converted, against the packed copy of W.
+  auto product = [&](T* out, const T* in, const T* W, const void* packed, bool trans, int IC, int OC, bool accumulate) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (packed) {
+        uint16_t* in_bf16 = IC == C ? acts_bf16_.attn_norm : acts_bf16_.ffn_act;  // (B, IC) scratch
+        bf16_from_float_serial(in_bf16, in, int64_t(B) * IC);
+        gemm_bf16_packed(trans, B, OC, IC, accumulate, in_bf16, packed, out);
+        return;
+      }
+    }
+    gemm<T>(false, trans, B, OC, IC, T(1), in, IC, W, trans ? IC : OC, accumulate ? T(1) : T(0), out, OC,
+            GemmThreads::one);
   };
   for (int b = 0; b < B; ++b)
     std::memcpy(x + int64_t(b) * C, model_.w.tok_embedding + int64_t(tokens[b]) * C, sizeof(T) * C);
   for (int l = 0; l < s.L; ++l) {
     const BlockWeights<T>& w = model_.w.layers[static_cast<size_t>(l)];
-    const BlockWeightsBf16 wh = h.attn_norm ? model_.wh.layers[static_cast<size_t>(l)] : BlockWeightsBf16{};
+    const StepWeightsBf16 p = step_bf16_.empty() ? StepWeightsBf16{} : step_bf16_[static_cast<size_t>(l)];
     rmsnorm_rows(n, x, w.attn_norm, B, C, s.model.norm_eps);
-    const MatOperand<T> nq = mat_operand_bf16(n, h.attn_norm, int64_t(B) * C);
-    matvec(a.q, nq, {w.wq, wh.wq}, C, C, false);
-    matvec(a.k, nq, {w.wk, wh.wk}, C, C, false);
-    matvec(a.v, nq, {w.wv, wh.wv}, C, C, false);
+    product(a.q, n, w.wq, p.wq, true, C, C, false);
+    product(a.k, n, w.wk, p.wk, true, C, C, false);
+    product(a.v, n, w.wv, p.wv, true, C, C, false);
     attention_step(attention_, w.attn, states_[static_cast<size_t>(l)], a.attn_out,
                    AttentionInputs<T>{a.q, a.k, a.v, n}, position_);
-    matvec(x, mat_operand_bf16(a.attn_out, h.attn_out, int64_t(B) * C), {w.wo, wh.wo}, C, C, true);  // x += att · Woᵀ
+    product(x, a.attn_out, w.wo, p.wo, true, C, C, true);  // x += att · Woᵀ
     rmsnorm_rows(n, x, w.ffn_norm, B, C, s.model.norm_eps);
-    matvec(a.ffn_gate_up, mat_operand_bf16(n, h.ffn_norm, int64_t(B) * C), {w.w13, wh.w13}, C, 2 * Hf, false);
+    product(a.ffn_gate_up, n, w.w13, p.w13, true, C, 2 * Hf, false);
     swiglu_rows(a.ffn_act, a.ffn_gate_up, B, Hf);
-    // x += act · W2 (W2 is stored (Hf, C), input-major)
-    mat_product<T>(false, false, B, C, Hf, mat_operand_bf16(a.ffn_act, h.ffn_act, int64_t(B) * Hf), Hf,
-                   {w.w2, wh.w2}, C, T(1), x, C, GemmThreads::one);
+    product(x, a.ffn_act, w.w2, p.w2, false, Hf, C, true);  // x += act · W2 (W2 stored (Hf, C))
   }
   rmsnorm_rows(n, x, model_.w.final_norm, B, C, s.model.norm_eps);
-  matvec(logits_, mat_operand_bf16(n, h.attn_norm, int64_t(B) * C), {model_.w.lm_head, h.attn_norm ? model_.wh.lm_head : nullptr},
-         C, s.V, false);
+  product(logits_, n, model_.w.lm_head, step_lm_head_bf16_, true, C, s.V, false);
 }
 
 template <typename T>

@@ -17,6 +17,7 @@ struct Layout {
   bool trans_a, trans_b;
   int64_t M, N, K, lda, ldb, ldc;
   bool accumulate, one_thread;
+  bool packed_b = false;  // B in the layout oneDNN picks (gemm_bf16_pack), ldb unused
   bool operator==(const Layout&) const = default;
 };
 
@@ -54,7 +55,8 @@ Matmul& matmul_for(const Layout& l) {
     if (m->layout == l) return *m;
   using dt = dnnl::memory::data_type;
   auto a_md = matrix_desc(l.M, l.K, l.lda, l.trans_a, dt::bf16);
-  auto b_md = matrix_desc(l.K, l.N, l.ldb, l.trans_b, dt::bf16);
+  auto b_md = l.packed_b ? dnnl::memory::desc({l.K, l.N}, dt::bf16, dnnl::memory::format_tag::any)
+                         : matrix_desc(l.K, l.N, l.ldb, l.trans_b, dt::bf16);
   auto c_md = matrix_desc(l.M, l.N, l.ldc, false, dt::f32);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -69,7 +71,7 @@ Matmul& matmul_for(const Layout& l) {
     dnnl::matmul::primitive_desc pd({a_md, b_md, c_md}, attr, lib.engine);
     m->primitive = dnnl::matmul(pd);
     m->a = dnnl::memory(a_md, lib.engine, DNNL_MEMORY_NONE);
-    m->b = dnnl::memory(b_md, lib.engine, DNNL_MEMORY_NONE);
+    m->b = dnnl::memory(pd.weights_desc(), lib.engine, DNNL_MEMORY_NONE);
     m->c = dnnl::memory(c_md, lib.engine, DNNL_MEMORY_NONE);
     m->scratch = dnnl::memory(pd.scratchpad_desc(), lib.engine, DNNL_MEMORY_NONE);
     m->scratch_bytes = pd.scratchpad_desc().get_size();
@@ -126,6 +128,44 @@ void gemm_bf16_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64
   for (int64_t i = 0; i < b_size; ++i) b[static_cast<size_t>(i)] = bf16_to_float(B[i]);
   gemm_reference<float>(trans_a, trans_b, M, N, K, 1.0f, a.data(), lda, b.data(), ldb, accumulate ? 1.0f : 0.0f,
                         C, ldc);
+}
+
+namespace {
+
+Layout packed_layout(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate) {
+  RFA_ASSERT(M > 0 && N > 0 && K > 0, "packed bf16 product M {} N {} K {}", M, N, K);
+  Layout l{false, trans_b, M, N, K, K, 0, N, accumulate, true};
+  l.packed_b = true;
+  return l;
+}
+
+}  // namespace
+
+int64_t gemm_bf16_packed_bytes(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate) {
+  int64_t bytes = 0;
+  single_threaded([&] {
+    bytes = static_cast<int64_t>(matmul_for(packed_layout(trans_b, M, N, K, accumulate)).b.get_desc().get_size());
+  });
+  return bytes;
+}
+
+void gemm_bf16_pack(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* B, int64_t ldb,
+                    void* packed) {
+  Library& lib = library();
+  single_threaded([&] {
+    Matmul& m = matmul_for(packed_layout(trans_b, M, N, K, accumulate));
+    dnnl::memory plain(matrix_desc(K, N, ldb, trans_b, dnnl::memory::data_type::bf16), lib.engine,
+                       const_cast<uint16_t*>(B));
+    dnnl::memory blocked(m.b.get_desc(), lib.engine, packed);
+    dnnl::reorder(plain, blocked).execute(lib.stream, plain, blocked);
+    lib.stream.wait();
+  });
+}
+
+void gemm_bf16_packed(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* A,
+                      const void* packed, float* C) {
+  const Layout layout = packed_layout(trans_b, M, N, K, accumulate);
+  single_threaded([&] { execute(matmul_for(layout), A, static_cast<const uint16_t*>(packed), C); });
 }
 
 int64_t gemm_bf16_primitive_count() { return static_cast<int64_t>(library().matmuls.size()); }

@@ -28,6 +28,21 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, cons
 void gemm_bf16_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A,
                          int64_t lda, const uint16_t* B, int64_t ldb, bool accumulate, float* C, int64_t ldc);
 
+// Products of few rows against a fixed weight matrix (the decode step): B packed
+// once into oneDNN's blocked bf16 layout. With B plain, every call reformats all
+// of B (the kernel reads it in K-pairs), which costs as much as the product when M
+// is 1; packed, a one-row product streams half the bytes of the float one.
+// Always on the calling thread only (GemmThreads::one).
+//   bytes = gemm_bf16_packed_bytes(...); gemm_bf16_pack(..., packed) once;
+//   gemm_bf16_packed(..., packed, ...) per product, same (trans_b, M, N, K, accumulate).
+// `packed` must be 64-byte aligned and `bytes` long.
+int64_t gemm_bf16_packed_bytes(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate);
+void gemm_bf16_pack(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* B, int64_t ldb,
+                    void* packed);
+// C (M, N) (+)= A (M, K) · op(B), B as packed by gemm_bf16_pack; A and C contiguous rows.
+void gemm_bf16_packed(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* A,
+                      const void* packed, float* C);
+
 // Primitives created so far (a test checks that repeated steps create none).
 int64_t gemm_bf16_primitive_count();
 

@@ -7,6 +7,7 @@
 
 #include "kernels/bf16.h"
 #include "support/gradcheck.h"
+#include "tensor/arena.h"
 
 using rfa::test::check_close;
 using rfa::test::random_vector;
@@ -84,4 +85,28 @@ TEST_CASE("gemm_bf16: a repeated product creates no new primitive; one thread ge
   for (float d : D) CHECK(d == 2.0f);
   rfa::gemm_bf16(false, false, 2, 3, 0, A.data(), 1, B.data(), 3, false, D.data(), 3);
   for (float d : D) CHECK(d == 0.0f);
+}
+
+TEST_CASE("gemm_bf16_packed: few rows against a packed B equal the plain product, both layouts, accumulate") {
+  if (!rfa::bf16_native()) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  for (bool tb : {false, true})
+    for (int64_t M : {1, 3})
+      for (bool acc : {false, true}) {
+        const int64_t N = 96, K = 80;
+        const auto A = to_bf16(random_vector<float>(size_t(M * K), 6));
+        const auto B = to_bf16(random_vector<float>(size_t(K * N), 7));  // (K, N), or (N, K) when tb
+        const auto C0 = random_vector<float>(size_t(M * N), 8);
+        const int64_t bytes = rfa::gemm_bf16_packed_bytes(tb, M, N, K, acc);
+        REQUIRE(bytes >= K * N * 2);
+        rfa::Arena<uint8_t> packed(bytes);
+        rfa::gemm_bf16_pack(tb, M, N, K, acc, B.data(), tb ? K : N, packed.data());
+        auto fast = C0, ref = C0;
+        rfa::gemm_bf16_packed(tb, M, N, K, acc, A.data(), packed.data(), fast.data());
+        rfa::gemm_bf16_reference(false, tb, M, N, K, A.data(), K, B.data(), tb ? K : N, acc, ref.data(), N);
+        INFO("trans_b ", tb, " M ", M, " accumulate ", acc);
+        check_close("packed vs reference", fast.data(), ref.data(), fast.size(), 1e-5, 1e-4);
+      }
 }
