@@ -37,9 +37,10 @@ void bench_train(Config config, const BenchOptions& o) {
   memory_require(memory_estimate_train(spec, config.train, thread_count()), "the training benchmark");
   const int B = config.train.batch_size, T = spec.model.context_length;
   const ParamTable table = model_param_table(spec);
-  log_info("bench", "{} attention, {} products, L={} C={} H={} T={} V={} B={}x{}: {} parameters ({:.1f} MB of fp32 gradient), {} "
-           "threads, {} steps after {} warm-up",
-           enum_name(spec.attention.kind), enum_name(config.train.precision), spec.L, spec.C, spec.H, T, spec.V, B, config.train.grad_accum,
+  log_info("bench", "{} attention, {} products, L={} C={} H={} T={} V={} B={}x{}: {} parameters ({:.1f} MB of fp32 "
+           "gradient), {} threads, {} steps after {} warm-up",
+           enum_name(spec.attention.kind), enum_name(config.train.precision), spec.L, spec.C, spec.H, T, spec.V, B,
+           config.train.grad_accum,
            table.count(), table.size() * 4.0 / 1e6, thread_count(), o.steps, o.warmup);
   TrainBenchResult r = train_bench(config, o.steps, o.warmup);
   FlopCount f = model_train_flops(spec, int64_t(B) * config.train.grad_accum * r.ranks, T);

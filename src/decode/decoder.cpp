@@ -112,7 +112,8 @@ void Decoder<T>::pack_step_weights() {
     step_packed_ = Arena<uint8_t>(bytes);
     for (Job& j : jobs) {
       *j.slot = step_packed_.data() + j.offset;
-      gemm_bf16_pack(j.trans, B_, j.N, j.K, j.accumulate, j.weight, j.trans ? j.K : j.N, step_packed_.data() + j.offset);
+      gemm_bf16_pack(j.trans, B_, j.N, j.K, j.accumulate, j.weight, j.trans ? j.K : j.N,
+                     step_packed_.data() + j.offset);
     }
   }
 }

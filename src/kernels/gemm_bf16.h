@@ -9,10 +9,11 @@
 // oneDNN 2.6 ignores fpmath_mode::bf16 on an f32 matmul, so the operands are
 // converted explicitly by the caller. One primitive per distinct (layout, shape,
 // accumulate, threads), created at its first use and kept for the process (a
-// training run meets a fixed handful: its first step creates them, later steps
-// only look them up); each runs on a user scratchpad, so nothing of ours is
+// training session meets a fixed handful and creates them before its first step,
+// TrainSession::bf16_prepare; steps only look them up); each runs on a user scratchpad, so nothing of ours is
 // allocated per product (oneDNN's execute still builds its argument map
-// internally, a fixed few allocations per call, as dnnl_sgemm does). Not thread-safe: call from one thread, never inside a parallel region.
+// internally, a fixed few allocations per call, as dnnl_sgemm does).
+// Not thread-safe: call from one thread, never inside a parallel region.
 #include <cstdint>
 
 #include "kernels/gemm.h"

@@ -84,7 +84,8 @@ MemoryEstimate memory_estimate_train(const ModelSpec& s, const TrainConfig& trai
                        "attention.num_features ({}) or model.n_layers ({})",
                        B, T, s.attention.chunk_size, s.attn.D, s.L);
   // Activations plus the micro-batch's input and target tokens (int32).
-  e.add("activations", memory_activation_elements(s, B, T, threads, train.precision) * kFloat + 2.0 * B * T * sizeof(int32_t), keys);
+  e.add("activations",
+        memory_activation_elements(s, B, T, threads, train.precision) * kFloat + 2.0 * B * T * sizeof(int32_t), keys);
   return e;
 }
 

@@ -1,5 +1,6 @@
 #include "train/train_session.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -43,6 +44,21 @@ TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
       batch_(config.train.batch_size, spec.model.context_length) {
   model_init(model_, config.train.seed);
   for (const ParamEntry& e : model_.table.entries()) ranges_.push_back({e.name, e.offset, e.numel});
+  if (config.train.precision == Precision::bf16) bf16_prepare();
+}
+
+void TrainSession::bf16_prepare() {
+  // One forward and backward on token 0 with each gradient write a step uses creates
+  // every bf16 matmul primitive now, so that step() creates none. Touches only the
+  // activations and the gradients, which a step's first micro-batch overwrites.
+  model_.bf16_refresh();
+  std::fill(batch_.inputs.begin(), batch_.inputs.end(), 0);
+  std::fill(batch_.targets.begin(), batch_.targets.end(), 0);
+  for (GradWrite write : {GradWrite::overwrite, GradWrite::accumulate}) {
+    if (write == GradWrite::accumulate && config_.train.grad_accum == 1) break;
+    model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_fixed());
+    model_backward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_fixed(), 1.0, write);
+  }
 }
 
 void TrainSession::fail_non_finite(int64_t step_index, const char* what) {

@@ -71,6 +71,7 @@ class TrainSession {
 
  private:
   [[noreturn]] void fail_non_finite(int64_t step_index, const char* what);  // step_index 0-based
+  void bf16_prepare();  // creates the bf16 products' primitives (kernels/gemm_bf16.h) before any step
 
   Config config_;
   Model<float> model_;
