@@ -37,9 +37,10 @@ void bench_train(Config config, const BenchOptions& o) {
   memory_require(memory_estimate_train(spec, config.train, thread_count()), "the training benchmark");
   const int B = config.train.batch_size, T = spec.model.context_length;
   const ParamTable table = model_param_table(spec);
-  log_info("bench", "{} attention, L={} C={} H={} T={} V={} B={}x{}: {} parameters ({:.1f} MB of fp32 gradient), {} "
-           "threads, {} steps after {} warm-up",
-           enum_name(spec.attention.kind), spec.L, spec.C, spec.H, T, spec.V, B, config.train.grad_accum,
+  log_info("bench", "{} attention, {} products, L={} C={} H={} T={} V={} B={}x{}: {} parameters ({:.1f} MB of fp32 "
+           "gradient), {} threads, {} steps after {} warm-up",
+           enum_name(spec.attention.kind), enum_name(config.train.precision), spec.L, spec.C, spec.H, T, spec.V, B,
+           config.train.grad_accum,
            table.count(), table.size() * 4.0 / 1e6, thread_count(), o.steps, o.warmup);
   TrainBenchResult r = train_bench(config, o.steps, o.warmup);
   FlopCount f = model_train_flops(spec, int64_t(B) * config.train.grad_accum * r.ranks, T);
@@ -55,6 +56,15 @@ void bench_train(Config config, const BenchOptions& o) {
            f.total() / 1e9, f.matmul / 1e9, f.attention / 1e9);
   log_info("bench", "{:.1f} GFLOP/s achieved = {:.0f}% of the measured sgemm peak {:.1f} GFLOP/s", r.gflops,
            100.0 * r.gflops / r.gemm_peak_gflops, r.gemm_peak_gflops);
+  if (r.gemm_bf16_peak_gflops > 0 && config.train.precision == Precision::bf16)
+    log_info("bench", "{:.1f} GFLOP/s achieved = {:.0f}% of the measured bf16 matmul peak {:.1f} GFLOP/s "
+             "(bf16 peak / sgemm peak = {:.2f})",
+             r.gflops, 100.0 * r.gflops / r.gemm_bf16_peak_gflops, r.gemm_bf16_peak_gflops,
+             r.gemm_bf16_peak_gflops / r.gemm_peak_gflops);
+  else if (r.gemm_bf16_peak_gflops > 0)
+    log_info("bench", "measured bf16 matmul peak {:.1f} GFLOP/s = {:.2f}x the sgemm peak (train.precision bf16 "
+             "runs the products there)",
+             r.gemm_bf16_peak_gflops, r.gemm_bf16_peak_gflops / r.gemm_peak_gflops);
   log_info("bench", "memory: activation arena {}, AdamW m+v {}, peak RSS {}", bytes_text(double(r.activation_bytes)),
            bytes_text(double(r.optimizer_bytes)), bytes_text(double(r.peak_rss_bytes)));
 }

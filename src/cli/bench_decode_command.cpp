@@ -22,6 +22,7 @@
 #include "core/memory_check.h"
 #include "decode/decode_memory.h"
 #include "decode/decoder.h"
+#include "kernels/bf16.h"
 #include "model/memory_estimate.h"
 #include "model/model_spec.h"
 
@@ -36,6 +37,7 @@ struct BenchDecodeArgs {
   int repeats = 7;
   int vocab = 384;  // the tinyshakespeare char model's upper bound
   bool rfa_only = false;  // skip softmax (profiling the RFA step)
+  Precision precision = Precision::fp32;
 };
 
 struct KindResult {
@@ -64,6 +66,7 @@ DecoderOptions bench_decoder_options(const BenchDecodeArgs& a) {
   o.max_segment = 512;
   o.max_positions = *std::max_element(a.positions.begin(), a.positions.end()) + a.steps;
   o.window = 0;  // the full KV cache: this bench measures softmax's cost at position p, not rfa generate's window
+  o.precision = a.precision;
   return o;
 }
 
@@ -72,7 +75,7 @@ void bench_memory_require(const Config& base, AttentionKind kind, const BenchDec
   const ModelSpec spec = bench_spec(base, kind, a);
   const DecoderOptions o = bench_decoder_options(a);
   const std::string positions = fmt::format("--positions (largest {})", o.max_positions - a.steps);
-  MemoryEstimate need = memory_estimate_model(spec);
+  MemoryEstimate need = memory_estimate_model(spec, a.precision);
   for (const MemoryPart& part : memory_estimate_decoder(spec, o, thread_count(), "the model's size", positions).parts)
     need.parts.push_back(part);
   need.add("benchmark tokens", double(o.max_positions) * sizeof(int32_t), positions);
@@ -80,8 +83,9 @@ void bench_memory_require(const Config& base, AttentionKind kind, const BenchDec
 }
 
 KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeArgs& a) {
-  Model<float> model(bench_spec(base, kind, a));
+  Model<float> model(bench_spec(base, kind, a), a.precision);
   model_init(model, 1);
+  model.bf16_refresh();
   const int64_t max_p = *std::max_element(a.positions.begin(), a.positions.end());
   const DecoderOptions o = bench_decoder_options(a);
   Decoder<float> dec(model, o);
@@ -148,10 +152,13 @@ void run_bench_decode(const BenchDecodeArgs& a) {
   for (int64_t p : a.positions)
     if (p < 1) fail("--positions: {} must be >= 1", p);
   if (a.steps < 1 || a.repeats < 1) fail("--steps {} and --repeats {} must be >= 1", a.steps, a.repeats);
+  if (a.precision == Precision::bf16) bf16_require("--precision bf16");
   const Config cfg = config_load(a.config, a.sets);
   const ModelConfig& m = cfg.model;
-  log_info("bench", "decode: {} layers, width {}, {} heads, vocab {}, D {}, {} threads; {} steps x {} repeats",
-           m.n_layers, m.d_model, m.n_heads, a.vocab, cfg.attention.num_features, thread_count(), a.steps, a.repeats);
+  log_info("bench", "decode: {} layers, width {}, {} heads, vocab {}, D {}, {} threads; {} steps x {} repeats; {} "
+           "products",
+           m.n_layers, m.d_model, m.n_heads, a.vocab, cfg.attention.num_features, thread_count(), a.steps, a.repeats,
+           enum_name(a.precision));
   bench_memory_require(cfg, AttentionKind::rfa_gate, a);
   if (!a.rfa_only) bench_memory_require(cfg, AttentionKind::softmax, a);
   const KindResult rg = bench_kind(cfg, AttentionKind::rfa_gate, a);
@@ -183,11 +190,11 @@ void run_bench_decode(const BenchDecodeArgs& a) {
   std::printf("prefill: rfa_gate %.0f tokens/s, softmax %.0f tokens/s\n", rg.prefill_tokens_per_s,
               sm.prefill_tokens_per_s);
   const std::string json = fmt::format(
-      "{{\"bench\": \"decode\", \"n_layers\": {}, \"d_model\": {}, \"n_heads\": {}, \"vocab\": {}, "
+      "{{\"bench\": \"decode\", \"precision\": \"{}\", \"n_layers\": {}, \"d_model\": {}, \"n_heads\": {}, \"vocab\": {}, "
       "\"num_features\": {}, \"threads\": {}, \"steps\": {}, \"repeats\": {}, \"rows\": [{}], "
       "\"rfa_gate_last_over_first\": {}, \"rfa_gate_prefill_tokens_per_s\": {}, \"softmax_prefill_tokens_per_s\": {}}}",
-      m.n_layers, m.d_model, m.n_heads, a.vocab, cfg.attention.num_features, thread_count(), a.steps, a.repeats,
-      rows, json_number(flat), json_number(rg.prefill_tokens_per_s), json_number(sm.prefill_tokens_per_s));
+      enum_name(a.precision), m.n_layers, m.d_model, m.n_heads, a.vocab, cfg.attention.num_features, thread_count(),
+      a.steps, a.repeats, rows, json_number(flat), json_number(rg.prefill_tokens_per_s), json_number(sm.prefill_tokens_per_s));
   std::printf("%s\n", json.c_str());
   std::fflush(stdout);
 }
@@ -214,6 +221,7 @@ void register_bench_decode_command(CLI::App& app, CommandAction& action) {
       ->capture_default_str()
       ->check(cli_integer<int>(1, kMaxVocab));
   cmd->add_flag("--rfa-only", args->rfa_only, "Time only rfa_gate (softmax columns repeat it)");
+  cli_add_precision(*cmd, args->precision);
   cmd->callback([args, &action] { action = [args] { run_bench_decode(*args); }; });
 }
 

@@ -4,10 +4,12 @@
 
 #include <string>
 
+#include "config/config_enums.h"
 #include "core/number_parse.h"
 #include "core/number_text.h"
 
 namespace rfa {
+
 CLI::Validator cli_integer_in(int64_t min, int64_t max) {
   const std::string range = fmt::format("[{}, {}]", integer_text(min), integer_text(max));
   return CLI::Validator(
@@ -27,6 +29,14 @@ CLI::Validator cli_unsigned_integer() {
         return fmt::format("{} is not an integer in [0, 2^64-1]", text);
       },
       "INT in [0, 2^64-1]");
+}
+
+void cli_add_precision(CLI::App& cmd, Precision& precision) {
+  cmd.add_option_function<std::string>(
+         "--precision", [&precision](const std::string& name) { enum_parse(name, &precision); },
+         "Matrix products in fp32, or in bf16 on bf16 weight copies (needs AVX512-BF16; docs/bf16.md)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->default_str("fp32");
 }
 
 }  // namespace rfa

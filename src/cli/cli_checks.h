@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "config/config.h"
+
 namespace rfa {
 
 CLI::Validator cli_integer_in(int64_t min, int64_t max);
@@ -21,5 +23,9 @@ CLI::Validator cli_integer(int64_t min, int64_t max = std::numeric_limits<T>::ma
   if constexpr (std::is_same_v<T, uint64_t>) return cli_unsigned_integer();
   else return cli_integer_in(min, max);
 }
+
+// --precision fp32|bf16 for the commands that run a trained model: the matrix
+// products on fp32 weights or on bf16 copies (docs/bf16.md).
+void cli_add_precision(CLI::App& cmd, Precision& precision);
 
 }  // namespace rfa

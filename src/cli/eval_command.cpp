@@ -82,7 +82,7 @@ EvalText text_load(const EvalArgs& a, const LoadedModel& m) {
 
 void run_eval(const EvalArgs& a) {
   if (a.max_tokens < 0) fail("--max-tokens {} must be >= 0 (0 = all)", a.max_tokens);
-  LoadedModel m = model_load(a.model);
+  LoadedModel m = model_load(a.model, a.options.precision);
   EvalText text = text_load(a, m);
   log_info("eval", "{}: {} tokens, {} bytes", text.source, text.tokens.size(), text.bytes);
   PerplexityResult r = perplexity_evaluate(*m.model, text.tokens, text.bytes, a.options);
@@ -151,6 +151,7 @@ void register_eval_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--segment", args->options.segment, "RFA: tokens per prefill segment (state carried across)")
       ->capture_default_str()
       ->check(cli_integer<int>(1));
+  cli_add_precision(*cmd, args->options.precision);
   cmd->callback([args, &action] { action = [args] { run_eval(*args); }; });
 }
 

@@ -33,6 +33,7 @@ struct GenerateArgs {
   int window = -1;  // softmax attention window; -1 = the model's context length, 0 = unlimited
   std::string save_state;
   std::string load_state;
+  Precision precision = Precision::fp32;
 };
 
 std::string bytes_human(int64_t bytes) {
@@ -46,7 +47,7 @@ void run_generate(const GenerateArgs& a) {
   if (a.max_new_tokens < 0) fail("-n {} must be >= 0", a.max_new_tokens);
   if ((!a.save_state.empty() || !a.load_state.empty()) && a.num_samples != 1)
     fail("--save-state/--load-state continue one text; use --num-samples 1 (got {})", a.num_samples);
-  LoadedModel loaded = model_load(a.model);
+  LoadedModel loaded = model_load(a.model, a.precision);
   Model<float>& model = *loaded.model;
   const Tokenizer& tok = *loaded.tokenizer;
   const std::string text = a.prompt_file.empty() ? a.prompt : file_read_text(a.prompt_file);
@@ -56,6 +57,7 @@ void run_generate(const GenerateArgs& a) {
 
   DecoderOptions o;
   o.batch = 1;
+  o.precision = a.precision;
   o.max_segment = a.prefill_segment;
   // The RoPE table and softmax's cache: a continued generation starts where its state left off.
   const int64_t start = a.load_state.empty() ? 0 : decoder_state_position(a.load_state);
@@ -168,6 +170,7 @@ void register_generate_command(CLI::App& app, CommandAction& action) {
       ->check(cli_integer<int>(0));
   cmd->add_option("--save-state", args->save_state, "After generating, save the RFA state to this file");
   cmd->add_option("--load-state", args->load_state, "Continue from a state saved with --save-state");
+  cli_add_precision(*cmd, args->precision);
   cmd->callback([args, &action] { action = [args] { run_generate(*args); }; });
 }
 

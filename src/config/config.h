@@ -13,6 +13,7 @@ enum class AttentionKind { softmax, rfa, rfa_gate };
 enum class FeatureMapKind { gaussian, arccos };
 enum class PositionKind { automatic, rope, none };  // automatic: rope for softmax, none for RFA kinds
 enum class TokenizerKind { bpe, unigram, character };
+enum class Precision { fp32, bf16 };  // of the matrix products (docs/bf16.md)
 
 struct ModelConfig {
   int vocab_size = 0;        // V; 0 = take it from the tokenizer
@@ -74,6 +75,7 @@ struct TrainConfig {
   int eval_batches = 0;       // 0 = the whole validation split; N = its first N * B * T + 1 tokens
   bool stateful = false;      // contiguous streams, each RFA layer's state carried across steps (data/stream_sampler.h)
   int stateful_redraw = 0;    // stateful: 0 = the fixed random features; K = a draw per K steps, states reset at each
+  Precision precision = Precision::fp32;  // bf16: the matrix products read bf16 copies (docs/bf16.md)
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };

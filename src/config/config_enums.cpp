@@ -11,6 +11,7 @@ constexpr EnumName<PositionKind> kPositions[] = {
     {PositionKind::automatic, "auto"}, {PositionKind::rope, "rope"}, {PositionKind::none, "none"}};
 constexpr EnumName<TokenizerKind> kTokenizerKinds[] = {
     {TokenizerKind::bpe, "bpe"}, {TokenizerKind::unigram, "unigram"}, {TokenizerKind::character, "char"}};
+constexpr EnumName<Precision> kPrecisions[] = {{Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}};
 
 }  // namespace
 
@@ -18,5 +19,6 @@ std::span<const EnumName<AttentionKind>> enum_names(AttentionKind) { return kAtt
 std::span<const EnumName<FeatureMapKind>> enum_names(FeatureMapKind) { return kFeatureMaps; }
 std::span<const EnumName<PositionKind>> enum_names(PositionKind) { return kPositions; }
 std::span<const EnumName<TokenizerKind>> enum_names(TokenizerKind) { return kTokenizerKinds; }
+std::span<const EnumName<Precision>> enum_names(Precision) { return kPrecisions; }
 
 }  // namespace rfa

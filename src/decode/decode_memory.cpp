@@ -20,7 +20,9 @@ MemoryEstimate memory_estimate_decoder(const ModelSpec& s, const DecoderOptions&
   so.max_positions = o.max_positions;
   so.window = o.window;
   const AttentionDecodeMemory a = attention_decode_memory(s.attn, so, o.max_segment, threads);
-  const double elements = 8 * N * C + 2 * N + 3 * N * Hf + N * V + B * V + a.scratch;
+  // bf16: the products' inputs (3 of (B, S, C) and (B, S, Hf)) as bf16, 2 bytes each.
+  const double bf16 = o.precision == Precision::bf16 ? (3 * N * C + N * Hf) / 2 : 0;
+  const double elements = 8 * N * C + 2 * N + 3 * N * Hf + N * V + B * V + a.scratch + bf16;
   MemoryEstimate e;
   e.add(a.state_name, L * a.state * kFloat,
         a.state_grows ? positions_keys : fmt::format("attention.num_features ({}) of the model", s.attn.D));
@@ -31,6 +33,9 @@ MemoryEstimate memory_estimate_decoder(const ModelSpec& s, const DecoderOptions&
     e.add("RoPE table of the decoded positions", attention_rope_table_bytes(s.attn, double(o.max_positions)),
           positions_keys);
   e.add("decoding activations", elements * kFloat + N * sizeof(int32_t), segment_keys);
+  if (o.precision == Precision::bf16)  // the step's packed bf16 weight matrices (about their plain size)
+    e.add("bf16 packed weights of the decoding step", 2 * (L * (4 * C * C + 3 * Hf * C) + V * C),
+          "the model's size");
   return e;
 }
 

@@ -2,13 +2,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/parallel.h"
 #include "decode/decode_kernels.h"
+#include "kernels/bf16.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_bf16.h"
 #include "layers/embedding.h"
-#include "layers/linear.h"
 #include "layers/rmsnorm.h"
 #include "model/block.h"
 
@@ -20,6 +22,8 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   const ModelSpec& s = spec_;
   if (B_ <= 0) fail("decoder: batch {} must be positive", B_);
   if (S_max_ <= 0) fail("decoder: max_segment {} must be positive", S_max_);
+  const bool bf16 = o.precision == Precision::bf16;
+  RFA_ASSERT(!bf16 || model_.precision == Precision::bf16, "a bf16 decoder needs a model built with bf16 copies");
   AttentionStateOptions so;
   so.B = B_;
   so.max_positions = o.max_positions;
@@ -54,10 +58,64 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   take(&logits_, N * V);
   take(&last_, int64_t(B_) * V);
   take(&scratch_.data, static_cast<int64_t>(scratch_.size));
+  // bf16: n uint16 in ceil(n / 2) elements of T.
+  std::vector<std::pair<uint16_t**, int64_t>> halves;
+  auto take_half = [&](uint16_t** p, int64_t n) {
+    halves.push_back({p, plan.take((n * int64_t(sizeof(uint16_t)) + int64_t(sizeof(T)) - 1) / int64_t(sizeof(T)))});
+  };
+  if (bf16)
+    for (auto [p, n] : {std::pair{&acts_bf16_.attn_norm, N * C}, std::pair{&acts_bf16_.attn_out, N * C},
+                        std::pair{&acts_bf16_.ffn_norm, N * C}, std::pair{&acts_bf16_.ffn_act, N * Hf}})
+      take_half(p, n);
   arena_ = Arena<T>(plan.size());
   for (const Slot& slot : slots) *slot.ptr = arena_.data() + slot.offset;
+  for (auto [p, offset] : halves) *p = reinterpret_cast<uint16_t*>(arena_.data() + offset);
+  if constexpr (std::is_same_v<T, float>)
+    if (bf16) pack_step_weights();
   a.attn_saved = nullptr;  // prefill: no backward follows
   segment_tokens_.assign(static_cast<size_t>(N), 0);
+}
+
+// Packs each weight matrix's bf16 copy for the step's B-row products: the plain
+// copy would be reformatted on every product (gemm_bf16.h).
+template <typename T>
+void Decoder<T>::pack_step_weights() {
+  if constexpr (std::is_same_v<T, float>) {
+    const ModelSpec& s = spec_;
+    const int64_t C = s.C, Hf = s.Hf, V = s.V;
+    struct Job {
+      const void** slot;
+      const uint16_t* weight;
+      bool trans;  // weight stored (N, K): the product reads its transpose
+      int64_t N, K;
+      bool accumulate;
+      int64_t offset = 0;
+    };
+    std::vector<Job> jobs;
+    step_bf16_.resize(static_cast<size_t>(s.L));
+    for (size_t l = 0; l < step_bf16_.size(); ++l) {
+      const BlockWeightsBf16& w = model_.wh.layers[l];
+      StepWeightsBf16& p = step_bf16_[l];
+      jobs.push_back({&p.wq, w.wq, true, C, C, false});
+      jobs.push_back({&p.wk, w.wk, true, C, C, false});
+      jobs.push_back({&p.wv, w.wv, true, C, C, false});
+      jobs.push_back({&p.wo, w.wo, true, C, C, true});
+      jobs.push_back({&p.w13, w.w13, true, 2 * Hf, C, false});
+      jobs.push_back({&p.w2, w.w2, false, C, Hf, true});  // W2 (Hf, C) input-major
+    }
+    jobs.push_back({&step_lm_head_bf16_, model_.wh.lm_head, true, V, C, false});
+    int64_t bytes = 0;
+    for (Job& j : jobs) {
+      j.offset = bytes;
+      bytes += arena_round<uint8_t>(gemm_bf16_packed_bytes(j.trans, B_, j.N, j.K, j.accumulate));
+    }
+    step_packed_ = Arena<uint8_t>(bytes);
+    for (Job& j : jobs) {
+      *j.slot = step_packed_.data() + j.offset;
+      gemm_bf16_pack(j.trans, B_, j.N, j.K, j.accumulate, j.weight, j.trans ? j.K : j.N,
+                     step_packed_.data() + j.offset);
+    }
+  }
 }
 
 template <typename T>
@@ -141,11 +199,18 @@ void Decoder<T>::prefill_layers(const int32_t* tokens, int S) {
     ctx.random = model_.random_fixed() + l * random_per_layer;
     ctx.state = &states_[static_cast<size_t>(l)];
     ctx.resid_pending = l > 0 ? a.resid_mid : nullptr;
+    if (acts_bf16_.attn_norm) {
+      ctx.wh = &model_.wh.layers[static_cast<size_t>(l)];
+      ctx.ah = &acts_bf16_;
+    }
     block_forward(ctx, model_.w.layers[static_cast<size_t>(l)], a, a.resid_in);
   }
   residual_rmsnorm_forward(a.attn_norm, a.attn_rstd, a.resid_in, a.resid_mid, model_.w.final_norm, N, s.C,
                            s.model.norm_eps);
-  linear_forward(logits_, a.attn_norm, model_.w.lm_head, N, s.C, s.V);
+  // logits (N, V) = n (N, C) · lm_headᵀ
+  const bool bf16 = acts_bf16_.attn_norm != nullptr;
+  mat_product<T>(false, true, N, s.V, s.C, mat_operand_bf16(a.attn_norm, acts_bf16_.attn_norm, N * s.C), s.C,
+                 {model_.w.lm_head, bf16 ? model_.wh.lm_head : nullptr}, s.C, T(0), logits_, s.V);
 }
 
 // The mirror of block_forward (model/block.cpp) for one token per row, with the
@@ -159,25 +224,39 @@ void Decoder<T>::step_layers(const int32_t* tokens) {
   BlockActs<T>& a = acts_;
   T* x = a.resid_in;  // (B, C) the whole residual stream here
   T* n = a.attn_norm;
+  // out (B, OC) (+)= in (B, IC) · op(W) on the calling thread: W (OC, IC) read transposed, or
+  // W2 (IC, OC) as stored. bf16: `in` converted, against the packed copy of W.
+  auto product = [&](T* out, const T* in, const T* W, const void* packed, bool trans, int IC, int OC, bool accumulate) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (packed) {
+        uint16_t* in_bf16 = IC == C ? acts_bf16_.attn_norm : acts_bf16_.ffn_act;  // (B, IC) scratch
+        bf16_from_float_serial(in_bf16, in, int64_t(B) * IC);
+        gemm_bf16_packed(trans, B, OC, IC, accumulate, in_bf16, packed, out);
+        return;
+      }
+    }
+    gemm<T>(false, trans, B, OC, IC, T(1), in, IC, W, trans ? IC : OC, accumulate ? T(1) : T(0), out, OC,
+            GemmThreads::one);
+  };
   for (int b = 0; b < B; ++b)
     std::memcpy(x + int64_t(b) * C, model_.w.tok_embedding + int64_t(tokens[b]) * C, sizeof(T) * C);
   for (int l = 0; l < s.L; ++l) {
     const BlockWeights<T>& w = model_.w.layers[static_cast<size_t>(l)];
+    const StepWeightsBf16 p = step_bf16_.empty() ? StepWeightsBf16{} : step_bf16_[static_cast<size_t>(l)];
     rmsnorm_rows(n, x, w.attn_norm, B, C, s.model.norm_eps);
-    matvec_forward(a.q, n, w.wq, B, C, C, false);
-    matvec_forward(a.k, n, w.wk, B, C, C, false);
-    matvec_forward(a.v, n, w.wv, B, C, C, false);
+    product(a.q, n, w.wq, p.wq, true, C, C, false);
+    product(a.k, n, w.wk, p.wk, true, C, C, false);
+    product(a.v, n, w.wv, p.wv, true, C, C, false);
     attention_step(attention_, w.attn, states_[static_cast<size_t>(l)], a.attn_out,
                    AttentionInputs<T>{a.q, a.k, a.v, n}, position_);
-    matvec_forward(x, a.attn_out, w.wo, B, C, C, true);  // x += att · Woᵀ
+    product(x, a.attn_out, w.wo, p.wo, true, C, C, true);  // x += att · Woᵀ
     rmsnorm_rows(n, x, w.ffn_norm, B, C, s.model.norm_eps);
-    matvec_forward(a.ffn_gate_up, n, w.w13, B, C, 2 * Hf, false);
+    product(a.ffn_gate_up, n, w.w13, p.w13, true, C, 2 * Hf, false);
     swiglu_rows(a.ffn_act, a.ffn_gate_up, B, Hf);
-    // x += act · W2 (W2 is stored (Hf, C), input-major)
-    gemm<T>(false, false, B, C, Hf, T(1), a.ffn_act, Hf, w.w2, C, T(1), x, C, GemmThreads::one);
+    product(x, a.ffn_act, w.w2, p.w2, false, Hf, C, true);  // x += act · W2 (W2 stored (Hf, C))
   }
   rmsnorm_rows(n, x, model_.w.final_norm, B, C, s.model.norm_eps);
-  matvec_forward(logits_, n, model_.w.lm_head, B, C, s.V, false);
+  product(logits_, n, model_.w.lm_head, step_lm_head_bf16_, true, C, s.V, false);
 }
 
 template <typename T>

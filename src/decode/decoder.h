@@ -11,7 +11,8 @@
 // The attention (attention/attention_core.h) owns the states, its random
 // matrices (the model's FIXED evaluation set, copied at construction: build the
 // decoder after loading the weights) and its RoPE table. Other weights are read
-// live from the model. Everything is allocated by the constructor; prefill()
+// live from the model, except that a bf16 decoder packs the bf16 weight copies
+// for its step at construction too. Everything is allocated by the constructor; prefill()
 // and step() never allocate.
 #include <cstdint>
 #include <vector>
@@ -30,6 +31,8 @@ struct DecoderOptions {
                                // KV cache without a window; 0 for an RFA kind without RoPE (no limit)
   int window = 0;              // softmax: attend over the last `window` positions (a ring KV cache of
                                // min(window, max_positions) slots); 0 = the whole text. RFA kinds: unused
+  Precision precision = Precision::fp32;  // bf16: the matrix products read the model's bf16 weight copies
+                                          // (the model must be built with them); the rest stays float
 };
 
 template <typename T>
@@ -74,6 +77,7 @@ class Decoder {
   const T* run(const int32_t* tokens, int S, bool recurrent);
   void prefill_layers(const int32_t* tokens, int S);  // (B, S)
   void step_layers(const int32_t* tokens);            // (B)
+  void pack_step_weights();                           // bf16: fills step_bf16_
 
   Model<T>& model_;
   ModelSpec spec_;
@@ -84,6 +88,15 @@ class Decoder {
   AttentionCore attention_;         // RoPE table for max_positions
   Arena<T> arena_;
   BlockActs<T> acts_;     // one segment's block buffers (B, S, ...), shared by every layer
+  BlockActsBf16 acts_bf16_;  // bf16 only: the products' inputs (B, S, C) / (B, S, Hf); null in fp32
+  // bf16 only: the step's weight matrices packed for B-row products (gemm_bf16_packed),
+  // taken from the model's bf16 copies at construction.
+  struct StepWeightsBf16 {
+    const void *wq = nullptr, *wk = nullptr, *wv = nullptr, *wo = nullptr, *w13 = nullptr, *w2 = nullptr;
+  };
+  std::vector<StepWeightsBf16> step_bf16_;  // (L)
+  const void* step_lm_head_bf16_ = nullptr;
+  Arena<uint8_t> step_packed_;
   T* logits_ = nullptr;   // (B, S, V)
   T* last_ = nullptr;     // (B, V) last-position logits of the latest prefill
   const T* last_logits_ = nullptr;  // last_ or logits_ (after a step)

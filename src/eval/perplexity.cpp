@@ -95,6 +95,7 @@ PerplexityPlan perplexity_plan(const ModelSpec& s, int64_t tokens, const Perplex
   if (o.segment <= 0) fail("perplexity: segment {} must be positive", o.segment);
   PerplexityPlan p;
   if (o.window < 0) fail("perplexity: window {} must be positive (0 = the training context)", o.window);
+  p.decoder.precision = o.precision;
   p.recurrent = !attention_state_grows(s.attn) && !o.sliding && o.window == 0;
   if (p.recurrent) {
     p.segment = static_cast<int>(std::min<int64_t>(o.segment, tokens - 1));

@@ -23,6 +23,7 @@ struct PerplexityOptions {
   int window = 0;      // sliding windows: tokens per window; 0 = context_length; set: RFA kinds slide too
   bool sliding = false;  // RFA kinds too: sliding windows like softmax (like-for-like comparison)
   bool progress = true;  // log a progress line with ETA every few seconds
+  Precision precision = Precision::fp32;  // bf16: products on the model's bf16 copies (--precision)
 };
 
 struct PerplexityResult {

@@ -1,5 +1,5 @@
 #pragma once
-// Measures sgemm throughput for one shape, for `rfa bench`. Allocates its own
+// Measures sgemm (and bf16 matmul) throughput for one shape, for `rfa bench`. Allocates its own
 // operands; not for use inside a training step.
 #include <cstdint>
 
@@ -17,5 +17,9 @@ struct GemmPeak {
 // Times `repeats` products C (M, N) = A (M, K) B (K, N) through gemm<float>
 // after two warm-up calls. Throws Error when a size or repeats is below 1.
 GemmPeak gemm_peak(int64_t M, int64_t N, int64_t K, int repeats = 20);
+
+// The same product with bf16 operands and an f32 result (gemm_bf16). Throws Error
+// on a CPU without AVX512-BF16.
+GemmPeak gemm_peak_bf16(int64_t M, int64_t N, int64_t K, int repeats = 20);
 
 }  // namespace rfa

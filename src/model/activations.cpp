@@ -1,6 +1,8 @@
 #include "model/activations.h"
 
+#include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "core/parallel.h"
 #include "attention/attention_core.h"
@@ -8,7 +10,8 @@
 namespace rfa {
 
 template <typename T>
-Activations<T>::Activations(const ModelSpec& s, int B_, int T_) : B(B_), T_len(T_) {
+Activations<T>::Activations(const ModelSpec& s, int B_, int T_, Precision precision) : B(B_), T_len(T_) {
+  RFA_ASSERT(precision == Precision::fp32 || (std::is_same_v<T, float>), "bf16 copies exist for float models only");
   if (B <= 0 || T_len <= 0) fail("batch {} x context {}: both must be positive", B, T_len);
   if (T_len > s.model.context_length)
     fail("sequence length {} exceeds model.context_length {}; shorten the input or raise the context",
@@ -63,8 +66,29 @@ Activations<T>::Activations(const ModelSpec& s, int B_, int T_) : B(B_), T_len(T
   take(&g.dlosses, "", {N});
   attn_scratch_size_ = attention_scratch_size(s.attn, B, T_len, thread_count());
   take(&g.attn_scratch, "", {attn_scratch_size_});
+  // bf16 copies: n uint16 in ceil(n / 2) floats (not dumped: they repeat the float tensors).
+  struct HalfSlot {
+    uint16_t** ptr;
+    int64_t offset;
+  };
+  std::vector<HalfSlot> halves;
+  auto take_half = [&](uint16_t** ptr, int64_t n) {
+    halves.push_back({ptr, plan.take((n * int64_t(sizeof(uint16_t)) + int64_t(sizeof(T)) - 1) / int64_t(sizeof(T)))});
+  };
+  if (precision == Precision::bf16) {
+    layers_bf16.resize(static_cast<size_t>(s.L));
+    for (BlockActsBf16& h : layers_bf16) {
+      take_half(&h.attn_norm, N * C);
+      take_half(&h.attn_out, N * C);
+      take_half(&h.ffn_norm, N * C);
+      take_half(&h.ffn_act, N * Hf);
+    }
+    take_half(&final_norm_bf16, N * C);
+    take_half(&dout_bf16, N * std::max({V, 2 * Hf, C}));
+  }
   arena_ = Arena<T>(plan.size());
   for (const Slot& slot : slots) *slot.ptr = arena_.data() + slot.offset;
+  for (const HalfSlot& slot : halves) *slot.ptr = reinterpret_cast<uint16_t*>(arena_.data() + slot.offset);
 }
 
 template class Activations<float>;

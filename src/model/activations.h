@@ -45,6 +45,15 @@ struct GradScratch {
   T* attn_scratch = nullptr;  // attention core's backward scratch
 };
 
+// bf16 copies of the activations that feed a matrix product (train.precision bf16):
+// written by the forward, read again by the weight gradients of the backward.
+struct BlockActsBf16 {
+  uint16_t* attn_norm = nullptr;  // (B, T, C)   input of wq, wk, wv
+  uint16_t* attn_out = nullptr;   // (B, T, C)   input of wo
+  uint16_t* ffn_norm = nullptr;   // (B, T, C)   input of w13
+  uint16_t* ffn_act = nullptr;    // (B, T, Hf)  input of w2
+};
+
 struct ActTensor {
   std::string name;
   int64_t offset = 0;
@@ -54,7 +63,8 @@ struct ActTensor {
 template <typename T>
 class Activations {
  public:
-  Activations(const ModelSpec& spec, int B, int T_len);
+  // precision bf16 (float only) adds the bf16 copies below to the arena.
+  Activations(const ModelSpec& spec, int B, int T_len, Precision precision = Precision::fp32);
 
   int B = 0, T_len = 0;
   std::vector<BlockActs<T>> layers;
@@ -65,6 +75,13 @@ class Activations {
   T* probs = nullptr;        // (B, T, V)
   T* losses = nullptr;       // (B, T)
   GradScratch<T> grad;
+  // bf16 only (empty / null in fp32):
+  std::vector<BlockActsBf16> layers_bf16;
+  uint16_t* final_norm_bf16 = nullptr;  // (B, T, C)  input of the LM head
+  // A gradient's bf16 copy before it enters the products of its backward, one at a
+  // time: (B, T, max(V, 2Hf, C)).
+  uint16_t* dout_bf16 = nullptr;
+  bool bf16() const { return final_norm_bf16 != nullptr; }
 
   const std::vector<ActTensor>& tensors() const { return tensors_; }  // every named buffer
   T* tensor_data(const ActTensor& t) { return arena_.data() + t.offset; }

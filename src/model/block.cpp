@@ -1,25 +1,39 @@
 #include "model/block.h"
 
-#include "kernels/gemm.h"
-#include "layers/linear.h"
 #include "layers/rmsnorm.h"
 #include "layers/swiglu.h"
 
 namespace rfa {
 namespace {
 
-// forward: out = inp · weightᵀ. Its backward with a write for each output
-// (overwriting saves zeroing a buffer first):
+// forward: out (N, OC) = inp (N, IC) · weightᵀ, weight (OC, IC)
+template <typename T>
+void linear_product(T* out, MatOperand<T> inp, MatOperand<T> weight, int64_t N, int IC, int OC) {
+  mat_product<T>(false, true, N, OC, IC, inp, IC, weight, IC, T(0), out, OC);
+}
+
+// Its backward with a write for each output (overwriting saves zeroing a buffer first):
 //   dinp (N, IC) (+)= dout · weight;  dweight (OC, IC) (+)= doutᵀ · inp
 template <typename T>
 void linear_grads(T* dinp, GradWrite dinp_write,  // (N, IC)
                   T* dweight, GradWrite dw_write,  // (OC, IC)
-                  const T* dout,                   // (N, OC)
-                  const T* inp,                    // (N, IC)
-                  const T* weight,                 // (OC, IC)
+                  MatOperand<T> dout,              // (N, OC)
+                  MatOperand<T> inp,               // (N, IC)
+                  MatOperand<T> weight,            // (OC, IC)
                   int64_t N, int IC, int OC) {
-  gemm<T>(false, false, N, IC, OC, T(1), dout, OC, weight, IC, grad_beta<T>(dinp_write), dinp, IC);
-  gemm<T>(true, false, OC, IC, N, T(1), dout, OC, inp, IC, grad_beta<T>(dw_write), dweight, IC);
+  mat_product<T>(false, false, N, IC, OC, dout, OC, weight, IC, grad_beta<T>(dinp_write), dinp, IC);
+  mat_product<T>(true, false, OC, IC, N, dout, OC, inp, IC, grad_beta<T>(dw_write), dweight, IC);
+}
+
+// The bf16 copies a block's products read: both the weights' and the activations',
+// or neither (a bf16 model under float activations, e.g. a decoder's prefill, runs in float).
+template <typename T>
+BlockActsBf16 bf16_acts(const BlockContext<T>& ctx) {
+  return ctx.ah && ctx.wh ? *ctx.ah : BlockActsBf16{};
+}
+template <typename T>
+BlockWeightsBf16 bf16_weights(const BlockContext<T>& ctx) {
+  return ctx.ah && ctx.wh ? *ctx.wh : BlockWeightsBf16{};
 }
 
 template <typename T>
@@ -53,22 +67,26 @@ void block_forward(const BlockContext<T>& ctx, const BlockWeights<T>& w, BlockAc
                              s.model.norm_eps);
   else
     rmsnorm_forward(a.attn_norm, a.attn_rstd, a.resid_in, w.attn_norm, N, C, s.model.norm_eps);
-  linear_forward(a.q, a.attn_norm, w.wq, N, C, C);
-  linear_forward(a.k, a.attn_norm, w.wk, N, C, C);
-  linear_forward(a.v, a.attn_norm, w.wv, N, C, C);
+  const BlockActsBf16 h = bf16_acts(ctx);  // null copies: products in T
+  const BlockWeightsBf16 wh = bf16_weights(ctx);
+  const MatOperand<T> n = mat_operand_bf16(a.attn_norm, h.attn_norm, N * C);
+  linear_product<T>(a.q, n, {w.wq, wh.wq}, N, C, C);
+  linear_product<T>(a.k, n, {w.wk, wh.wk}, N, C, C);
+  linear_product<T>(a.v, n, {w.wv, wh.wv}, N, C, C);
   if (ctx.state)
     attention_prefill(*ctx.attention, w.attn, *ctx.state, a.attn_out, attention_inputs(a), attention_call(ctx, a));
   else
     attention_forward(*ctx.attention, w.attn, a.attn_out, attention_inputs(a), attention_call(ctx, a));
   // x_mid = x + Wo · attn_out
   // (the residual add fused into the FFN norm's row pass: one parallel region less)
-  linear_forward(a.resid_mid, a.attn_out, w.wo, N, C, C);
+  linear_product<T>(a.resid_mid, mat_operand_bf16(a.attn_out, h.attn_out, N * C), {w.wo, wh.wo}, N, C, C);
   residual_rmsnorm_forward(a.ffn_norm, a.ffn_rstd, a.resid_mid, a.resid_in, w.ffn_norm, N, C, s.model.norm_eps);
-  linear_forward(a.ffn_gate_up, a.ffn_norm, w.w13, N, C, 2 * Hf);
+  linear_product<T>(a.ffn_gate_up, mat_operand_bf16(a.ffn_norm, h.ffn_norm, N * C), {w.w13, wh.w13}, N, C, 2 * Hf);
   swiglu_forward(a.ffn_act, a.ffn_gate_up, N, Hf);
   // x_out = x_mid + W2 · act; the caller's next norm adds x_mid (see block.h).
   // W2 is stored (Hf, C), input-major: resid_out (N, C) = act (N, Hf) · W2 (Hf, C)
-  gemm<T>(false, false, N, C, Hf, T(1), a.ffn_act, Hf, w.w2, C, T(0), resid_out, C);
+  mat_product<T>(false, false, N, C, Hf, mat_operand_bf16(a.ffn_act, h.ffn_act, N * Hf), Hf, {w.w2, wh.w2}, C, T(0),
+                 resid_out, C);
 }
 
 template <typename T>
@@ -78,23 +96,33 @@ void block_backward(const BlockContext<T>& ctx, const BlockWeights<T>& w, const 
   const int64_t N = int64_t(ctx.B) * ctx.T_len;
   const int C = s.C, Hf = s.Hf;
   const GradWrite set = GradWrite::overwrite, add = GradWrite::accumulate, mw = ctx.write;  // mw: the matrices'
+  // bf16: each gradient is copied into ctx.dout_bf16 before the products that read it;
+  // the activations' copies are the forward's.
+  const BlockActsBf16 h = bf16_acts(ctx);
+  const BlockWeightsBf16 wh = bf16_weights(ctx);
+  uint16_t* dh = h.attn_norm ? ctx.dout_bf16 : nullptr;
   // x_out = x_mid + W2 · act: d x_mid starts as d x_out (kept in g.dresid).
   // W2 (Hf, C): dact (N, Hf) = dresid (N, C) · W2ᵀ;  dW2 (Hf, C) (+)= actᵀ (Hf, N) · dresid (N, C)
-  gemm<T>(false, true, N, Hf, C, T(1), g.dresid, C, w.w2, C, T(0), g.dact, Hf);
-  gemm<T>(true, false, Hf, C, N, T(1), a.ffn_act, Hf, g.dresid, C, grad_beta<T>(mw), dw.w2, C);
+  const MatOperand<T> dout = mat_operand_bf16(g.dresid, dh, N * C);
+  mat_product<T>(false, true, N, Hf, C, dout, C, {w.w2, wh.w2}, C, T(0), g.dact, Hf);
+  mat_product<T>(true, false, Hf, C, N, {a.ffn_act, h.ffn_act}, Hf, dout, C, grad_beta<T>(mw), dw.w2, C);
   swiglu_backward(g.dgate_up, g.dact, a.ffn_gate_up, N, Hf);
-  linear_grads(g.dnorm, set, dw.w13, mw, g.dgate_up, a.ffn_norm, w.w13, N, C, 2 * Hf);
+  linear_grads<T>(g.dnorm, set, dw.w13, mw, mat_operand_bf16(g.dgate_up, dh, N * 2 * Hf), {a.ffn_norm, h.ffn_norm},
+                  {w.w13, wh.w13}, N, C, 2 * Hf);
   rmsnorm_backward(g.dresid, dw.ffn_norm, g.dnorm, a.resid_mid, w.ffn_norm, a.ffn_rstd, N, C);
   // x_mid = x + Wo · attn_out: g.dresid now holds d x_mid, which is also d x's residual part.
-  linear_grads(g.dattn_out, set, dw.wo, mw, g.dresid, a.attn_out, w.wo, N, C, C);
+  linear_grads<T>(g.dattn_out, set, dw.wo, mw, mat_operand_bf16(g.dresid, dh, N * C), {a.attn_out, h.attn_out},
+                  {w.wo, wh.wo}, N, C, C);
   // The attention overwrites dq, dk, dv (no zeroing: ~0.6 ms/step of memsets at the nano shape),
   // and dn when it reads n (the gate): then the projections add to it.
   const AttentionInputGrads<T> ag{g.dq, g.dk, g.dv, g.dnorm};
   attention_backward(*ctx.attention, w.attn, dw.attn, ag, g.dattn_out, a.attn_out, attention_inputs(a),
                      attention_call(ctx, a));
-  linear_grads(g.dnorm, attention_reads_n(s.attn) ? add : set, dw.wq, mw, g.dq, a.attn_norm, w.wq, N, C, C);
-  linear_grads(g.dnorm, add, dw.wk, mw, g.dk, a.attn_norm, w.wk, N, C, C);
-  linear_grads(g.dnorm, add, dw.wv, mw, g.dv, a.attn_norm, w.wv, N, C, C);
+  const MatOperand<T> n{a.attn_norm, h.attn_norm};
+  linear_grads<T>(g.dnorm, attention_reads_n(s.attn) ? add : set, dw.wq, mw, mat_operand_bf16(g.dq, dh, N * C), n,
+                  {w.wq, wh.wq}, N, C, C);
+  linear_grads<T>(g.dnorm, add, dw.wk, mw, mat_operand_bf16(g.dk, dh, N * C), n, {w.wk, wh.wk}, N, C, C);
+  linear_grads<T>(g.dnorm, add, dw.wv, mw, mat_operand_bf16(g.dv, dh, N * C), n, {w.wv, wh.wv}, N, C, C);
   rmsnorm_backward(g.dresid, dw.attn_norm, g.dnorm, a.resid_in, w.attn_norm, a.attn_rstd, N, C);
 }
 

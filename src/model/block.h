@@ -9,6 +9,7 @@
 #include "attention/attention_core.h"
 #include "layers/grad_write.h"
 #include "model/activations.h"
+#include "model/mixed_product.h"
 #include "model/model_params.h"
 #include "model/model_spec.h"
 
@@ -35,6 +36,12 @@ struct BlockContext {
   // block_backward: how the weight matrices' gradients are written (gemm beta 0
   // overwrites); the rest are added into (model_backward zeroes them first).
   GradWrite write = GradWrite::accumulate;
+  // bf16 products (docs/bf16.md), float only: this block's weight copies, its
+  // activations' copies, and the scratch a gradient is copied into before its
+  // products, (B, T, max(2Hf, C)). All null: every product in T.
+  const BlockWeightsBf16* wh = nullptr;
+  BlockActsBf16* ah = nullptr;
+  uint16_t* dout_bf16 = nullptr;
 };
 
 // Reads a.resid_in (completing it with ctx.resid_pending), fills the rest of `a`,

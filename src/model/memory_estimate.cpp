@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "attention/attention_core.h"
@@ -42,21 +43,27 @@ double memory_param_elements(const ModelSpec& s) {
   return slice(V * C) + s.L * layer + slice(C) + (s.model.tie_embeddings ? 0 : slice(V * C));
 }
 
-double memory_activation_elements(const ModelSpec& s, int B, int T, int threads) {
+double memory_activation_elements(const ModelSpec& s, int B, int T, int threads, Precision precision) {
   const double N = double(B) * T, C = s.C, V = s.V, Hf = s.Hf;
   const double saved = affine_in_batch(B, [&](int b) { return attention_saved_size(s.attn, b, T); });
   const double scratch = affine_in_batch(B, [&](int b) { return attention_scratch_size(s.attn, b, T, threads); });
   const double layer = 8 * slice(N * C) + 2 * slice(N) + slice(2 * N * Hf) + slice(N * Hf) + slice(saved);
   const double final = 2 * slice(N * C) + 2 * slice(N) + 2 * slice(N * V);
   const double grads = 6 * slice(N * C) + slice(2 * N * Hf) + slice(N * Hf) + slice(N * V) + slice(N) + slice(scratch);
-  return s.L * layer + final + grads;
+  double bf16 = 0;  // n bf16 values take ceil(n / 2) float elements
+  if (precision == Precision::bf16) {
+    auto half = [](double n) { return slice(std::ceil(n / 2)); };
+    bf16 = s.L * (3 * half(N * C) + half(N * Hf)) + half(N * C) + half(N * std::max({V, 2 * Hf, C}));
+  }
+  return s.L * layer + final + grads + bf16;
 }
 
-MemoryEstimate memory_estimate_model(const ModelSpec& s) {
+MemoryEstimate memory_estimate_model(const ModelSpec& s, Precision precision) {
   MemoryEstimate e;
   const double P = memory_param_elements(s);
   e.add("weights", P * kFloat, weight_keys(s));
   e.add("gradients", P * kFloat, weight_keys(s));
+  if (precision == Precision::bf16) e.add("bf16 weight copies", P * 2, weight_keys(s));
   // The per-step draw and the fixed one (model.h).
   if (attention_random_size(s.attn) > 0)
     e.add("random feature matrices", 2.0 * s.L * double(attention_random_size(s.attn)) * kFloat,
@@ -68,7 +75,7 @@ MemoryEstimate memory_estimate_model(const ModelSpec& s) {
 }
 
 MemoryEstimate memory_estimate_train(const ModelSpec& s, const TrainConfig& train, int threads, int ranks) {
-  MemoryEstimate e = memory_estimate_model(s);
+  MemoryEstimate e = memory_estimate_model(s, train.precision);
   e.add("AdamW m and v", 2 * memory_param_elements(s) * kFloat, weight_keys(s));
   const int B = train.batch_size, T = s.model.context_length;
   std::string keys = fmt::format("train.batch_size ({}), model.context_length ({}) or model.n_layers ({})", B, T, s.L);
@@ -77,7 +84,8 @@ MemoryEstimate memory_estimate_train(const ModelSpec& s, const TrainConfig& trai
                        "attention.num_features ({}) or model.n_layers ({})",
                        B, T, s.attention.chunk_size, s.attn.D, s.L);
   // Activations plus the micro-batch's input and target tokens (int32).
-  e.add("activations", memory_activation_elements(s, B, T, threads) * kFloat + 2.0 * B * T * sizeof(int32_t), keys);
+  e.add("activations",
+        memory_activation_elements(s, B, T, threads, train.precision) * kFloat + 2.0 * B * T * sizeof(int32_t), keys);
   if (train.stateful) {
     // TrainSession's (2, grad_accum, L, B, H, F, Dh+1) and StreamCheckpoint's (ranks x grad_accum, ...)
     // and (ranks x grad_accum, B) offsets: three arenas, each rounded to 64 bytes.

@@ -12,16 +12,19 @@ namespace rfa {
 
 // Elements of the parameter table (P: every tensor rounded to 64 bytes).
 double memory_param_elements(const ModelSpec& spec);
-// Elements of Activations<float>(spec, B, T) for `threads` threads.
-double memory_activation_elements(const ModelSpec& spec, int B, int T, int threads);
+// Elements of Activations<float>(spec, B, T, precision) for `threads` threads.
+double memory_activation_elements(const ModelSpec& spec, int B, int T, int threads,
+                                  Precision precision = Precision::fp32);
 
 // A Model<float>: weights, the gradient buffer it always carries, the fixed
 // and per-step random matrices (RFA kinds), the RoPE table.
-MemoryEstimate memory_estimate_model(const ModelSpec& spec);
+// precision bf16 adds the bf16 weight copies.
+MemoryEstimate memory_estimate_model(const ModelSpec& spec, Precision precision = Precision::fp32);
 // A TrainSession: the model, AdamW's m and v, the activations and scratch of
 // one micro-batch (train.batch_size x model.context_length) and its tokens; with
 // train.stateful the carried states (entering and final, per local micro-batch) and
-// the checkpoint's copy of every rank's (`ranks` x grad_accum micro-batches).
+// the checkpoint's copy of every rank's (`ranks` x grad_accum micro-batches);
+// with train.precision bf16 also the bf16 weight copies and activation copies.
 MemoryEstimate memory_estimate_train(const ModelSpec& spec, const TrainConfig& train, int threads, int ranks = 1);
 
 }  // namespace rfa

@@ -4,7 +4,8 @@
 // cross-entropy. Templated over float (training) and double (gradient checks).
 //
 // Memory: one arena holds the parameters and the gradients (same layout, see
-// tensor/param_table.h): [params (P) | grads (P)]. RFA's random matrices are not
+// tensor/param_table.h): [params (P) | grads (P)], and in a bf16 run the bf16
+// copies of the weight matrices at the same offsets as a (P) uint16 array. RFA's random matrices are not
 // parameters: `random_fixed` (L, H, D, Dh) is the evaluation/decoding set, drawn
 // once at init with step = kFixedRandomStep and stored with the model;
 // `random_step` holds the per-training-step draw.
@@ -12,6 +13,7 @@
 #include <limits>
 
 #include "attention/attention_core.h"
+#include "model/mixed_product.h"
 #include "model/model_params.h"
 #include "model/model_spec.h"
 #include "tensor/arena.h"
@@ -25,7 +27,8 @@ inline constexpr uint64_t kFixedRandomStep = std::numeric_limits<uint64_t>::max(
 template <typename T>
 class Model {
  public:
-  explicit Model(const ModelSpec& spec);
+  // precision bf16 (float models only) adds the bf16 weight copies to the arena.
+  explicit Model(const ModelSpec& spec, Precision precision = Precision::fp32);
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
@@ -35,6 +38,8 @@ class Model {
   ModelWeights<T> w;         // views of params()
   ModelWeights<T> g;         // views of grads(), same offsets
   int64_t random_size = 0;   // L * H * D * Dh (0 when the attention draws none)
+  Precision precision = Precision::fp32;
+  ModelWeightsBf16 wh;       // views of the bf16 copies (bf16 only; null pointers in fp32)
 
   T* params() { return arena_.data(); }                       // (P)
   T* grads() { return arena_.data() + table.size(); }         // (P)
@@ -44,10 +49,17 @@ class Model {
   T* random_fixed() { return random_.data(); }                  // (L, H, D, Dh)
   T* random_step() { return random_.data() + random_size; }     // (L, H, D, Dh)
   int64_t random_per_layer() const { return random_size / spec.L; }  // H * D * Dh
+  uint16_t* bf16_params();  // (P) the bf16 copies at the parameters' offsets; null in fp32
   void zero_grad();
+  // bf16: rewrites the bf16 copy of every weight matrix from params() (round to
+  // nearest even). Call after anything changes the parameters (init, a load, an
+  // optimizer step) and before the next product reads them; nothing in fp32.
+  void bf16_refresh();
+  int64_t bf16_bytes() const { return bf16_size_ * static_cast<int64_t>(sizeof(uint16_t)); }
 
  private:
-  Arena<T> arena_;    // (2P)
+  Arena<T> arena_;    // (2P) then, in bf16, the copies: P uint16 at the parameters' offsets
+  int64_t bf16_size_ = 0;  // P in bf16, else 0
   Arena<T> random_;   // (2, L, H, D, Dh)
 };
 

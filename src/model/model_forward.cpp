@@ -2,10 +2,8 @@
 
 #include <cstring>
 
-#include "kernels/gemm.h"
 #include "layers/cross_entropy.h"
 #include "layers/embedding.h"
-#include "layers/linear.h"
 #include "layers/rmsnorm.h"
 #include "model/block.h"
 
@@ -21,6 +19,11 @@ BlockContext<T> block_context(Model<T>& m, Activations<T>& a, const T* random, i
   ctx.attn_scratch = Workspace<T>{a.grad.attn_scratch, static_cast<size_t>(a.attn_scratch_size())};
   ctx.B = a.B;
   ctx.T_len = a.T_len;
+  if (a.bf16() && m.precision == Precision::bf16) {  // both sides have their copies
+    ctx.wh = &m.wh.layers[static_cast<size_t>(l)];
+    ctx.ah = &a.layers_bf16[static_cast<size_t>(l)];
+    ctx.dout_bf16 = a.dout_bf16;
+  }
   return ctx;
 }
 
@@ -69,7 +72,10 @@ double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, cons
                              s.model.norm_eps);
   else
     rmsnorm_forward(a.final_norm, a.final_rstd, a.resid_final, m.w.final_norm, N, s.C, s.model.norm_eps);
-  linear_forward(a.logits, a.final_norm, m.w.lm_head, N, s.C, s.V);
+  // logits (N, V) = final_norm (N, C) · lm_headᵀ
+  const bool bf16 = a.bf16() && m.precision == Precision::bf16;
+  mat_product<T>(false, true, N, s.V, s.C, mat_operand_bf16(a.final_norm, bf16 ? a.final_norm_bf16 : nullptr, N * s.C),
+                 s.C, {m.w.lm_head, bf16 ? m.wh.lm_head : nullptr}, s.C, T(0), a.logits, s.V);
   if (!targets) return 0.0;
   cross_entropy_forward(a.losses, a.probs, a.logits, targets, N, s.V);
   double sum = 0;
@@ -98,10 +104,14 @@ void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const
   const T dloss = count > 0 ? static_cast<T>(loss_scale / static_cast<double>(count)) : T(0);
   for (int64_t i = 0; i < N; ++i) g.dlosses[i] = targets[i] >= 0 ? dloss : T(0);
   cross_entropy_backward(g.dlogits, a.probs, targets, g.dlosses, N, s.V);
-  // logits = final_norm · lm_headᵀ
-  gemm<T>(false, false, N, s.C, s.V, T(1), g.dlogits, s.V, m.w.lm_head, s.C, T(0), g.dnorm, s.C);  // dnorm = dlogits · W
-  gemm<T>(true, false, s.V, s.C, N, T(1), g.dlogits, s.V, a.final_norm, s.C, overwrite ? T(0) : T(1), m.g.lm_head,
-          s.C);  // dW (+)= dlogitsᵀ · n
+  // logits = final_norm · lm_headᵀ (bf16: dlogits, the head and final_norm through their copies)
+  const bool bf16 = a.bf16() && m.precision == Precision::bf16;
+  const MatOperand<T> dlogits = mat_operand_bf16(g.dlogits, bf16 ? a.dout_bf16 : nullptr, N * s.V);
+  const MatOperand<T> head{m.w.lm_head, bf16 ? m.wh.lm_head : nullptr};
+  const MatOperand<T> norm{a.final_norm, bf16 ? a.final_norm_bf16 : nullptr};
+  mat_product<T>(false, false, N, s.C, s.V, dlogits, s.V, head, s.C, T(0), g.dnorm, s.C);  // dnorm = dlogits · W
+  mat_product<T>(true, false, s.V, s.C, N, dlogits, s.V, norm, s.C, overwrite ? T(0) : T(1), m.g.lm_head,
+                 s.C);  // dW (+)= dlogitsᵀ · n
   rmsnorm_backward(g.dresid, m.g.final_norm, g.dnorm, a.resid_final, m.w.final_norm, a.final_rstd, N, s.C,
                    GradWrite::overwrite);
   for (int l = s.L - 1; l >= 0; --l) {

@@ -1,20 +1,53 @@
 // Model construction, zero-grad, initialisation and the RFA random draws.
 
+#include <type_traits>
+
 #include "core/parallel.h"
 #include "core/rng.h"
+#include "kernels/bf16.h"
 #include "model/model.h"
 #include "tensor/fill_zero.h"
 
 namespace rfa {
 
 template <typename T>
-Model<T>::Model(const ModelSpec& s) : spec(s), table(model_param_table(s)) {
+Model<T>::Model(const ModelSpec& s, Precision p) : spec(s), table(model_param_table(s)), precision(p) {
+  RFA_ASSERT(precision == Precision::fp32 || (std::is_same_v<T, float>), "bf16 copies exist for float models only");
   attention = AttentionCore(spec.attn, spec.model.context_length);
   random_size = int64_t(spec.L) * attention_random_size(spec.attn);
-  arena_ = Arena<T>(2 * table.size());
+  bf16_size_ = precision == Precision::bf16 ? table.size() : 0;
+  // P uint16 take P / 2 elements of T (P is a multiple of 16: every tensor is 64-byte aligned).
+  const int64_t bf16_elements = bf16_size_ * int64_t(sizeof(uint16_t)) / int64_t(sizeof(T));
+  arena_ = Arena<T>(2 * table.size() + bf16_elements);
   random_ = Arena<T>(2 * random_size);
   w = model_weights_view(spec, table, params());
   g = model_weights_view(spec, table, grads());
+  if (precision == Precision::bf16) {
+    const uint16_t* base = bf16_params();
+    auto at = [&](const T* weight) { return base + (weight - params()); };  // same offset as the float tensor
+    wh.layers.resize(w.layers.size());
+    for (size_t l = 0; l < w.layers.size(); ++l) {
+      const BlockWeights<T>& b = w.layers[l];
+      wh.layers[l] = {at(b.wq), at(b.wk), at(b.wv), at(b.wo), at(b.w13), at(b.w2)};
+    }
+    wh.lm_head = at(w.lm_head);
+  }
+}
+
+template <typename T>
+uint16_t* Model<T>::bf16_params() {
+  return bf16_size_ ? reinterpret_cast<uint16_t*>(arena_.data() + 2 * table.size()) : nullptr;
+}
+
+template <typename T>
+void Model<T>::bf16_refresh() {
+  if constexpr (std::is_same_v<T, float>) {
+    if (precision != Precision::bf16) return;
+    // The matrices a product reads: exactly the entries whose gradient a gemm writes
+    // (the tied embedding is the LM head's matrix); norms and the attention's own stay float.
+    for (const ParamEntry& e : table.entries())
+      if (e.grad_by_gemm) bf16_from_float(bf16_params() + e.offset, params() + e.offset, e.numel);
+  }
 }
 
 template <typename T>

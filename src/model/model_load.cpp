@@ -9,6 +9,7 @@
 #include "io/hash.h"
 #include "config/config_enums.h"
 #include "config/config_load.h"
+#include "kernels/bf16.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/memory_check.h"
@@ -63,7 +64,8 @@ std::string checkpoint_resolve(const std::string& path) {
        path);
 }
 
-LoadedModel model_load(const std::string& run_or_checkpoint) {
+LoadedModel model_load(const std::string& run_or_checkpoint, Precision precision) {
+  if (precision == Precision::bf16) bf16_require("--precision bf16");
   LoadedModel out;
   out.checkpoint_dir = checkpoint_resolve(run_or_checkpoint);
   const std::string& dir = out.checkpoint_dir;
@@ -77,14 +79,15 @@ LoadedModel model_load(const std::string& run_or_checkpoint) {
          dir, out.config.model.vocab_size, out.tokenizer->origin(), V);
   out.config.model.vocab_size = V;
   const ModelSpec spec = model_spec_make(out.config.model, out.config.attention);
-  memory_require(memory_estimate_model(spec), fmt::format("loading the model of {}", dir));
+  memory_require(memory_estimate_model(spec, precision), fmt::format("loading the model of {}", dir));
   // Validates state.json, the tokenizer copy's checksum and every tensor's name, dtype and shape.
   LoadedCheckpoint ck = checkpoint_load(dir, model_tensor_specs(spec), {});
   out.step = ck.state.step;
-  out.model = std::make_unique<Model<float>>(spec);
+  out.model = std::make_unique<Model<float>>(spec, precision);
   model_tensors_load(*out.model, ck.model);
-  log_info("load", "{}: {} model, {} layers, width {}, vocab {}, step {}", dir, enum_name(spec.attention.kind),
-           spec.L, spec.C, spec.V, out.step);
+  out.model->bf16_refresh();  // bf16: the copies of the loaded weights
+  log_info("load", "{}: {} model, {} layers, width {}, vocab {}, step {}, {} products", dir,
+           enum_name(spec.attention.kind), spec.L, spec.C, spec.V, out.step, enum_name(precision));
   return out;
 }
 

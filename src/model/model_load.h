@@ -28,6 +28,8 @@ struct LoadedModel {
 // (RUN/checkpoints/latest). Throws Error listing what was looked for.
 std::string checkpoint_resolve(const std::string& run_or_checkpoint);
 
-LoadedModel model_load(const std::string& run_or_checkpoint);
+// precision bf16 (--precision bf16) also builds the bf16 weight copies the decoder's
+// products read; it needs AVX512-BF16 and says so otherwise.
+LoadedModel model_load(const std::string& run_or_checkpoint, Precision precision = Precision::fp32);
 
 }  // namespace rfa

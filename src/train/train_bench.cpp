@@ -11,7 +11,9 @@
 #include "core/rng.h"
 #include "core/timer.h"
 #include "dist/dist.h"
+#include "kernels/bf16.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_peak.h"
 #include "model/model_flops.h"
 #include "tensor/arena.h"
 #include "train/train_session.h"
@@ -93,6 +95,9 @@ TrainBenchResult train_bench(const Config& config, int steps, int warmup) {
   // The model's largest matmul (the FFN's up projection) and a large square one.
   const int64_t N = int64_t(B) * T;
   r.gemm_peak_gflops = std::max(gemm_gflops(N, 2 * spec.Hf, spec.C, 20), gemm_gflops(1024, 1024, 1024, 5));
+  if (bf16_native())  // the same two shapes with bf16 operands (gemm_bf16)
+    r.gemm_bf16_peak_gflops = std::max(gemm_peak_bf16(N, 2 * spec.Hf, spec.C, 20).gflops_best,
+                                       gemm_peak_bf16(1024, 1024, 1024, 5).gflops_best);
   return r;
 }
 

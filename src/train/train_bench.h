@@ -18,6 +18,7 @@ struct TrainBenchResult {
   double gflops = 0;             // model_train_flops / median
   double matmul_gflops = 0;      // the matmul share of it
   double gemm_peak_gflops = 0;   // best of the sgemm probes
+  double gemm_bf16_peak_gflops = 0;  // best of the same probes as bf16 matmuls (0 without AVX512-BF16)
   double median_forward_ms = 0, median_backward_ms = 0, median_optimizer_ms = 0;
   int64_t activation_bytes = 0;  // the activation arena (includes attention's saved tensors and scratch)
   int64_t optimizer_bytes = 0;   // AdamW m and v

@@ -9,9 +9,11 @@
 #include "io/file_io.h"
 #include "io/json.h"
 #include "io/hash.h"
+#include "config/config_enums.h"
 #include "config/config_keys.h"
 #include "config/config_load.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "io/file_util.h"
 #include "model/model_io.h"
 #include "model/model_load.h"
@@ -25,10 +27,12 @@ namespace fs = std::filesystem;
 
 // train.grad_accum may change only with the number of ranks, keeping the global batch
 // ranks x grad_accum (train_run checks it: train_dist.h, dist_resume_check).
-constexpr std::array<std::string_view, 12> kChangeable = {
+// train.precision may change: checkpoints hold the fp32 master weights either way.
+constexpr std::array<std::string_view, 13> kChangeable = {
     "train.steps",      "train.log_every",      "train.eval_every",     "train.eval_batches",
     "train.run_dir",    "checkpoint.every",     "checkpoint.keep_last", "checkpoint.keep_best",
-    "data.corpus",      "data.tokens",          "tokenizer.path",       "train.grad_accum"};
+    "data.corpus",      "data.tokens",          "tokenizer.path",       "train.grad_accum",
+    "train.precision"};
 
 // The run a checkpoint belongs to: RUN/checkpoints/step-N -> RUN; "" if it is not inside one.
 // Relative paths stay relative unless they are too short to name the run (e.g. "step-000500").
@@ -78,12 +82,16 @@ ResumePoint resume_prepare(const std::string& path, const std::vector<std::strin
     const std::string was = config_key_get(key, before_sets), now = config_key_get(key, config);
     if (was == now || resume_key_changeable(key.path)) continue;
     fail("--resume: {} is '{}' in checkpoint {} and --set makes it '{}'; a resumed run keeps the saved config. "
-         "Only train.steps, train.log_every, train.eval_every, train.eval_batches, train.run_dir, checkpoint.*, "
-         "data.corpus, data.tokens, tokenizer.path (and train.grad_accum with the number of MPI ranks, keeping "
+         "Only train.steps, train.log_every, train.eval_every, train.eval_batches, train.run_dir, train.precision, "
+         "checkpoint.*, data.corpus, data.tokens, tokenizer.path (and train.grad_accum with the number of MPI ranks, keeping "
          "ranks x grad_accum) may change; start a new run to change {}",
          key.path, was, dir, now, key.path);
   }
   config_validate(config);
+  if (config.train.precision != saved.train.precision)
+    log_info("resume", "train.precision switches from {} (checkpoint {}) to {}: the fp32 master weights and AdamW "
+             "moments carry over; the products change precision from here on",
+             enum_name(saved.train.precision), dir, enum_name(config.train.precision));
   out.tokenizer_path = tokenizer_of(dir, train_state_parse(file_read_text(state_path), state_path), config);
   out.config = config;
   return out;

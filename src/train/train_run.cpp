@@ -145,6 +145,9 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
            enum_name(spec.attention.kind), spec.L, spec.C, spec.H, spec.model.context_length, spec.V,
            session.model().table.count(), tc.batch_size, tc.grad_accum, spec.model.context_length,
            int64_t(tc.batch_size) * tc.grad_accum * spec.model.context_length, thread_count());
+  if (tc.precision == Precision::bf16)
+    log_info("train", "train.precision bf16: matrix products on bf16 copies of the weights and their inputs; "
+             "fp32 master weights, AdamW and evaluation (docs/bf16.md)");
   if (dist_size() > 1)
     log_info("train", "data parallel: {} ranks x batch {}x{}x{} = {} tokens/step; {}", dist_size(), tc.batch_size,
              tc.grad_accum, spec.model.context_length,

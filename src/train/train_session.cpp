@@ -1,5 +1,6 @@
 #include "train/train_session.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -7,6 +8,7 @@
 #include "core/stop_signals.h"
 #include "core/timer.h"
 #include "dist/dist.h"
+#include "kernels/bf16.h"
 #include "model/model_forward.h"
 #include "optim/lr_schedule.h"
 
@@ -26,12 +28,17 @@ DecayMask mask_from_table(const ParamTable& t) {
   return decay_mask_build(std::move(ranges), t.size());
 }
 
+Precision precision_checked(Precision p) {
+  if (p == Precision::bf16) bf16_require("train.precision bf16");
+  return p;
+}
+
 }  // namespace
 
 TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
     : config_(config),
-      model_(spec),
-      acts_(spec, config.train.batch_size, spec.model.context_length),
+      model_(spec, precision_checked(config.train.precision)),
+      acts_(spec, config.train.batch_size, spec.model.context_length, config.train.precision),
       optim_(2 * model_.param_size()),
       mask_(mask_from_table(model_.table)),
       batch_(config.train.batch_size, spec.model.context_length) {
@@ -44,6 +51,21 @@ TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
   }
   model_init(model_, config.train.seed);
   for (const ParamEntry& e : model_.table.entries()) ranges_.push_back({e.name, e.offset, e.numel});
+  if (config.train.precision == Precision::bf16) bf16_prepare();
+}
+
+void TrainSession::bf16_prepare() {
+  // One forward and backward on token 0 with each gradient write a step uses creates
+  // every bf16 matmul primitive now, so that step() creates none. Touches only the
+  // activations and the gradients, which a step's first micro-batch overwrites.
+  model_.bf16_refresh();
+  std::fill(batch_.inputs.begin(), batch_.inputs.end(), 0);
+  std::fill(batch_.targets.begin(), batch_.targets.end(), 0);
+  for (GradWrite write : {GradWrite::overwrite, GradWrite::accumulate}) {
+    if (write == GradWrite::accumulate && config_.train.grad_accum == 1) break;
+    model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_fixed());
+    model_backward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_fixed(), 1.0, write);
+  }
 }
 
 void TrainSession::fail_non_finite(int64_t step_index, const char* what) {
@@ -111,6 +133,9 @@ StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool sta
     model_draw_random(s, tc.seed, stateful_draw_step(step), model_.random_step());
     carry_reset = step % tc.stateful_redraw == 0;
   }
+  // bf16: the weight copies follow the master weights as the last update (or an init
+  // or a load) left them; refreshed here so nothing that changes the weights can miss it.
+  model_.bf16_refresh();
   st.setup_ms = timer.ms();
   double loss_sum = 0;
   // Data parallel: this rank computes grad_accum of the step's ranks * grad_accum micro-batches

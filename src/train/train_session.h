@@ -29,7 +29,7 @@ struct StepStats {
   double grad_norm = 0;    // global norm before clipping
   double lr = 0;
   int64_t tokens = 0;      // tokens processed by all ranks (B * T * grad_accum * ranks)
-  // Wall time by phase: random draw + zero-grad, forwards, backwards, gradient all-reduce
+  // Wall time by phase: random draw + bf16 weight copies (bf16 runs), forwards, backwards, gradient all-reduce
   // (0 with one rank; includes waiting for the slowest rank), clip + AdamW.
   double setup_ms = 0, forward_ms = 0, backward_ms = 0, allreduce_ms = 0, optimizer_ms = 0;
   // A stop request (core/stop_signals.h) came before the step's last micro-batch: the
@@ -86,6 +86,7 @@ class TrainSession {
   [[noreturn]] void fail_non_finite(int64_t step_index, const char* what);  // step_index 0-based
   template <typename Sampler>
   StepStats step_with(int64_t step, const Sampler& sampler, bool stateful);
+  void bf16_prepare();  // creates the bf16 products' primitives (kernels/gemm_bf16.h) before any step
 
   Config config_;
   Model<float> model_;

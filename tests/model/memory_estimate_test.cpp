@@ -36,7 +36,8 @@ double part_bytes(const MemoryEstimate& e, const std::string& name) {
 TEST_CASE("memory estimate: parameters and activations equal the allocated sizes") {
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa, AttentionKind::rfa_gate})
     for (bool tied : {true, false})
-      for (int B : {1, 3}) {
+      for (int B : {1, 3})
+        for (Precision precision : {Precision::fp32, Precision::bf16}) {
         Config c = test::tiny_config(kind, {.vocab = 29, .context = 11, .d_model = 24, .n_heads = 3,
                                             .num_features = 5, .chunk_size = 4, .tied = tied});
         c.model.ffn_hidden = 40;
@@ -44,18 +45,22 @@ TEST_CASE("memory estimate: parameters and activations equal the allocated sizes
         CAPTURE(static_cast<int>(kind));
         CAPTURE(tied);
         CAPTURE(B);
-        Model<float> model(spec);
+        CAPTURE(static_cast<int>(precision));
+        Model<float> model(spec, precision);
         CHECK(memory_param_elements(spec) == double(model.param_size()));
-        Activations<float> acts(spec, B, spec.model.context_length);
-        CHECK(memory_activation_elements(spec, B, spec.model.context_length, thread_count()) * sizeof(float) ==
+        Activations<float> acts(spec, B, spec.model.context_length, precision);
+        CHECK(memory_activation_elements(spec, B, spec.model.context_length, thread_count(), precision) *
+                  sizeof(float) ==
               double(acts.bytes()));
 
         c.train.batch_size = B;
+        c.train.precision = precision;
         const MemoryEstimate e = memory_estimate_train(spec, c.train, thread_count());
         const double P = double(model.param_size()) * sizeof(float);
         CHECK(part_bytes(e, "weights") == P);
         CHECK(part_bytes(e, "gradients") == P);
         CHECK(part_bytes(e, "AdamW m and v") == 2 * P);
+        CHECK(part_bytes(e, "bf16 weight copies") == double(model.bf16_bytes()));
         CHECK(part_bytes(e, "random feature matrices") == double(2 * model.random_size) * sizeof(float));
         CHECK(part_bytes(e, "activations") == double(acts.bytes()) + 2.0 * B * spec.model.context_length * 4);
       }

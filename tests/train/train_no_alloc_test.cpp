@@ -4,8 +4,9 @@
 //  - The model's forward and backward (double path: reference gemm, no oneDNN)
 //    make no allocation at all after the first call.
 //  - A float training step makes the same number of allocations every step:
-//    only oneDNN's dnnl_sgemm allocates internally (a fixed few per call), which
-//    our code does not control; nothing of ours allocates or grows per step.
+//    only oneDNN allocates internally (dnnl_sgemm a fixed few per call; a bf16
+//    matmul's execute its argument map), which our code does not control;
+//    nothing of ours allocates or grows per step, in fp32 or bf16.
 //  - So does every evaluation after the first (which builds its decoder).
 #include <doctest/doctest.h>
 
@@ -14,6 +15,8 @@
 #include <new>
 #include <vector>
 
+#include "config/config_enums.h"
+#include "kernels/bf16.h"
 #include "model/model_forward.h"
 #include "support/train_fixtures.h"
 #include "train/train_session.h"
@@ -79,8 +82,14 @@ TEST_CASE("model: forward and backward allocate nothing (double path)") {
 }
 
 TEST_CASE("train: every float training step makes the same allocations (oneDNN's only)") {
+  for (Precision precision : {Precision::fp32, Precision::bf16})
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
+    if (precision == Precision::bf16 && !bf16_native()) {
+      MESSAGE("bf16 skipped: this CPU has no AVX512-BF16");
+      continue;
+    }
     Config c = small_config(kind);
+    c.train.precision = precision;
     std::vector<uint16_t> tokens(500);
     for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint16_t>((i * 7) % 20);
     TokenSplit split = test::split_of(tokens);
@@ -93,7 +102,7 @@ TEST_CASE("train: every float training step makes the same allocations (oneDNN's
       session.step(s, sampler);
       per_step.push_back(g_news.load() - before);
     }
-    MESSAGE("allocations per float step (inside dnnl_sgemm): ", per_step[0]);
+    MESSAGE("allocations per ", std::string(enum_name(precision)), " step (inside oneDNN): ", per_step[0]);
     for (long n : per_step) CHECK(n == per_step[0]);
     // Evaluation: the first builds its decoder; every later one allocates as
     // much as the one before (oneDNN's own, if any), never more.

@@ -18,6 +18,7 @@
 #include "config/config_enums.h"
 #include "config/config_load.h"
 #include "core/error.h"
+#include "kernels/bf16.h"
 #include "model/model_io.h"
 #include "support/temp_dir.h"
 #include "support/train_fixtures.h"
@@ -106,6 +107,50 @@ TEST_CASE("resume: k steps, save, load into a fresh session, N-k steps equals N 
     CHECK(same(straight.adam_v(), resumed.adam_v(), P));
     CHECK(same(straight.model().random_fixed(), resumed.model().random_fixed(), straight.model().random_size));
   }
+}
+
+TEST_CASE("resume: a bf16 run resumes bit-identically; switching precision on resume continues from the checkpoint") {
+  if (!bf16_native()) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  Config c = tiny_config(AttentionKind::rfa_gate);
+  c.train.precision = Precision::bf16;
+  const ModelSpec spec = model_spec_make(c.model, c.attention);
+  std::vector<uint16_t> tokens = random_tokens(3000, 4);
+  TokenSplit split = split_of(tokens);
+  BatchSampler sampler(split, c.train.batch_size, c.model.context_length, c.train.seed);
+  const int64_t N = 6, k = 3;
+  TrainSession straight(c, spec);
+  std::vector<double> want;
+  for (int64_t s = 0; s < N; ++s) want.push_back(straight.step(s, sampler).loss);
+
+  test::TempDir dir;
+  const std::string tokenizer = dir.write("tok.model", "stand-in tokenizer bytes");
+  std::string checkpoint;
+  std::vector<double> got;
+  {
+    TrainSession first(c, spec);
+    for (int64_t s = 0; s < k; ++s) got.push_back(first.step(s, sampler).loss);
+    checkpoint = save(first, c, dir.path(), k, tokenizer);
+  }
+  TrainSession resumed(c, spec);
+  for (int64_t i = 0; i < resumed.model().param_size(); ++i) resumed.model().params()[i] = 0.0f;
+  resume_load(resumed, checkpoint);
+  for (int64_t s = k; s < N; ++s) got.push_back(resumed.step(s, sampler).loss);
+  CHECK(got == want);  // exact: the bf16 copies come from the loaded fp32 weights
+  const int64_t P = straight.model().param_size();
+  CHECK(same(straight.model().params(), resumed.model().params(), P));
+  CHECK(same(straight.adam_v(), resumed.adam_v(), P));
+
+  // The same checkpoint continued in fp32: allowed, and it starts from the saved weights.
+  const ResumePoint p = resume_prepare(checkpoint, {"train.precision=fp32"});
+  CHECK(p.config.train.precision == Precision::fp32);
+  TrainSession switched(p.config, spec);
+  resume_load(switched, checkpoint);
+  const double loss = switched.step(k, sampler).loss;
+  CHECK(loss == doctest::Approx(want[size_t(k)]).epsilon(5e-3));
+  CHECK(loss != want[size_t(k)]);  // fp32 products now
 }
 
 TEST_CASE("resume: a checkpoint of another shape or seed is refused with the tensor and both shapes") {

@@ -1,0 +1,66 @@
+#include "kernels/bf16.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/parallel.h"
+
+namespace rfa {
+namespace {
+
+// 16 floats per instruction; the tail through a mask. Compiled for AVX512-BF16
+// whatever -march says, and called only after bf16_native() said yes.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void convert_avx512(uint16_t* out, const float* x,
+                                                                                    int64_t n) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m512 lo = _mm512_loadu_ps(x + i), hi = _mm512_loadu_ps(x + i + 16);
+    _mm512_storeu_si512(out + i, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));  // lanes 0-15 from lo, 16-31 from hi
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 mask = static_cast<__mmask16>(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+    __m512 v = _mm512_maskz_loadu_ps(mask, x + i);
+    _mm256_mask_storeu_epi16(out + i, mask, (__m256i)_mm512_cvtneps_pbh(v));
+  }
+}
+
+void convert_scalar(uint16_t* out, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = bf16_from_float_reference(x[i]);
+}
+
+// Elements per parallel item: 64 KiB of floats, a few microseconds of work.
+constexpr int64_t kBlock = 16384;
+
+}  // namespace
+
+bool bf16_native() {
+  static const bool native = __builtin_cpu_supports("avx512bf16");
+  return native;
+}
+
+void bf16_require(const char* what) {
+  if (!bf16_native())
+    fail("{} asks for bf16, but this CPU has no AVX512-BF16 (see avx512_bf16 in /proc/cpuinfo); "
+         "use fp32 on this machine",
+         what);
+}
+
+void bf16_from_float_serial(uint16_t* out, const float* x, int64_t n) {
+  if (bf16_native())
+    convert_avx512(out, x, n);
+  else
+    convert_scalar(out, x, n);
+}
+
+void bf16_from_float(uint16_t* out, const float* x, int64_t n) {
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  // Memory-bound: a second thread helps only once the array is past a few blocks.
+  parallel_for(blocks, 4, [&](int64_t b) {
+    const int64_t begin = b * kBlock, count = std::min(kBlock, n - begin);
+    bf16_from_float_serial(out + begin, x + begin, count);
+  });
+}
+
+}  // namespace rfa

@@ -1,0 +1,50 @@
+#pragma once
+// bf16 matrix products: oneDNN's matmul with bf16 operands, f32 accumulation and
+// an f32 destination (420-450 GFLOP/s on two AVX512-BF16 cores, about twice the
+// sgemm rate). Same row-major conventions as gemm.h:
+//   C (M, N) = op(A) (M, K) · op(B) (K, N)          (accumulate: C += ...)
+// op(A) = A (M, K) with lda >= K, or A stored (K, M) with lda >= M when trans_a;
+// likewise B. Operands are bf16 (kernels/bf16.h), C is float.
+//
+// oneDNN 2.6 ignores fpmath_mode::bf16 on an f32 matmul, so the operands are
+// converted explicitly by the caller. One primitive per distinct (layout, shape,
+// accumulate, threads), created at its first use and kept for the process (a
+// training session meets a fixed handful and creates them before its first step,
+// TrainSession::bf16_prepare; steps only look them up); each runs on a user scratchpad, so nothing of ours is
+// allocated per product (oneDNN's execute still builds its argument map
+// internally, a fixed few allocations per call, as dnnl_sgemm does).
+// Not thread-safe: call from one thread, never inside a parallel region.
+#include <cstdint>
+
+#include "kernels/gemm.h"
+
+namespace rfa {
+
+void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda,
+               const uint16_t* B, int64_t ldb, bool accumulate, float* C, int64_t ldc,
+               GemmThreads threads = GemmThreads::pool);
+
+// The twin the tests compare against: the operands widened to float exactly and
+// multiplied with a double accumulator (gemm_reference).
+void gemm_bf16_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A,
+                         int64_t lda, const uint16_t* B, int64_t ldb, bool accumulate, float* C, int64_t ldc);
+
+// Products of few rows against a fixed weight matrix (the decode step): B packed
+// once into oneDNN's blocked bf16 layout. With B plain, every call reformats all
+// of B (the kernel reads it in K-pairs), which costs as much as the product when M
+// is 1; packed, a one-row product streams half the bytes of the float one.
+// Always on the calling thread only (GemmThreads::one).
+//   bytes = gemm_bf16_packed_bytes(...); gemm_bf16_pack(..., packed) once;
+//   gemm_bf16_packed(..., packed, ...) per product, same (trans_b, M, N, K, accumulate).
+// `packed` must be 64-byte aligned and `bytes` long.
+int64_t gemm_bf16_packed_bytes(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate);
+void gemm_bf16_pack(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* B, int64_t ldb,
+                    void* packed);
+// C (M, N) (+)= A (M, K) · op(B), B as packed by gemm_bf16_pack; A and C contiguous rows.
+void gemm_bf16_packed(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* A,
+                      const void* packed, float* C);
+
+// Primitives created so far (a test checks that repeated steps create none).
+int64_t gemm_bf16_primitive_count();
+
+}  // namespace rfa

@@ -1,0 +1,112 @@
+#include "kernels/gemm_bf16.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/bf16.h"
+#include "support/gradcheck.h"
+#include "tensor/arena.h"
+
+using rfa::test::check_close;
+using rfa::test::random_vector;
+
+namespace {
+
+std::vector<uint16_t> to_bf16(const std::vector<float>& x) {
+  std::vector<uint16_t> h(x.size());
+  for (size_t i = 0; i < x.size(); ++i) h[i] = rfa::bf16_from_float_reference(x[i]);
+  return h;
+}
+
+// gemm_bf16 against the float product of the same bf16-rounded operands, with
+// padded leading dimensions (lda != K) and the padding of C checked untouched.
+void check_bf16_shape(bool ta, bool tb, int64_t M, int64_t N, int64_t K, bool accumulate) {
+  const int64_t a_rows = ta ? K : M, a_cols = ta ? M : K;
+  const int64_t b_rows = tb ? N : K, b_cols = tb ? K : N;
+  const int64_t lda = a_cols + 3, ldb = b_cols + 5, ldc = N + 2;
+  const auto A = to_bf16(random_vector<float>(size_t(a_rows * lda), 1 + M));
+  const auto B = to_bf16(random_vector<float>(size_t(b_rows * ldb), 2 + N));
+  const auto C0 = random_vector<float>(size_t(M * ldc), 3 + K);
+  auto fast = C0, ref = C0;
+  rfa::gemm_bf16(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, accumulate, fast.data(), ldc);
+  rfa::gemm_bf16_reference(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, accumulate, ref.data(), ldc);
+  INFO("trans_a ", ta, " trans_b ", tb, " M ", M, " N ", N, " K ", K, " accumulate ", accumulate);
+  // Products of bf16 values are exact in float; only the f32 sums round.
+  const double atol = 1e-5 * std::sqrt(static_cast<double>(K) + 1) * 4;
+  check_close("gemm_bf16 vs float product of the rounded operands", fast.data(), ref.data(), fast.size(), 1e-5,
+              atol);
+  bool padding_kept = true;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = N; j < ldc; ++j) padding_kept = padding_kept && fast[size_t(i * ldc + j)] == C0[size_t(i * ldc + j)];
+  CHECK(padding_kept);
+}
+
+}  // namespace
+
+TEST_CASE("gemm_bf16: every layout training uses, overwrite and accumulate, against the rounded float product") {
+  if (!rfa::bf16_native()) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16 (oneDNN's reference bf16 path is too slow for this sweep)");
+    return;
+  }
+  const int64_t sizes[] = {1, 17, 130};
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (int64_t M : sizes)
+        for (int64_t N : sizes)
+          for (int64_t K : sizes)
+            for (bool acc : {false, true}) check_bf16_shape(ta, tb, M, N, K, acc);
+  // The training layouts at a realistic size: A·Bᵀ (forward), A·B (dX), Aᵀ·B (dW).
+  check_bf16_shape(false, true, 512, 384, 384, false);
+  check_bf16_shape(false, false, 512, 384, 1024, true);
+  check_bf16_shape(true, false, 384, 384, 512, true);
+}
+
+TEST_CASE("gemm_bf16: a repeated product creates no new primitive; one thread gets its own; K 0 and NaN in C") {
+  if (!rfa::bf16_native()) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  const auto A = to_bf16(random_vector<float>(9 * 7, 4)), B = to_bf16(random_vector<float>(7 * 11, 5));
+  std::vector<float> C(9 * 11, NAN), ref(9 * 11);
+  rfa::gemm_bf16(false, false, 9, 11, 7, A.data(), 7, B.data(), 11, false, C.data(), 11);
+  const int64_t created = rfa::gemm_bf16_primitive_count();
+  rfa::gemm_bf16(false, false, 9, 11, 7, A.data(), 7, B.data(), 11, false, C.data(), 11);
+  CHECK(rfa::gemm_bf16_primitive_count() == created);
+  rfa::gemm_bf16_reference(false, false, 9, 11, 7, A.data(), 7, B.data(), 11, false, ref.data(), 11);
+  check_close("overwrite over NaN", C.data(), ref.data(), C.size(), 1e-5, 1e-5);
+  std::vector<float> one(9 * 11, NAN);
+  rfa::gemm_bf16(false, false, 9, 11, 7, A.data(), 7, B.data(), 11, false, one.data(), 11, rfa::GemmThreads::one);
+  CHECK(rfa::gemm_bf16_primitive_count() == created + 1);
+  check_close("one thread", one.data(), ref.data(), one.size(), 1e-5, 1e-5);
+  std::vector<float> D(6, 2.0f);
+  rfa::gemm_bf16(false, false, 2, 3, 0, A.data(), 1, B.data(), 3, true, D.data(), 3);
+  for (float d : D) CHECK(d == 2.0f);
+  rfa::gemm_bf16(false, false, 2, 3, 0, A.data(), 1, B.data(), 3, false, D.data(), 3);
+  for (float d : D) CHECK(d == 0.0f);
+}
+
+TEST_CASE("gemm_bf16_packed: few rows against a packed B equal the plain product, both layouts, accumulate") {
+  if (!rfa::bf16_native()) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16");
+    return;
+  }
+  for (bool tb : {false, true})
+    for (int64_t M : {1, 3})
+      for (bool acc : {false, true}) {
+        const int64_t N = 96, K = 80;
+        const auto A = to_bf16(random_vector<float>(size_t(M * K), 6));
+        const auto B = to_bf16(random_vector<float>(size_t(K * N), 7));  // (K, N), or (N, K) when tb
+        const auto C0 = random_vector<float>(size_t(M * N), 8);
+        const int64_t bytes = rfa::gemm_bf16_packed_bytes(tb, M, N, K, acc);
+        REQUIRE(bytes >= K * N * 2);
+        rfa::Arena<uint8_t> packed(bytes);
+        rfa::gemm_bf16_pack(tb, M, N, K, acc, B.data(), tb ? K : N, packed.data());
+        auto fast = C0, ref = C0;
+        rfa::gemm_bf16_packed(tb, M, N, K, acc, A.data(), packed.data(), fast.data());
+        rfa::gemm_bf16_reference(false, tb, M, N, K, A.data(), K, B.data(), tb ? K : N, acc, ref.data(), N);
+        INFO("trans_b ", tb, " M ", M, " accumulate ", acc);
+        check_close("packed vs reference", fast.data(), ref.data(), fast.size(), 1e-5, 1e-4);
+      }
+}
