@@ -62,6 +62,11 @@ void config_validate(const Config& config) {
               "'train.stateful' is true but 'attention.kind' is softmax, which has no fixed-size state to carry "
               "between steps (its memory would be a growing key/value cache); use attention.kind rfa_gate or rfa, "
               "or set train.stateful=false");
+  if (!t.stateful && t.stateful_redraw != 0)
+    fail_keys({"train.stateful_redraw", "train.stateful"},
+              "'train.stateful_redraw' is {} but 'train.stateful' is false: the redraw period applies to stateful "
+              "runs only; set train.stateful=true or leave train.stateful_redraw at 0",
+              t.stateful_redraw);
   if (t.stateful && config_positions(config.attention) == PositionKind::rope)
     fail_keys({"train.stateful", "attention.positions"},
               "'train.stateful' is true but 'attention.positions' resolves to rope: positions would grow without "

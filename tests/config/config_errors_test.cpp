@@ -119,6 +119,8 @@ TEST_CASE("config errors: impossible values name the key, the value and what is 
   CHECK(has(load_error("attention:\n  positions: rope\ntrain:\n  stateful: true\n"),
             "'train.stateful' is true but 'attention.positions' resolves to rope"));
   CHECK(has(set_error("train.stateful_redraw=-1"), "'train.stateful_redraw' is '-1'; it must be >= 0"));
+  CHECK(has(set_error("train.stateful_redraw=5"),
+            "'train.stateful_redraw' is 5 but 'train.stateful' is false: the redraw period applies to stateful"));
 }
 
 TEST_CASE("config errors: the bounds of every key reject a value just outside them") {

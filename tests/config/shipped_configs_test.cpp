@@ -71,6 +71,18 @@ TEST_CASE("shipped configs: kjv-quick and bench-6x384 shapes") {
   CHECK(bench.attention.kind == AttentionKind::rfa_gate);
 }
 
+TEST_CASE("shipped configs: kjv-long is the measured long-context shape (docs/long-context.md)") {
+  Config c = config_load(shipped("kjv-long.yaml"), {});
+  CHECK(c.data.corpus == "data/kjv.txt");
+  CHECK(c.tokenizer.vocab_size == 2048);
+  CHECK(c.model.n_layers == 4);
+  CHECK(c.model.d_model == 256);
+  CHECK(c.model.context_length == 512);
+  CHECK(c.attention.kind == AttentionKind::rfa_gate);
+  CHECK(c.train.stateful);
+  CHECK(c.train.stateful_redraw == 0);
+}
+
 TEST_CASE("README: the Configuration section holds the current key table") {
   std::ifstream in(std::string(RFA_SOURCE_DIR) + "/README.md");
   std::stringstream readme;
