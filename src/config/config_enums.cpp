@@ -11,6 +11,9 @@ constexpr EnumName<PositionKind> kPositions[] = {
     {PositionKind::automatic, "auto"}, {PositionKind::rope, "rope"}, {PositionKind::none, "none"}};
 constexpr EnumName<TokenizerKind> kTokenizerKinds[] = {
     {TokenizerKind::bpe, "bpe"}, {TokenizerKind::unigram, "unigram"}, {TokenizerKind::character, "char"}};
+constexpr EnumName<GateKind> kGateKinds[] = {{GateKind::scalar, "scalar"}, {GateKind::feature, "feature"}};
+constexpr EnumName<TimeDiscountKind> kTimeDiscounts[] = {{TimeDiscountKind::none, "none"},
+                                                         {TimeDiscountKind::log, "log"}};
 
 }  // namespace
 
@@ -18,5 +21,7 @@ std::span<const EnumName<AttentionKind>> enum_names(AttentionKind) { return kAtt
 std::span<const EnumName<FeatureMapKind>> enum_names(FeatureMapKind) { return kFeatureMaps; }
 std::span<const EnumName<PositionKind>> enum_names(PositionKind) { return kPositions; }
 std::span<const EnumName<TokenizerKind>> enum_names(TokenizerKind) { return kTokenizerKinds; }
+std::span<const EnumName<GateKind>> enum_names(GateKind) { return kGateKinds; }
+std::span<const EnumName<TimeDiscountKind>> enum_names(TimeDiscountKind) { return kTimeDiscounts; }
 
 }  // namespace rfa
