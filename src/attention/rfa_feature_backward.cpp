@@ -88,18 +88,16 @@ void rfa_feature_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>&
       auto row_of = [&](int i) { return (static_cast<size_t>(b) * Tn + t0 + i) * C + static_cast<size_t>(h) * Dh; };
       auto a_row = [&](int i) { return (static_cast<size_t>(b) * Tn + t0 + i) * HF + size_t(h) * F; };
 
-      // Recompute gates, k̃, v'; dY from dout through the floor.
-      feature_gate_rows(s.rows(), gate_a + a_row(0), HF, n, F);
-      for (int i = 0; i < n; ++i) {
-        s.kscale[i] = rfa_discount<T>(c, in.pos0 + t0 + i);
-        const size_t iF = size_t(i) * F;
-        for (int f = 0; f < F; ++f) {
-          const T k = s.kscale[i] * s.beta[iF + f] * phik[iF + f];
-          s.Kt[i * FP + f] = k;
-          s.KK[i * FP + f] = k * s.Ks[iF + f];
-          s.Qp[i * FP + f] = phiq[iF + f];
-          s.QA[i * FP + f] = phiq[iF + f] * s.A[iF + f];
+      // The chunk's saved rows (gate pre-activations, features) are long out of cache since the
+      // forward: request them first, and let the dY rows below hide the latency.
+      for (int i = 0; i < n; ++i)
+        for (int f = 0; f < F; f += 64 / int(sizeof(T))) {
+          __builtin_prefetch(gate_a + a_row(i) + f);
+          __builtin_prefetch(phik + size_t(i) * F + f);
+          __builtin_prefetch(phiq + size_t(i) * F + f);
         }
+      // dY from dout through the floor; v'.
+      for (int i = 0; i < n; ++i) {
         std::copy_n(in.v + row_of(i), Dh, s.Vp + size_t(i) * E);
         s.Vp[size_t(i) * E + Dh] = T(1);
         // out = num / max(den, eps_d): above the floor dnum = dh/den, dden = -(dh·out)/den; on it dden = 0.
@@ -111,6 +109,21 @@ void rfa_feature_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>&
 #pragma omp simd
         for (int e = 0; e < Dh; ++e) dYi[e] = dh[e] * inv;
         dYi[Dh] = above ? -dot(dh, out + row_of(i), Dh) * inv : T(0);
+      }
+      // Gates and k̃ recomputed.
+      feature_gate_rows(s.rows(), gate_a + a_row(0), HF, n, F);
+      for (int i = 0; i < n; ++i) {
+        const T delta = s.kscale[i] = rfa_discount<T>(c, in.pos0 + t0 + i);
+        const size_t iF = size_t(i) * F;
+        const T *beta = s.beta + iF, *pk = phik + iF, *pq = phiq + iF, *A = s.A + iF, *Ks = s.Ks + iF;
+        T *Kt = s.Kt + i * FP, *KK = s.KK + i * FP, *Qp = s.Qp + i * FP, *QA = s.QA + i * FP;
+#pragma omp simd
+        for (int f = 0; f < F; ++f) {
+          Kt[f] = delta * beta[f] * pk[f];
+          KK[f] = Kt[f] * Ks[f];
+          Qp[f] = pq[f];
+          QA[f] = pq[f] * A[f];
+        }
       }
       for (int j = 0; j < n; ++j)
         for (int e = 0; e < E; ++e) s.VpT[e * CP + j] = s.Vp[size_t(j) * E + e];
@@ -139,25 +152,9 @@ void rfa_feature_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>&
       std::fill_n(s.dK, size_t(n) * F, T(0));
       for (int I0 = 0; I0 < n; I0 += kSub) {
         const int sI = std::min(kSub, n - I0);
-        for (int i = I0; i < I0 + sI; ++i) {
-          const T* qi = s.Qp + i * FP;
-          T* dqi = s.dQ + size_t(i) * F;
-          std::fill_n(s.decay, F, T(1));
-          for (int j = i; j >= I0; --j) {
-            const T dp = s.dP[size_t(i) * Cc + j];
-            const T* kj = s.Kt + j * FP;
-            const T* gj = s.g + size_t(j) * F;
-            T* dkj = s.dK + size_t(j) * F;
-            T* decay = s.decay;
-#pragma omp simd
-            for (int f = 0; f < F; ++f) {
-              const T x = dp * decay[f];
-              dqi[f] += x * kj[f];
-              dkj[f] += x * qi[f];
-              decay[f] *= gj[f];
-            }
-          }
-        }
+        for (int i = I0; i < I0 + sI; ++i)
+          feature_gate_diag_grads(s.dQ + size_t(i) * F, s.dK, F, s.dP + size_t(i) * Cc, s.Qp + i * FP, s.Kt, FP, s.g,
+                                  F, i, I0, F);
         // dq̂_I += A_I ⊙ B_IJ ⊙ (dP_IJ KK_J);  dk̃_J += Ks_J ⊙ B_IJ ⊙ (dP_IJᵀ QA_I)
         std::fill_n(s.Bv, F, T(1));
         for (int J0 = I0 - kSub; J0 >= 0; J0 -= kSub) {

@@ -97,35 +97,24 @@ void rfa_feature_forward(T* out, T* saved, Workspace<T> workspace, const RfaInpu
       for (int j = 0; j < n; ++j) {
         const T delta = rfa_discount<T>(c, in.pos0 + t0 + j);
         const size_t jF = size_t(j) * F;
+        const T *beta = sc.beta + jF, *pk = phik + jF, *pq = phiq + jF, *A = sc.A + jF;
+        T *Kt = sc.Kt + jF, *QA = sc.QA + jF;
+#pragma omp simd
         for (int f = 0; f < F; ++f) {
-          const T k = delta * sc.beta[jF + f] * phik[jF + f];  // k̃ = delta beta ⊙ phi(k)
-          sc.Kt[jF + f] = k;
-          sc.KsT[f * CP + j] = k * sc.Ks[jF + f];
-          sc.QA[jF + f] = phiq[jF + f] * sc.A[jF + f];
+          Kt[f] = delta * beta[f] * pk[f];  // k̃ = delta beta ⊙ phi(k)
+          QA[f] = pq[f] * A[f];
         }
       }
+      for (int f = 0; f < F; ++f)
+        for (int j = 0; j < n; ++j) sc.KsT[f * CP + j] = sc.Kt[size_t(j) * F + f] * sc.Ks[size_t(j) * F + f];
 
       // P, lower triangle (zeros above, read by Y's 4-row blocks), a sub-chunk I of rows at a time.
       for (int i = 0; i < n; ++i) std::fill_n(P + size_t(i) * Cc, n, T(0));
       for (int I0 = 0; I0 < n; I0 += kSub) {
         const int sI = std::min(kSub, n - I0);
         // Diagonal block: P_ij = q̂_i · (k̃_j ⊙ prod_{r=j+1..i} g_r), j from i down to I0.
-        for (int i = I0; i < I0 + sI; ++i) {
-          const T* qi = phiq + size_t(i) * F;
-          std::fill_n(sc.decay, F, T(1));
-          for (int j = i; j >= I0; --j) {
-            const T* kj = sc.Kt + size_t(j) * F;
-            const T* gj = sc.g + size_t(j) * F;
-            T* decay = sc.decay;
-            T acc = 0;
-#pragma omp simd reduction(+ : acc)
-            for (int f = 0; f < F; ++f) {
-              acc += qi[f] * kj[f] * decay[f];
-              decay[f] *= gj[f];
-            }
-            P[size_t(i) * Cc + j] = acc;
-          }
-        }
+        for (int i = I0; i < I0 + sI; ++i)
+          feature_gate_diag_scores(P + size_t(i) * Cc, phiq + size_t(i) * F, sc.Kt, F, sc.g, F, i, I0, F);
         // Earlier sub-chunks J (last first): P_IJ = (QA_I ⊙ B_IJ)(K̃_J ⊙ Ks_J)ᵀ, B_IJ ⊙= A_{J1} after J.
         std::fill_n(sc.Bv, F, T(1));
         for (int J0 = I0 - kSub; J0 >= 0; J0 -= kSub) {

@@ -17,6 +17,7 @@
 #include "attention/attention_dims.h"
 #include "attention/rfa_attention.h"
 #include "attention/rfa_scratch.h"
+#include "kernels/vector_math.h"
 
 namespace rfa {
 
@@ -80,6 +81,69 @@ inline void feature_gate_rows(const FeatureGateRows<T>& r, const T* a, size_t a_
     for (int f = 0; f < F; ++f) {
       w[f] = last ? T(1) : w_next[f] * g_next[f];
       Ks[f] = sub_last ? T(1) : Ks_next[f] * g_next[f];
+    }
+  }
+}
+
+// Inside a sub-chunk, row i against rows j = i down to j0 (a diagonal block), with the
+// decay d_ij = prod_{r=j+1..i} g_r (1 at j = i) built as the loop walks down:
+//   scores: out[j] = sum_f q_f K_jf d_ijf
+//   grads:  dq += sum_j dp[j] K_j ⊙ d_ij,  dK_j += dp[j] q ⊙ d_ij
+// A register of features at a time (the compiler would not vectorise the plain loops).
+template <typename T>
+inline void feature_gate_diag_scores(T* out, const T* q, const T* K, size_t ldk, const T* g, size_t ldg, int i,
+                                     int j0, int F) {
+  using V = typename Simd<T>::V;
+  constexpr int W = Simd<T>::W;
+  V acc[kFeatureGateSub] = {};
+  int f0 = 0;
+  for (; f0 + W <= F; f0 += W) {
+    const V qv = simd_load(q + f0);
+    V decay = V{} + T(1);
+    for (int j = i; j >= j0; --j) {
+      acc[i - j] += qv * simd_load(K + j * ldk + f0) * decay;
+      decay *= simd_load(g + j * ldg + f0);
+    }
+  }
+  for (int j = i; j >= j0; --j) {
+    T sum = 0;
+    for (int l = 0; l < W; ++l) sum += acc[i - j][l];
+    out[j] = sum;
+  }
+  for (int f = f0; f < F; ++f) {  // the features past the last whole register
+    T decay = 1;
+    for (int j = i; j >= j0; --j) {
+      out[j] += q[f] * K[j * ldk + f] * decay;
+      decay *= g[j * ldg + f];
+    }
+  }
+}
+
+template <typename T>
+inline void feature_gate_diag_grads(T* dq, T* dK, size_t lddk, const T* dp, const T* q, const T* K, size_t ldk,
+                                    const T* g, size_t ldg, int i, int j0, int F) {
+  using V = typename Simd<T>::V;
+  constexpr int W = Simd<T>::W;
+  int f0 = 0;
+  for (; f0 + W <= F; f0 += W) {
+    const V qv = simd_load(q + f0);
+    V dqv = simd_load(dq + f0);
+    V decay = V{} + T(1);
+    for (int j = i; j >= j0; --j) {
+      const V x = dp[j] * decay;
+      dqv += x * simd_load(K + j * ldk + f0);
+      simd_store(dK + j * lddk + f0, simd_load(dK + j * lddk + f0) + x * qv);
+      decay *= simd_load(g + j * ldg + f0);
+    }
+    simd_store(dq + f0, dqv);
+  }
+  for (int f = f0; f < F; ++f) {
+    T decay = 1;
+    for (int j = i; j >= j0; --j) {
+      const T x = dp[j] * decay;
+      dq[f] += x * K[j * ldk + f];
+      dK[j * lddk + f] += x * q[f];
+      decay *= g[j * ldg + f];
     }
   }
 }
