@@ -32,10 +32,12 @@ struct RfaConfig {
   bool feature_gate = false;  // gated: a gate vector over the F features per head and token (rfa_feature_gate.h)
   bool time_discount = false; // k̃_t scaled by delta(t) = log(t + discount_c), t the absolute position
   double discount_c = AttentionConfig{}.time_discount_c;
+  int64_t discount_horizon = AttentionConfig{}.time_discount_horizon;  // t capped here; 0 = no cap
 };
-// The time discount's weight of the feature written at absolute position t.
+// The time discount's weight of the feature written at absolute position t (held at the horizon).
 template <typename T>
 inline T rfa_discount(const RfaConfig& c, int64_t t) {
+  if (c.discount_horizon > 0 && t > c.discount_horizon) t = c.discount_horizon;
   return c.time_discount ? T(std::log(double(t) + c.discount_c)) : T(1);
 }
 inline int rfa_feature_count(const RfaConfig& c) {

@@ -44,6 +44,7 @@ struct AttentionConfig {
   GateKind gate = GateKind::scalar;  // rfa_gate: scalar g_t per head, or a vector g_t over the F features
   TimeDiscountKind time_discount = TimeDiscountKind::none;
   double time_discount_c = 2.0;      // c of log(t + c); > 1 so that every weight is positive
+  int64_t time_discount_horizon = 0; // t held at this position past it (log(min(t, horizon) + c)); 0 = no cap
   double sigma_init = 1.0;
 
   friend bool operator==(const AttentionConfig&, const AttentionConfig&) = default;

@@ -264,3 +264,30 @@ TEST_CASE("rfa feature gate: float forward and backward agree with double") {
   for (double x : pd.out) scale = std::max(scale, std::abs(x));
   rfa::test::check_close("out", pf.out.data(), pd.out.data(), act, 0.0, 1e-5 * scale);
 }
+
+TEST_CASE("rfa time discount: a horizon holds t past it, in the chunked form and the recurrence alike") {
+  for (bool feature : {false, true}) {
+    CAPTURE(feature);
+    RfaConfig cfg = variant_config({true, feature, true}, FeatureMapKind::gaussian, 16, 64, 1e-3);
+    cfg.discount_horizon = 40;  // crossed inside the first chunk (rows from position 5)
+    AttentionDims d{2, 150, 2, 8};
+    RfaProblem<double> p(cfg, d, 1500);
+    p.pos0 = 5;
+    p.forward();
+    auto state = rfa_state_create<double>(cfg, d.B, d.H, d.Dh);
+    auto ref = run_recurrent(p, state, 0, d.T, false);
+    rfa::test::check_close("chunked vs recurrent", p.out.data(), ref.data(), ref.size(), 1e-10, 1e-12);
+    // Rows before the horizon are as without it; rows past it differ.
+    std::vector<double> capped = p.out;
+    p.cfg.discount_horizon = 0;
+    p.forward();
+    const size_t C = size_t(d.C());
+    double before = 0, after = 0;
+    for (size_t i = 0; i < p.out.size(); ++i) {
+      const size_t t = (i / C) % size_t(d.T);
+      (t + 5 <= 40 ? before : after) = std::max(t + 5 <= 40 ? before : after, std::abs(p.out[i] - capped[i]));
+    }
+    CHECK(before == 0.0);
+    CHECK(after > 1e-3);
+  }
+}
