@@ -20,8 +20,8 @@ RfaParams<T> rfa_params(const AttentionWeights<T>& w, const T* random) {
 }
 
 template <typename T>
-RfaInputs<T> rfa_inputs(const AttentionInputs<T>& in) {
-  return RfaInputs<T>{in.q, in.k, in.v, in.n};
+RfaInputs<T> rfa_inputs(const AttentionInputs<T>& in, int64_t pos0) {
+  return RfaInputs<T>{in.q, in.k, in.v, in.n, pos0};
 }
 
 }  // namespace
@@ -34,7 +34,11 @@ std::vector<AttentionParam> attention_params(const AttentionSpec& s) {
     case AttentionKind::rfa_gate:
     case AttentionKind::rfa:
       p.push_back({"sigma", {s.H, s.Dh}, false, ParamInit::constant(s.sigma_init)});
-      if (s.kind == AttentionKind::rfa_gate) {
+      if (s.kind == AttentionKind::rfa_gate && s.rfa.feature_gate) {  // a gate per feature: (H, F, C), (H, F)
+        const int64_t F = rfa_feature_count(s.rfa);
+        p.push_back({"gate_w", {s.H, F, s.C()}, true, ParamInit::normal(1.0)});
+        p.push_back({"gate_b", {s.H, F}, false, ParamInit::constant(s.gate_bias_init)});
+      } else if (s.kind == AttentionKind::rfa_gate) {
         p.push_back({"gate_w", {s.H, s.C()}, true, ParamInit::normal(1.0)});
         p.push_back({"gate_b", {s.H}, false, ParamInit::constant(s.gate_bias_init)});
       }
@@ -77,7 +81,8 @@ double attention_forward_flops_per_token(const AttentionSpec& s, int64_t T) {
     case AttentionKind::rfa_gate: {
       const double D = s.D, Dh = s.Dh, F = rfa_feature_count(s.rfa);
       const double c = std::min<int64_t>(s.rfa.chunk_size, T);
-      return s.H * (4 * D * Dh + 4 * F * (Dh + 1) + 2 * c * F + 2 * c * (Dh + 1));
+      const double gate = s.rfa.feature_gate ? 2 * F * s.C() : 0;  // the feature gate's projection per head
+      return s.H * (4 * D * Dh + 4 * F * (Dh + 1) + 2 * c * F + 2 * c * (Dh + 1) + gate);
     }
   }
   return 0;
@@ -124,8 +129,8 @@ void attention_forward(const AttentionCore& core, const AttentionWeights<T>& w, 
       return;
     case AttentionKind::rfa:
     case AttentionKind::rfa_gate:
-      rfa_forward(out, call.saved, call.scratch, rfa_inputs(in), rfa_params(w, call.random), s.rfa, d, call.state_in,
-                  call.state_out);
+      rfa_forward(out, call.saved, call.scratch, rfa_inputs(in, call.pos0), rfa_params(w, call.random), s.rfa, d,
+                  call.state_in, call.state_out);
       return;
   }
 }
@@ -144,7 +149,7 @@ void attention_backward(const AttentionCore& core, const AttentionWeights<T>& w,
     case AttentionKind::rfa_gate: {
       const RfaInputGrads<T> grads{g.dq, g.dk, g.dv, s.rfa.gated ? g.dn : nullptr};
       const RfaParamGrads<T> pgrads{dw.sigma, dw.gate_w, dw.gate_b};
-      rfa_backward(grads, pgrads, call.scratch, dout, out, call.saved, rfa_inputs(in), rfa_params(w, call.random),
+      rfa_backward(grads, pgrads, call.scratch, dout, out, call.saved, rfa_inputs(in, call.pos0), rfa_params(w, call.random),
                    s.rfa, d);
       break;
     }

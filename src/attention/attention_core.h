@@ -7,7 +7,8 @@
 //
 // What a kind brings:
 //   parameters      per layer, under "layers.{l}.attn.": RFA sigma (H, Dh); RFA-Gate also
-//                   gate_w (H, C) and gate_b (H) (names, shapes, init, weight decay)
+//                   gate_w (H, C) and gate_b (H), with the feature gate (H, F, C) and (H, F)
+//                   (names, shapes, init, weight decay)
 //   random matrices per layer (H, D, Dh), drawn not trained (RFA kinds; none for softmax)
 //   positions       RoPE on q and k when spec.rope, applied here (the core owns its table)
 //   training        forward (saving what the backward reads) and backward
@@ -42,8 +43,8 @@ std::vector<AttentionParam> attention_params(const AttentionSpec& spec);
 template <typename T>
 struct AttentionWeights {
   T* sigma = nullptr;   // (H, Dh)  RFA kinds
-  T* gate_w = nullptr;  // (H, C)   RFA-Gate
-  T* gate_b = nullptr;  // (H)      RFA-Gate
+  T* gate_w = nullptr;  // (H, C)   RFA-Gate; feature gate (H, F, C)
+  T* gate_b = nullptr;  // (H)      RFA-Gate; feature gate (H, F)
 };
 // layer_prefix: "layers.{l}.attn."; base: the flat parameter (or gradient) array.
 template <typename T>
@@ -113,7 +114,7 @@ struct AttentionInputGrads {  // each (B, T, C); the backward overwrites them al
 template <typename T>
 struct AttentionCall {
   int B = 0, T_len = 0;
-  int64_t pos0 = 0;           // absolute position of row t = 0 (RoPE)
+  int64_t pos0 = 0;           // absolute position of row t = 0 (RoPE, the time discount)
   const T* random = nullptr;  // (H, D, Dh) this layer's random matrices
   T* saved = nullptr;         // attention_saved_size elements; null = no backward follows
   Workspace<T> scratch;       // attention_scratch_size elements
@@ -187,7 +188,7 @@ void attention_prefill(const AttentionCore& core, const AttentionWeights<T>& w, 
                        T* out, const AttentionInputs<T>& in, const AttentionCall<T>& call);
 
 // One token per row: q, k rotated at position pos (when spec.rope), then one
-// recurrent step. out, in.q/k/v/n: (B, C).
+// recurrent step (pos is also the time discount's t). out, in.q/k/v/n: (B, C).
 template <typename T>
 void attention_step(const AttentionCore& core, const AttentionWeights<T>& w, AttentionState<T>& state, T* out,
                     const AttentionInputs<T>& in, int64_t pos);

@@ -101,7 +101,7 @@ void attention_prefill(const AttentionCore& core, const AttentionWeights<T>& w, 
       return;
     case AttentionKind::rfa:
     case AttentionKind::rfa_gate:
-      rfa_prefill(out, st.rfa, call.scratch, RfaInputs<T>{in.q, in.k, in.v, in.n},
+      rfa_prefill(out, st.rfa, call.scratch, RfaInputs<T>{in.q, in.k, in.v, in.n, call.pos0},
                   RfaParams<T>{w.sigma, w.gate_w, w.gate_b, call.random}, s.rfa,
                   AttentionDims{call.B, call.T_len, s.H, s.Dh});
       return;
@@ -122,7 +122,7 @@ void attention_step(const AttentionCore& core, const AttentionWeights<T>& w, Att
       return;
     case AttentionKind::rfa:
     case AttentionKind::rfa_gate:
-      rfa_decode_step(out, st.rfa, RfaInputs<T>{in.q, in.k, in.v, in.n},
+      rfa_decode_step(out, st.rfa, RfaInputs<T>{in.q, in.k, in.v, in.n, pos},
                       RfaParams<T>{w.sigma, w.gate_w, w.gate_b, nullptr}, st.random_t.data(), s.rfa);
       return;
   }

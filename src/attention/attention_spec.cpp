@@ -23,6 +23,10 @@ AttentionSpec attention_spec_make(const AttentionConfig& a, int H, int Dh) {
       s.rfa.chunk_size = a.chunk_size;
       s.rfa.eps_d = a.denominator_floor;
       s.rfa.eps_n = a.qk_norm_eps;
+      s.rfa.feature_gate = a.kind == AttentionKind::rfa_gate && a.gate == GateKind::feature;
+      s.rfa.time_discount = a.time_discount == TimeDiscountKind::log;
+      s.rfa.discount_c = a.time_discount_c;
+      s.rfa.discount_horizon = a.time_discount_horizon;
       s.D = a.num_features;
       break;
   }

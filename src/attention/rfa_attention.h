@@ -3,11 +3,16 @@
 // sections 2-4. Per (batch row b, head h), with
 // F = feature_count(kind, D) features and v' = [v, 1]:
 //   a_t = gate_w[h]·n_t + gate_b[h],  g_t = sigmoid(a_t),  beta_t = 1 - g_t  (ungated: g = beta = 1)
-//   q̂_t = phi(q_t),  k̃_t = beta_t phi(k_t)
+//   q̂_t = phi(q_t),  k̃_t = delta(t) beta_t phi(k_t)   (delta = 1 unless time_discount: log(t + c))
 //   S_t = g_t S_{t-1} + k̃_t v'_tᵀ          S: (F, Dh+1), last column is the normaliser z
+// With the feature gate (feature_gate) a_t, g_t, beta_t are vectors over the F features
+// (gate_w[h] (F, C), gate_b[h] (F)) and g_t S_{t-1} is diag(g_t) S_{t-1}, beta_t phi(k_t)
+// elementwise: rfa_feature_forward.cpp, rfa_feature_backward.cpp.
 //   [num_t, den_t] = q̂_tᵀ S_t,   out_t = num_t / max(den_t, eps_d)
 // computed chunk by chunk (linear in T). The recurrent (decoding) form is rfa_recurrent.h.
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 
 #include "attention/attention_dims.h"
 #include "config/config.h"
@@ -24,17 +29,29 @@ struct RfaConfig {
   int chunk_size = AttentionConfig{}.chunk_size;                     // tokens per chunk of the training form
   double eps_d = AttentionConfig{}.denominator_floor;                // denominator floor
   double eps_n = AttentionConfig{}.qk_norm_eps;                      // l2-normalisation epsilon
+  bool feature_gate = false;  // gated: a gate vector over the F features per head and token (rfa_feature_gate.h)
+  bool time_discount = false; // k̃_t scaled by delta(t) = log(t + discount_c), t the absolute position
+  double discount_c = AttentionConfig{}.time_discount_c;
+  int64_t discount_horizon = AttentionConfig{}.time_discount_horizon;  // t capped here; 0 = no cap
 };
+// The time discount's weight of the feature written at absolute position t (held at the horizon).
+template <typename T>
+inline T rfa_discount(const RfaConfig& c, int64_t t) {
+  if (c.discount_horizon > 0 && t > c.discount_horizon) t = c.discount_horizon;
+  return c.time_discount ? T(std::log(double(t) + c.discount_c)) : T(1);
+}
 inline int rfa_feature_count(const RfaConfig& c) {
   return c.feature_map == FeatureMapKind::gaussian ? 2 * c.num_features : c.num_features;
 }
+// Gate values per head and token: F with the feature gate, else 1.
+inline int rfa_gate_width(const RfaConfig& c) { return c.feature_gate ? rfa_feature_count(c) : 1; }
 
 // Parameters of one layer's core. W is drawn by random_features_draw, not trained.
 template <typename T>
 struct RfaParams {
   const T* sigma = nullptr;   // (H, Dh)  init 1, no weight decay
-  const T* gate_w = nullptr;  // (H, C)   gated only (reads the normed input n)
-  const T* gate_b = nullptr;  // (H)      gated only
+  const T* gate_w = nullptr;  // (H, C)   gated only (reads the normed input n); feature gate (H, F, C)
+  const T* gate_b = nullptr;  // (H)      gated only; feature gate (H, F)
   const T* W = nullptr;       // (H, D, Dh)
 };
 
@@ -42,8 +59,8 @@ struct RfaParams {
 template <typename T>
 struct RfaParamGrads {
   T* dsigma = nullptr;   // (H, Dh)
-  T* dgate_w = nullptr;  // (H, C)  gated only
-  T* dgate_b = nullptr;  // (H)     gated only
+  T* dgate_w = nullptr;  // (H, C)  gated only; feature gate (H, F, C)
+  T* dgate_b = nullptr;  // (H)     gated only; feature gate (H, F)
 };
 
 // The core's activation inputs, each (B, T, C) in head layout; n (the normed
@@ -54,6 +71,7 @@ struct RfaInputs {
   const T* k = nullptr;
   const T* v = nullptr;
   const T* n = nullptr;
+  int64_t pos0 = 0;  // absolute position of row 0 (the time discount's t; a decode step's position)
 };
 
 // Gradients of the inputs, each (B, T, C): backward overwrites them all (no zeroing
@@ -67,7 +85,7 @@ struct RfaInputGrads {
 };
 
 // Saved activations (elements of T), written by the forward, read by the backward:
-//   phi_q, phi_k (B,H,T,F); r_q, r_k, gate_a, den (B,H,T); chunk-entry states (B,H,ceil(T/chunk),F,Dh+1);
+//   phi_q, phi_k (B,H,T,F); r_q, r_k, gate_a, den (B,H,T) (feature gate: gate_a (B,T,H,F)); chunk-entry states (B,H,ceil(T/chunk),F,Dh+1);
 //   a flag per (b, h); each chunk's masked score matrix (B,H,ceil(T/chunk),chunk,chunk).
 size_t rfa_saved_size(const RfaConfig& c, const AttentionDims& d);
 // Workspace for forward and backward (the larger of the two), for `threads` threads

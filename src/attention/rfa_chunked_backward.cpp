@@ -18,6 +18,7 @@
 #include "attention/attention_tasks.h"
 #include "attention/feature_map.h"
 #include "attention/rfa_attention.h"
+#include "attention/rfa_feature_gate.h"
 #include "attention/rfa_layout.h"
 #include "attention/rfa_scratch.h"
 #include "kernels/vector_math.h"
@@ -141,7 +142,9 @@ struct RfaHeadBackward {
       dYi[Dh] = above ? -dot(dh, out + row_of(i), Dh) * inv : T(0);
     }
     for (int j = 0; j < n; ++j) {
-      for (int f = 0; f < F; ++f) s.Kt[j * FP + f] = s.beta[j] * phik[size_t(j) * F + f];
+      // k̃ = delta beta phi(k); kscale = delta beta (= beta without the time discount)
+      s.kscale[j] = c.time_discount ? s.beta[j] * rfa_discount<T>(c, in.pos0 + t0 + j) : s.beta[j];
+      for (int f = 0; f < F; ++f) s.Kt[j * FP + f] = s.kscale[j] * phik[size_t(j) * F + f];
       for (int e = 0; e < E; ++e) s.VpT[e * CP + j] = s.Vp[size_t(j) * E + e];
     }
   }
@@ -232,19 +235,24 @@ struct RfaHeadBackward {
     dS_zero = false;
   }
 
-  // Per token, last to first: log-gate and gate (gated only).
+  // Per token, last to first: log-gate and gate (gated only); dphi(k) = kscale dk̃.
   void chunk_gate_grads() {
-    if (!c.gated) return;
     const int F = L.F;
     const size_t FP = sd.FP;
+    if (!c.gated) {
+      if (c.time_discount)  // k̃ = delta phi(k)
+        for (int i = 0; i < n; ++i)
+          for (int f = 0; f < F; ++f) s.dK[size_t(i) * F + f] *= s.kscale[i];
+      return;
+    }
     for (int i = n - 1; i >= 0; --i) {
       T* dKi = s.dK + size_t(i) * F;
       const T k_dk = dot(s.Kt + i * FP, dKi, F);
       dlambda += dot(s.Qp + i * FP, s.dQ + size_t(i) * F, F) - k_dk;  // dG_t
-      // lambda = logsigmoid(a), k̃ = beta phi(k), beta = 1 - sigmoid(a):
+      // lambda = logsigmoid(a), k̃ = delta beta phi(k), beta = 1 - sigmoid(a):
       //   da = beta dlambda - g (dk̃·k̃)
       da[bht0 + i] = s.beta[i] * dlambda - s.g[i] * k_dk;
-      for (int f = 0; f < F; ++f) dKi[f] *= s.beta[i];  // dphi(k) = beta dk̃
+      for (int f = 0; f < F; ++f) dKi[f] *= s.kscale[i];  // dphi(k) = delta beta dk̃
     }
   }
 
@@ -285,6 +293,7 @@ template <typename T>
 void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads, Workspace<T> workspace,
                   const T* dout, const T* out, const T* saved, const RfaInputs<T>& in, const RfaParams<T>& p,
                   const RfaConfig& c, const AttentionDims& d) {
+  if (c.feature_gate) return rfa_feature_backward(grads, pgrads, workspace, dout, out, saved, in, p, c, d);
   const RfaSavedLayout L = rfa_saved_layout(c, d);
   const RfaScratchDims sd = rfa_scratch_dims(c, d);
   const int H = d.H, Dh = d.Dh, C = d.C(), D = c.num_features;
@@ -293,7 +302,7 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
              rfa_workspace_size(c, d, threads));
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && pgrads.dgate_w && pgrads.dgate_b), "gated RFA needs n and gate grads");
   RfaBackwardShared<T> shared;
-  const size_t shared_size = shared.carve(workspace.data, d, threads);
+  const size_t shared_size = shared.carve(workspace.data, c, d, threads);
   std::fill(shared.gate_parts, shared.gate_parts + static_cast<size_t>(threads) * H * (C + 1), T(0));
   T* thread_slices = workspace.data + shared_size;
 

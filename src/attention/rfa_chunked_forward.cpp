@@ -10,6 +10,7 @@
 #include "attention/attention_tasks.h"
 #include "attention/feature_map.h"
 #include "attention/rfa_attention.h"
+#include "attention/rfa_feature_gate.h"
 #include "attention/rfa_layout.h"
 #include "attention/rfa_scratch.h"
 #include "kernels/vector_math.h"
@@ -20,6 +21,7 @@ namespace rfa {
 template <typename T>
 void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& in, const RfaParams<T>& p,
                  const RfaConfig& c, const AttentionDims& d, const T* state_in, T* state_out) {
+  if (c.feature_gate) return rfa_feature_forward(out, saved, workspace, in, p, c, d, state_in, state_out);
   const RfaSavedLayout L = rfa_saved_layout(c, d);
   const RfaScratchDims sd = rfa_scratch_dims(c, d);
   const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C(), D = c.num_features, F = L.F, E = L.E, Cc = c.chunk_size;
@@ -30,7 +32,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
   const T eps_n = T(c.eps_n), eps_d = T(c.eps_d);
   const size_t per_thread = rfa_thread_scratch_size(c, d);
-  T* thread_slices = workspace.data + rfa_shared_scratch_size(d, threads);
+  T* thread_slices = workspace.data + rfa_shared_scratch_size(c, d, threads);
   const size_t FE = static_cast<size_t>(F) * E;
 
   attention_tasks_run(int64_t(d.B) * H, thread_slices, per_thread, threads, [&](int64_t bh, T* scratch) {
@@ -84,6 +86,8 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
         Vp[i * EP + Dh] = T(1);
       }
       gate_rows(g, beta, eG, c.gated ? arow : nullptr, n);
+      if (c.time_discount)  // k̃_j = delta(t_j) beta_j phi(k_j): beta no longer read on its own below
+        for (int j = 0; j < n; ++j) beta[j] *= rfa_discount<T>(c, in.pos0 + t0 + j);
       feature_map_forward_rows(phiq, U, SX, Wt, c.feature_map, n, D, Dh);
       feature_map_forward_rows(phik, U, SX + size_t(Cc) * Dh, Wt, c.feature_map, n, D, Dh);
       for (int j = 0; j < n; ++j)

@@ -1,15 +1,22 @@
 #include <algorithm>
 
 #include "attention/rfa_attention.h"
+#include "attention/rfa_feature_gate.h"
 #include "attention/rfa_layout.h"
 #include "attention/rfa_scratch.h"
 
 namespace rfa {
 
+size_t rfa_feature_thread_scratch_size(const RfaConfig& c, const AttentionDims& d) {
+  const RfaScratchDims s = rfa_scratch_dims(c, d);
+  return std::max(RfaFeatureForwardScratch<float>{}.carve(nullptr, s),
+                  RfaFeatureBackwardScratch<float>{}.carve(nullptr, s));
+}
+
 size_t rfa_saved_size(const RfaConfig& c, const AttentionDims& d) { return rfa_saved_layout(c, d).total; }
 
 size_t rfa_workspace_size(const RfaConfig& c, const AttentionDims& d, int threads) {
-  return rfa_shared_scratch_size(d, threads) + static_cast<size_t>(threads) * rfa_thread_scratch_size(c, d);
+  return rfa_shared_scratch_size(c, d, threads) + static_cast<size_t>(threads) * rfa_thread_scratch_size(c, d);
 }
 
 }  // namespace rfa

@@ -55,9 +55,9 @@ void rfa_decode_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaP
   const int H = st.H, Dh = st.Dh, C = H * Dh, D = c.num_features, F = st.F, E = Dh + 1;
   RFA_ASSERT(F == rfa_feature_count(c), "state made for {} features, config has {}", F, rfa_feature_count(c));
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
-  // The state's scratch holds Dh + D + 2F + 2E per (b, h) (rfa_recurrent.cpp's layout).
+  // The state's scratch holds Dh + D + 4F + 2E per (b, h) (rfa_recurrent.cpp's layout).
   const size_t per_task = st.scratch.size() / (static_cast<size_t>(st.B) * H);
-  RFA_ASSERT(per_task >= static_cast<size_t>(Dh + D + 2 * F + 2 * E), "rfa state scratch too small");
+  RFA_ASSERT(per_task >= static_cast<size_t>(Dh + D + 4 * F + 2 * E), "rfa state scratch too small");
   const T eps_d = T(c.eps_d);
   const size_t FE = static_cast<size_t>(F) * E;
   // Work per (b, h): two feature maps (2 D Dh) and one pass over the state (2 F E).
@@ -71,21 +71,47 @@ void rfa_decode_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaP
     T* phik = phiq + F;
     T* vp = phik + F;
     T* y = vp + E;
+    T* fg = y + E;      // feature gate: g (F)
+    T* fbeta = fg + F;  // feature gate: beta (F)
     const size_t row = static_cast<size_t>(b) * C + static_cast<size_t>(h) * Dh;
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
     const T* W = Wt + static_cast<size_t>(h) * Dh * D;  // (Dh, D)
     feature_row(phiq, sx, u, in.q + row, sigma, W, c, D, Dh);
     feature_row(phik, sx, u, in.k + row, sigma, W, c, D, Dh);
     GateValues<T> gv{T(0), T(1), T(1)};
-    if (c.gated)
+    if (c.gated && !c.feature_gate)
       gv = gate_values(row_dot(p.gate_w + static_cast<size_t>(h) * C, in.n + static_cast<size_t>(b) * C, C) +
                        p.gate_b[h]);
     std::copy(in.v + row, in.v + row + Dh, vp);
     vp[Dh] = T(1);
     std::fill(y, y + E, T(0));
     T* S = st.S.data() + bh * FE;  // (F, E)
+    if (c.feature_gate) {
+      // a = gate_w[h] n + gate_b[h] (F dot products of C), g = sigmoid(a), beta = sigmoid(-a);
+      // S = diag(g) S + (delta beta ⊙ phi(k)) v'ᵀ.
+      const T* n_row = in.n + static_cast<size_t>(b) * C;
+      for (int f = 0; f < F; ++f) {
+        const size_t hf = static_cast<size_t>(h) * F + f;
+        fbeta[f] = row_dot(p.gate_w + hf * C, n_row, C) + p.gate_b[hf];
+        fg[f] = -fbeta[f];
+      }
+      exp_row(fg, F);
+      exp_row(fbeta, F);
+      const T delta = rfa_discount<T>(c, in.pos0);
+      for (int f = 0; f < F; ++f) {
+        T* Sf = S + static_cast<size_t>(f) * E;
+        const T gf = T(1) / (T(1) + fg[f]), kf = delta * phik[f] / (T(1) + fbeta[f]), qf = phiq[f];
+#pragma omp simd
+        for (int e = 0; e < E; ++e) {
+          const T s = gf * Sf[e] + kf * vp[e];
+          Sf[e] = s;
+          y[e] += qf * s;
+        }
+      }
+    }
     const T g = gv.g;
-    for (int f = 0; f < F; ++f) {
+    if (c.time_discount) gv.beta *= rfa_discount<T>(c, in.pos0);
+    for (int f = 0; f < F && !c.feature_gate; ++f) {
       T* Sf = S + static_cast<size_t>(f) * E;
       const T kf = gv.beta * phik[f], qf = phiq[f];
 #pragma omp simd

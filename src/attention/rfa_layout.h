@@ -14,7 +14,7 @@
 namespace rfa {
 
 // Saved activations, per task bh = b*H + h:
-//   phi_q, phi_k (B,H,T,F); r_q, r_k, gate_a, den (B,H,T); states (B,H,n_chunks,F,Dh+1);
+//   phi_q, phi_k (B,H,T,F); r_q, r_k, gate_a, den (B,H,T) (feature gate: gate_a (B,T,H,F)); states (B,H,n_chunks,F,Dh+1);
 //   state_flags (B,H): 1 when the forward started from a given state (else chunk 0's state is 0);
 //   P (B,H,n_chunks,chunk,chunk): each chunk's (Q̂ K̃ᵀ) ⊙ M, lower triangle (saves the backward a product).
 struct RfaSavedLayout {
@@ -35,7 +35,7 @@ inline RfaSavedLayout rfa_saved_layout(const RfaConfig& c, const AttentionDims& 
   l.phi_k = take(bht * l.F);
   l.r_q = take(bht);
   l.r_k = take(bht);
-  l.gate_a = take(bht);
+  l.gate_a = take(bht * rfa_gate_width(c));  // feature gate: (B, T, H, F), the gate product's layout
   l.den = take(bht);
   l.states = take(bh * l.n_chunks * l.F * l.E);
   l.state_flags = take(bh);

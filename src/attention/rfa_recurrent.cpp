@@ -14,9 +14,10 @@
 namespace rfa {
 namespace {
 
-// Per-(b, h) step scratch: x̄ (Dh), u and sigma ⊙ x̄ (D + Dh), phi_q, phi_k (F), v' (E), y (E).
+// Per-(b, h) step scratch: x̄ (Dh), u and sigma ⊙ x̄ (D + Dh), phi_q, phi_k (F), v' (E), y (E),
+// then the feature gate's g and beta (F each).
 size_t step_scratch_size(const RfaConfig& c, int Dh) {
-  return static_cast<size_t>(2 * Dh) + c.num_features + 2 * rfa_feature_count(c) + 2 * (Dh + 1);
+  return static_cast<size_t>(2 * Dh) + c.num_features + 4 * rfa_feature_count(c) + 2 * (Dh + 1);
 }
 
 }  // namespace
@@ -55,6 +56,8 @@ void rfa_step_reference(T* out, RfaState<T>& st, const RfaInputs<T>& in, const R
     T* phik = take(F);
     T* vp = take(E);
     T* y = take(E);
+    T* fg = take(F);     // feature gate: g
+    T* fbeta = take(F);  // feature gate: beta
     const size_t row = static_cast<size_t>(b) * C + static_cast<size_t>(h) * Dh;
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
     const T* W = p.W + static_cast<size_t>(h) * D * Dh;  // (D, Dh)
@@ -69,16 +72,25 @@ void rfa_step_reference(T* out, RfaState<T>& st, const RfaInputs<T>& in, const R
     phi_of(phiq, in.q + row);
     phi_of(phik, in.k + row);
     GateValues<T> gv{T(0), T(1), T(1)};
-    if (c.gated) gv = gate_values(dot(p.gate_w + static_cast<size_t>(h) * C, in.n + static_cast<size_t>(b) * C, C) + p.gate_b[h]);
+    if (c.gated && !c.feature_gate)
+      gv = gate_values(dot(p.gate_w + static_cast<size_t>(h) * C, in.n + static_cast<size_t>(b) * C, C) + p.gate_b[h]);
+    // Feature gate: a_f = gate_w[h, f]·n + gate_b[h, f] per feature.
+    for (int f = 0; f < F && c.feature_gate; ++f) {
+      const size_t hf = static_cast<size_t>(h) * F + f;
+      const GateValues<T> v = gate_values(dot(p.gate_w + hf * C, in.n + static_cast<size_t>(b) * C, C) + p.gate_b[hf]);
+      fg[f] = v.g, fbeta[f] = v.beta;
+    }
+    const T delta = rfa_discount<T>(c, in.pos0);  // k̃ = delta beta phi(k)
     std::copy(in.v + row, in.v + row + Dh, vp);
     vp[Dh] = T(1);
     T* S = st.S.data() + bh * FE;  // (F, E)
     std::fill(y, y + E, T(0));
     for (int f = 0; f < F; ++f) {
       T* Sf = S + size_t(f) * E;
+      const T g = c.feature_gate ? fg[f] : gv.g, beta = c.feature_gate ? fbeta[f] : gv.beta;
       if (c.gated)
-        for (int e = 0; e < E; ++e) Sf[e] *= gv.g;
-      axpy(Sf, gv.beta * phik[f], vp, E);
+        for (int e = 0; e < E; ++e) Sf[e] *= g;
+      axpy(Sf, delta * beta * phik[f], vp, E);
       axpy(y, phiq[f], Sf, E);
     }
     const T inv = T(1) / (y[Dh] > eps_d ? y[Dh] : eps_d);

@@ -115,6 +115,7 @@ struct RfaBackwardScratch {
   T* eG;     // (c)
   T* beta;   // (c)
   T* g;      // (c)
+  T* kscale; // (c)       delta beta: k̃ = kscale phi(k)
   T* w;      // (c)       exp(G_C - G_j)
   T* dS;     // (F, EP)   gradient of the state leaving the current chunk
   T* dST;    // (E, FP)
@@ -143,6 +144,7 @@ struct RfaBackwardScratch {
     k.take(eG, s.Cc);
     k.take(beta, s.Cc);
     k.take(g, s.Cc);
+    k.take(kscale, s.Cc);
     k.take(w, s.Cc);
     k.take(dS, s.F * s.EP);
     k.take(dST, s.E * s.FP);
@@ -160,24 +162,30 @@ struct RfaBackwardShared {
   T* dsigma_parts;  // (B, H, Dh)        per (b, h) partial dsigma
   T* da;            // (B, H, T)         gate pre-activation gradients
   T* gate_parts;    // (threads, H, C+1) per-thread [dgate_w[h], dgate_b[h]] partial sums
-  size_t carve(T* base, const AttentionDims& d, int threads) {
+  // Feature gate: da is (B, T, H, F) and gate_parts unused (the gate's gradients are two
+  // gemms); gate_a (B, T, H, F) holds the forward's gate pre-activations when nothing is saved.
+  T* gate_a;
+  size_t carve(T* base, const RfaConfig& c, const AttentionDims& d, int threads) {
     ScratchCarver<T> k(base);
     const size_t bh = static_cast<size_t>(d.B) * d.H;
     k.take(dsigma_parts, bh * d.Dh);
-    k.take(da, bh * d.T);
-    k.take(gate_parts, static_cast<size_t>(threads) * d.H * (d.C() + 1));
+    k.take(da, bh * d.T * rfa_gate_width(c));
+    k.take(gate_parts, c.feature_gate ? 0 : static_cast<size_t>(threads) * d.H * (d.C() + 1));
+    k.take(gate_a, c.feature_gate ? bh * d.T * rfa_feature_count(c) : 0);
     return k.taken();
   }
 };
 
 // Elements of one thread's slice: the larger of the forward's and the backward's
 // scratch (the counts do not depend on T).
+size_t rfa_feature_thread_scratch_size(const RfaConfig& c, const AttentionDims& d);  // rfa_feature_scratch.h
 inline size_t rfa_thread_scratch_size(const RfaConfig& c, const AttentionDims& d) {
+  if (c.feature_gate) return rfa_feature_thread_scratch_size(c, d);
   const RfaScratchDims s = rfa_scratch_dims(c, d);
   return std::max(RfaForwardScratch<float>{}.carve(nullptr, s), RfaBackwardScratch<float>{}.carve(nullptr, s));
 }
-inline size_t rfa_shared_scratch_size(const AttentionDims& d, int threads) {
-  return RfaBackwardShared<float>{}.carve(nullptr, d, threads);
+inline size_t rfa_shared_scratch_size(const RfaConfig& c, const AttentionDims& d, int threads) {
+  return RfaBackwardShared<float>{}.carve(nullptr, c, d, threads);
 }
 
 }  // namespace rfa

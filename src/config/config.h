@@ -14,6 +14,8 @@ enum class FeatureMapKind { gaussian, arccos };
 enum class PositionKind { automatic, rope, none };  // automatic: rope for softmax, none for RFA kinds
 enum class TokenizerKind { bpe, unigram, character };
 enum class Precision { fp32, bf16 };  // of the matrix products (docs/bf16.md)
+enum class GateKind { scalar, feature };       // rfa_gate: one gate per head, or one per state feature
+enum class TimeDiscountKind { none, log };     // RFA kinds: the feature written at position t scaled by log(t + c)
 
 struct ModelConfig {
   int vocab_size = 0;        // V; 0 = take it from the tokenizer
@@ -40,6 +42,10 @@ struct AttentionConfig {
   double qk_norm_eps = 1e-6;         // eps_n of the l2 normalisation
   bool orthogonal_features = false;  // orthogonal random features (QR)
   double gate_bias_init = 2.0;       // b_g at init; sigmoid(2) ~ 0.88 keeps a long memory
+  GateKind gate = GateKind::scalar;  // rfa_gate: scalar g_t per head, or a vector g_t over the F features
+  TimeDiscountKind time_discount = TimeDiscountKind::none;
+  double time_discount_c = 2.0;      // c of log(t + c); > 1 so that every weight is positive
+  int64_t time_discount_horizon = 0; // t held at this position past it (log(min(t, horizon) + c)); 0 = no cap
   double sigma_init = 1.0;
 
   friend bool operator==(const AttentionConfig&, const AttentionConfig&) = default;

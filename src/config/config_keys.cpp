@@ -50,6 +50,10 @@ const ConfigKey kKeys[] = {
     {RFA_FIELD(attention, orthogonal_features), kAny, "draw orthogonal random features (QR)"},
     {RFA_FIELD(attention, gate_bias_init), kAny, "gate bias at init; sigmoid(2) ~ 0.88 keeps a long memory"},
     {RFA_FIELD(attention, sigma_init), above(0), "initial value of the learned per-head sigma"},
+    {RFA_FIELD(attention, gate), kAny, "rfa_gate: one gate per head and token, or one per state feature (2D for gaussian); other kinds ignore it"},
+    {RFA_FIELD(attention, time_discount), kAny, "RFA kinds: log scales the feature written at position t by log(t + c); softmax ignores it"},
+    {RFA_FIELD(attention, time_discount_c), above(1), "c of the time discount log(t + c)"},
+    {RFA_FIELD(attention, time_discount_horizon), at_least(0), "the discount's t held past this position; 0 = no cap"},
 
     {RFA_FIELD(tokenizer, path), kNonEmpty, "SentencePiece model file; trained from the corpus when missing"},
     {RFA_FIELD(tokenizer, kind), kAny, "SentencePiece model type"},

@@ -34,7 +34,8 @@ using FieldRef = T& (*)(Config&);
 using ConfigField =
     std::variant<FieldRef<int>, FieldRef<int64_t>, FieldRef<uint64_t>, FieldRef<double>, FieldRef<bool>,
                  FieldRef<std::string>, FieldRef<AttentionKind>, FieldRef<FeatureMapKind>,
-                 FieldRef<PositionKind>, FieldRef<TokenizerKind>, FieldRef<Precision>>;
+                 FieldRef<PositionKind>, FieldRef<TokenizerKind>, FieldRef<Precision>, FieldRef<GateKind>,
+                 FieldRef<TimeDiscountKind>>;
 
 // What a single value may be; config_validate checks it. Numbers: min/max with
 // open or closed ends (infinite = unbounded). Strings: non_empty.

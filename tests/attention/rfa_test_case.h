@@ -14,6 +14,7 @@ struct RfaProblem {
   RfaConfig cfg;
   AttentionDims d;
   std::vector<T> q, k, v, n, sigma, gate_w, gate_b, W, out, saved, ws;
+  int64_t pos0 = 0;  // absolute position of row 0 (the time discount)
 
   RfaProblem(RfaConfig c, AttentionDims dims, uint64_t seed, double qk_scale = 1.0) : cfg(c), d(dims) {
     const size_t act = size_t(d.B) * d.T * d.C();
@@ -23,8 +24,9 @@ struct RfaProblem {
     n = random_vector<T>(act, seed + 4);
     sigma = random_vector<T>(size_t(d.H) * d.Dh, seed + 5, 0.2);
     for (auto& s : sigma) s += T(0.8);
-    gate_w = random_vector<T>(size_t(d.H) * d.C(), seed + 6, 0.3);
-    gate_b = random_vector<T>(d.H, seed + 7, 0.5);
+    const size_t G = size_t(d.H) * rfa_gate_width(c);  // gate values per token: H, or H*F (feature gate)
+    gate_w = random_vector<T>(G * d.C(), seed + 6, 0.3);
+    gate_b = random_vector<T>(G, seed + 7, 0.5);
     for (auto& b : gate_b) b += T(1.0);
     W.resize(size_t(d.H) * c.num_features * d.Dh);
     random_features_draw(W.data(), seed + 8, 0, 0, d.H, c.num_features, d.Dh, false);
@@ -32,7 +34,7 @@ struct RfaProblem {
     saved.resize(rfa_saved_size(c, d));
     ws.resize(rfa_workspace_size(c, d, thread_count()));
   }
-  RfaInputs<T> inputs() const { return {q.data(), k.data(), v.data(), cfg.gated ? n.data() : nullptr}; }
+  RfaInputs<T> inputs() const { return {q.data(), k.data(), v.data(), cfg.gated ? n.data() : nullptr, pos0}; }
   RfaParams<T> params() const { return {sigma.data(), gate_w.data(), gate_b.data(), W.data()}; }
   Workspace<T> workspace() { return {ws.data(), ws.size()}; }
   void forward(const T* state_in = nullptr, T* state_out = nullptr) {

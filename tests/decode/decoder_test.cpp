@@ -194,6 +194,23 @@ TEST_CASE("decoder equals the full forward: rfa_gate arccos") {
   check_kind<float>(small_spec(AttentionKind::rfa_gate, FeatureMapKind::arccos), 5e-4, 5e-5);
 }
 
+// The discount reads each row's absolute position: prefill segments and steps must pass it.
+TEST_CASE("decoder equals the full forward: rfa_gate with the feature gate, and with the time discount") {
+  for (GateKind gate : {GateKind::feature, GateKind::scalar})
+    for (FeatureMapKind map : {FeatureMapKind::gaussian, FeatureMapKind::arccos}) {
+      CAPTURE(int(gate));
+      CAPTURE(int(map));
+      Config c = test::tiny_config(AttentionKind::rfa_gate,
+                                   {.vocab = kV, .context = kT, .num_features = 5, .chunk_size = 4, .init_std = 0.3});
+      c.attention.feature_map = map;
+      c.attention.gate_bias_init = 0.5;
+      c.attention.gate = gate;
+      c.attention.time_discount = TimeDiscountKind::log;
+      check_kind<double>(test::tiny_spec(c), 1e-10, 1e-12);
+      check_kind<float>(test::tiny_spec(c), 5e-4, 5e-5);
+    }
+}
+
 // The attention rotates q and k itself, in every path; its RoPE table bounds the positions.
 TEST_CASE("decoder equals the full forward: rfa and rfa_gate with rope") {
   for (AttentionKind kind : {AttentionKind::rfa, AttentionKind::rfa_gate}) {

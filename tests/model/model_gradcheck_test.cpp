@@ -14,7 +14,8 @@ using namespace rfa;
 
 namespace {
 
-ModelSpec tiny_spec(AttentionKind kind, FeatureMapKind map, bool tied, PositionKind positions) {
+ModelSpec tiny_spec(AttentionKind kind, FeatureMapKind map, bool tied, PositionKind positions,
+                    GateKind gate = GateKind::scalar, TimeDiscountKind discount = TimeDiscountKind::none) {
   // init_std 0.5: large enough that every path carries a visible gradient;
   // chunk 2: T = 5 spans three chunks, the last one partial.
   Config c = test::tiny_config(kind, {.vocab = 11, .context = 5, .d_model = 8, .num_features = 3, .chunk_size = 2,
@@ -25,6 +26,8 @@ ModelSpec tiny_spec(AttentionKind kind, FeatureMapKind map, bool tied, PositionK
   c.attention.denominator_floor = 1e-6;
   c.attention.gate_bias_init = 0.5;
   c.attention.sigma_init = 1.3;
+  c.attention.gate = gate;
+  c.attention.time_discount = discount;
   return test::tiny_spec(c);
 }
 
@@ -77,6 +80,11 @@ TEST_CASE("model gradcheck: rfa_gate gaussian with rope") {
 
 TEST_CASE("model gradcheck: rfa_gate arccos") {
   check_model_gradients(tiny_spec(AttentionKind::rfa_gate, FeatureMapKind::arccos, false, PositionKind::automatic));
+}
+
+TEST_CASE("model gradcheck: rfa_gate with the feature gate and the time discount") {
+  check_model_gradients(tiny_spec(AttentionKind::rfa_gate, FeatureMapKind::gaussian, true, PositionKind::automatic,
+                                  GateKind::feature, TimeDiscountKind::log));
 }
 
 TEST_CASE("model gradcheck: gradient accumulates and scales with loss_scale") {
