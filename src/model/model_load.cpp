@@ -64,11 +64,11 @@ std::string checkpoint_resolve(const std::string& path) {
        path);
 }
 
-LoadedModel model_load(const std::string& run_or_checkpoint, Precision precision) {
-  if (precision == Precision::bf16) bf16_require("--precision bf16");
+namespace {
+
+LoadedModel model_load_from(const std::string& dir, Precision precision) {
   LoadedModel out;
-  out.checkpoint_dir = checkpoint_resolve(run_or_checkpoint);
-  const std::string& dir = out.checkpoint_dir;
+  out.checkpoint_dir = dir;
   const std::string config_path = dir + "/config.yaml", state_path = dir + "/state.json";
   out.config = config_parse(file_read_text(config_path), config_path);
   // The tokenizer first: the config may leave the vocabulary size, hence the tensor shapes, to it.
@@ -89,6 +89,22 @@ LoadedModel model_load(const std::string& run_or_checkpoint, Precision precision
   log_info("load", "{}: {} model, {} layers, width {}, vocab {}, step {}, {} products", dir,
            enum_name(spec.attention.kind), spec.L, spec.C, spec.V, out.step, enum_name(precision));
   return out;
+}
+
+}  // namespace
+
+LoadedModel model_load(const std::string& run_or_checkpoint, Precision precision) {
+  if (precision == Precision::bf16) bf16_require("--precision bf16");
+  return checkpoint_read_retrying(run_or_checkpoint,
+                                  [&](const std::string& dir) { return model_load_from(dir, precision); });
+}
+
+bool checkpoint_was_pruned(const std::string& dir, const std::string& run_or_checkpoint) {
+  return !fs::exists(dir) && fs::path(dir) != fs::path(run_or_checkpoint);
+}
+
+void checkpoint_log_pruned(const std::string& dir) {
+  log_info("load", "checkpoint {} was pruned by the running trainer while it was read; reading the newest", dir);
 }
 
 }  // namespace rfa

@@ -68,10 +68,11 @@ bool resume_key_changeable(std::string_view key) {
   return false;
 }
 
-ResumePoint resume_prepare(const std::string& path, const std::vector<std::string>& sets) {
+namespace {
+
+ResumePoint resume_prepare_from(const std::string& dir, const std::vector<std::string>& sets) {
   ResumePoint out;
-  out.checkpoint_dir = checkpoint_resolve(path);
-  const std::string& dir = out.checkpoint_dir;
+  out.checkpoint_dir = dir;
   const std::string config_path = dir + "/config.yaml", state_path = dir + "/state.json";
   const Config saved = config_parse(file_read_text(config_path), config_path);
   Config config = saved;
@@ -95,6 +96,13 @@ ResumePoint resume_prepare(const std::string& path, const std::vector<std::strin
   out.tokenizer_path = tokenizer_of(dir, train_state_parse(file_read_text(state_path), state_path), config);
   out.config = config;
   return out;
+}
+
+}  // namespace
+
+ResumePoint resume_prepare(const std::string& path, const std::vector<std::string>& sets) {
+  // A run still training (its lock refuses us later, naming the pid) may prune what we read here.
+  return checkpoint_read_retrying(path, [&](const std::string& dir) { return resume_prepare_from(dir, sets); });
 }
 
 TrainState resume_load(TrainSession& session, const std::string& dir, StreamCheckpoint* streams) {

@@ -90,7 +90,11 @@ refused "$tmp/l2.log" "is in use by another trainer (pid $pid" --config "$tmp/c.
   --overwrite
 refused "$tmp/l3.log" "is in use by another trainer (pid $pid" --resume "$L"
 [ -f "$L/train.log" ] && [ -d "$L/checkpoints" ] || fail "a refused trainer removed the running one's files"
-"$rfa" eval perplexity "$L" --json >"$tmp/ppl.json" 2>"$tmp/ppl.log" || { cat "$tmp/ppl.log" >&2; fail "eval"; }
+# Readers of a training run: the trainer prunes old checkpoints (keep_last 2, one every 5 steps of
+# a tiny model: several a second), so the one `latest` named may vanish while a reader loads it.
+for i in 1 2 3 4 5 6 7 8; do
+  "$rfa" eval perplexity "$L" --json >"$tmp/ppl.json" 2>"$tmp/ppl.log" || { cat "$tmp/ppl.log" >&2; fail "eval $i of a training run"; }
+done
 kill -9 "$pid"
 { wait "$pid"; } 2>/dev/null || true
 pid=
