@@ -14,13 +14,6 @@ source "$(dirname "$0")/lib/common.bash"
 source "$(dirname "$0")/lib/mpi.bash"
 compare=$3
 
-wait_for() {  # wait_for <file> <text>: up to 60 s
-  for _ in $(seq 1 600); do
-    grep -q -- "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  fail "timed out waiting for '$2' in $1"
-}
 
 corpus_write 1500
 config_write "$tmp/c.yaml" rfa_gate \

@@ -27,13 +27,6 @@ refused() {  # log-file expected-text args...: must exit non-zero with the text
   expect_in "$log" "$text"
 }
 tree_sum() { (cd "$1" && find . -type f | LC_ALL=C sort | xargs md5sum); }
-wait_for() {  # file pattern: waits up to 20 s for a line matching pattern
-  for _ in $(seq 1 200); do
-    grep -q -- "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  fail "timed out waiting for '$2' in $1"
-}
 
 corpus_write 1500
 config_write "$tmp/c.yaml" rfa_gate "run_dir: $tmp/unused, batch_size: 4, steps: 6, log_every: 1, eval_every: 0, eval_batches: 2" \

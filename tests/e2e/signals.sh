@@ -16,14 +16,6 @@ set -euo pipefail
 source "$(dirname "$0")/lib/common.bash"
 
 # Waits (up to 20 s) until file $1 has a line matching $2.
-wait_for() {
-  for _ in $(seq 1 200); do
-    grep -q -- "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  fail "timed out waiting for '$2' in $1"
-}
-state_step() { sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$1/state.json"; }
 
 corpus_write 1500
 config_write "$tmp/c.yaml" rfa_gate "run_dir: $tmp/unused, batch_size: 4, steps: 1000000, log_every: 1, eval_every: 0, eval_batches: 2"

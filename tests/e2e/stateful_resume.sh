@@ -21,14 +21,6 @@ train() {  # log-file args...
   shift
   "$rfa" --threads 2 train "$@" 2>"$log" || { cat "$log" >&2; fail "rfa train $*"; }
 }
-wait_for() {  # wait_for <file> <text>: up to 60 s
-  for _ in $(seq 1 600); do
-    grep -q -- "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  fail "timed out waiting for '$2' in $1"
-}
-state_step() { sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$1/state.json"; }
 
 corpus_write 1500
 config_write "$tmp/c.yaml" rfa_gate \

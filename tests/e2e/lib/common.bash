@@ -40,3 +40,15 @@ optim: {${4:-lr: 3.0e-3, warmup_steps: 5}}
 checkpoint: {${5:-every: 0}}
 YAML
 }
+
+# wait_for <file> <text>: until a line of the file contains text; fails after 60 s.
+wait_for() {
+  for _ in $(seq 1 600); do
+    grep -q -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  fail "timed out waiting for '$2' in $1"
+}
+
+# state_step <checkpoint dir>: the step its state.json records.
+state_step() { sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$1/state.json"; }

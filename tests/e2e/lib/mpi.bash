@@ -13,7 +13,5 @@ mpi_run() {  # mpi_run <ranks> <args of rfa...>
 # A background mpirun is started as `"${mpi_cmd[@]}" -np N "$rfa" ... &` with pid=$!, so $pid is
 # mpirun itself and its children are the ranks: on exit both are killed, not only mpirun.
 trap '[ -n "$pid" ] && { pkill -9 -P "$pid"; kill -9 "$pid"; } 2>/dev/null; rm -rf "$tmp"' EXIT
-# The 1-based step of a checkpoint's state.json.
-state_step() { sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$1/state.json"; }
 # Train lines of metrics.jsonl without the fields that measure time.
 train_lines() { grep '"type":"train"' "$1" | untimed; }
