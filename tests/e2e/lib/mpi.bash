@@ -5,6 +5,14 @@
 #   --bind-to none        do not pin each rank to one core: the OpenMP threads share them
 # Open MPI's mpirun passes its own environment (OMP_WAIT_POLICY, RFA_TEST_*) to local ranks.
 mpi_cmd=(mpirun --oversubscribe --allow-run-as-root --bind-to none)
+# In the sanitizer build (ASAN_OPTIONS set by tests/CMakeLists.txt) Open MPI's own allocations
+# show as leaks at exit. They are suppressed by library in tests/sanitizer/lsan.supp, which needs
+# their stacks: keep MPI's plugins loaded (dlclose would leave "<unknown module>" frames) and unwind
+# malloc stacks fully (the fast unwinder stops at the first library built without frame pointers).
+if [ -n "${ASAN_OPTIONS:-}" ]; then
+  export ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0:malloc_context_size=30"
+  export OMPI_MCA_mca_base_component_disable_dlclose=1
+fi
 mpi_run() {  # mpi_run <ranks> <args of rfa...>
   local n=$1
   shift
