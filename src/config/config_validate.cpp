@@ -71,11 +71,6 @@ void config_validate(const Config& config) {
     fail_keys({"train.stateful", "attention.positions"},
               "'train.stateful' is true but 'attention.positions' resolves to rope: positions would grow without "
               "bound across carried segments; set attention.positions=none (the RFA kinds' default)");
-  if (t.stateful && config.attention.time_discount != TimeDiscountKind::none)
-    fail_keys({"train.stateful", "attention.time_discount"},
-              "'train.stateful' is true but 'attention.time_discount' is log: stateful training does not yet carry "
-              "each stream's position into the discount (every window would restart at t = 0); set "
-              "attention.time_discount=none or train.stateful=false");
 
   const OptimConfig& o = config.optim;
   if (o.lr_min > o.lr)

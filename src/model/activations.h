@@ -67,6 +67,7 @@ class Activations {
   Activations(const ModelSpec& spec, int B, int T_len, Precision precision = Precision::fp32);
 
   int B = 0, T_len = 0;
+  int64_t pos0 = 0;  // ModelCarry::pos0 of the last model_forward, which its backward reads too
   std::vector<BlockActs<T>> layers;
   T* resid_final = nullptr;  // (B, T, C)  output of the last block
   T* final_norm = nullptr;   // (B, T, C)

@@ -11,10 +11,13 @@ namespace rfa {
 
 // Stateful training: every layer's state carried between segments, each (L, B, H, F, Dh+1)
 // (attention_carry_size per layer), or null. `in` null = empty states; `out` may alias `in`.
+// pos0: the position of every row's first token in its carried text (the time discount's t,
+// attention.time_discount): tokens since the rows' states were last empty.
 template <typename T>
 struct ModelCarry {
   const T* in = nullptr;
   T* out = nullptr;
+  int64_t pos0 = 0;
 };
 
 // Runs the forward. `random` is the (L, H, D, Dh) set of RFA random matrices to

@@ -116,6 +116,15 @@ uint64_t TrainSession::stateful_draw_step(int64_t step) const {
   return K == 0 ? kFixedRandomStep : static_cast<uint64_t>(step / K * K);
 }
 
+// The time discount's t of a stateful step's first token: the tokens every row's state has
+// taken in since it was last empty (at step 0, or at the last redraw), as one pass over the
+// same text would count them.
+int64_t TrainSession::carry_position(int64_t step) const {
+  const int K = config_.train.stateful_redraw;
+  const int64_t since = K == 0 ? step : step % K;
+  return since * model_.spec.model.context_length;
+}
+
 template <typename Sampler>
 StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool stateful) {
   const TrainConfig& tc = config_.train;
@@ -156,6 +165,7 @@ StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool sta
     if (stateful) {
       carry.in = carry_reset ? nullptr : carry_in_ + micro * carry_slot_;
       carry.out = carry_out_ + micro * carry_slot_;
+      carry.pos0 = carry_position(step);
     }
     timer.reset();
     double loss = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), random, carry);

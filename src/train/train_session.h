@@ -81,6 +81,7 @@ class TrainSession {
   int64_t carry_slot() const { return carry_slot_; }
   // The random matrices the stateful step `step` runs under (fixed, or the draw it shares).
   uint64_t stateful_draw_step(int64_t step) const;
+  int64_t carry_position(int64_t step) const;  // stateful: the time discount's t of the step's first token
 
  private:
   [[noreturn]] void fail_non_finite(int64_t step_index, const char* what);  // step_index 0-based

@@ -118,8 +118,6 @@ TEST_CASE("config errors: impossible values name the key, the value and what is 
             "'train.stateful' is true but 'attention.kind' is softmax, which has no fixed-size state"));
   CHECK(has(load_error("attention:\n  positions: rope\ntrain:\n  stateful: true\n"),
             "'train.stateful' is true but 'attention.positions' resolves to rope"));
-  CHECK(has(load_error("attention:\n  time_discount: log\ntrain:\n  stateful: true\n"),
-            "'train.stateful' is true but 'attention.time_discount' is log"));
   CHECK(has(set_error("train.stateful_redraw=-1"), "'train.stateful_redraw' is '-1'; it must be >= 0"));
   CHECK(has(set_error("train.stateful_redraw=5"),
             "'train.stateful_redraw' is 5 but 'train.stateful' is false: the redraw period applies to stateful"));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attention/attention_core.h"
+#include "config/config.h"
 #include "model/model.h"
 #include "model/model_forward.h"
 #include "support/tiny_model.h"
@@ -32,12 +33,10 @@ double max_diff(const double* seg, int Ts, const double* all, int Tall, int offs
 
 }  // namespace
 
-TEST_CASE("model carry: two segments with the state carried equal one pass over both, in every layer") {
-  for (AttentionKind kind : {AttentionKind::rfa, AttentionKind::rfa_gate}) {
-    CAPTURE(static_cast<int>(kind));
-    // chunk 4: the first segment ends inside a chunk, the second spans several.
-    const ModelSpec spec = test::tiny_spec(kind, {.vocab = 13, .context = 17, .n_layers = 3, .chunk_size = 4,
-                                                  .init_std = 0.3});
+namespace {
+
+void check_two_segments_equal_one_pass(const ModelSpec& spec) {
+  {
     Model<double> model(spec);
     model_init(model, 21);
     const int B = 2, T1 = 7, T2 = 10, T = T1 + T2, C = spec.C, V = spec.V, L = spec.L;
@@ -53,7 +52,8 @@ TEST_CASE("model carry: two segments with the state carried equal one pass over 
     Activations<double> a_all(spec, B, T), a1(spec, B, T1), a2(spec, B, T2);
     model_forward(model, a_all, all_in.data(), nullptr, model.random_fixed(), {nullptr, state_all.data()});
     model_forward(model, a1, in1.data(), nullptr, model.random_fixed(), {nullptr, state_mid.data()});
-    model_forward(model, a2, in2.data(), nullptr, model.random_fixed(), {state_mid.data(), state_end.data()});
+    // The second segment's first token is token T1 of the text (the time discount's t).
+    model_forward(model, a2, in2.data(), nullptr, model.random_fixed(), {state_mid.data(), state_end.data(), T1});
     for (int l = 0; l < L; ++l) {
       CAPTURE(l);
       const auto& f = a_all.layers[size_t(l)];
@@ -73,4 +73,51 @@ TEST_CASE("model carry: two segments with the state carried equal one pass over 
     model_forward(model, a2, in2.data(), nullptr, model.random_fixed());
     CHECK(max_diff(a2.logits, T2, a_all.logits, T, T1, B, V) > 1e-6);
   }
+}
+
+}  // namespace
+
+TEST_CASE("model carry: two segments with the state carried equal one pass over both, in every layer") {
+  // chunk 4: the first segment ends inside a chunk, the second spans several.
+  const test::TinyModel shape{.vocab = 13, .context = 17, .n_layers = 3, .chunk_size = 4, .init_std = 0.3};
+  for (AttentionKind kind : {AttentionKind::rfa, AttentionKind::rfa_gate}) {
+    CAPTURE(static_cast<int>(kind));
+    check_two_segments_equal_one_pass(test::tiny_spec(kind, shape));
+  }
+  SUBCASE("feature gate") {
+    Config c = test::tiny_config(AttentionKind::rfa_gate, shape);
+    c.attention.gate = GateKind::feature;
+    check_two_segments_equal_one_pass(test::tiny_spec(c));
+  }
+  SUBCASE("time discount: the second segment continues the first's positions (ModelCarry::pos0)") {
+    for (GateKind gate : {GateKind::scalar, GateKind::feature}) {
+      CAPTURE(static_cast<int>(gate));
+      Config c = test::tiny_config(AttentionKind::rfa_gate, shape);
+      c.attention.gate = gate;
+      c.attention.time_discount = TimeDiscountKind::log;
+      check_two_segments_equal_one_pass(test::tiny_spec(c));
+    }
+  }
+}
+
+TEST_CASE("model carry: the time discount makes the second segment's position matter") {
+  // Guards the test above: with the discount, starting the second segment at t = 0 instead
+  // of T1 must change it, or the pos0 check there could not fail.
+  Config c = test::tiny_config(AttentionKind::rfa_gate, {.vocab = 13, .context = 17, .n_layers = 2,
+                                                         .chunk_size = 4, .init_std = 0.3});
+  c.attention.time_discount = TimeDiscountKind::log;
+  const ModelSpec spec = test::tiny_spec(c);
+  Model<double> model(spec);
+  model_init(model, 21);
+  const int B = 1, T1 = 7, T2 = 10;
+  std::vector<int32_t> in1(T1), in2(T2);
+  for (int i = 0; i < T1; ++i) in1[i] = (i * 5 + 1) % spec.V;
+  for (int i = 0; i < T2; ++i) in2[i] = (i * 3 + 2) % spec.V;
+  std::vector<double> mid(spec.L * attention_carry_size(spec.attn, B));
+  Activations<double> a1(spec, B, T1), at0(spec, B, T2), atT1(spec, B, T2);
+  model_forward(model, a1, in1.data(), nullptr, model.random_fixed(), {nullptr, mid.data()});
+  model_forward(model, at0, in2.data(), nullptr, model.random_fixed(), {mid.data(), nullptr, 0});
+  std::vector<double> logits0(at0.logits, at0.logits + int64_t(T2) * spec.V);
+  model_forward(model, atT1, in2.data(), nullptr, model.random_fixed(), {mid.data(), nullptr, T1});
+  CHECK(max_diff(atT1.logits, T2, logits0.data(), T2, 0, B, spec.V) > 1e-6);
 }

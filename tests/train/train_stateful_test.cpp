@@ -53,7 +53,8 @@ bool same(const float* a, const float* b, int64_t n) { return std::equal(a, a + 
 // session: its weights before the step (params), the states it entered with (null =
 // empty) and the random matrices the step runs under.
 std::vector<float> final_states(const Config& c, const std::vector<float>& params, const float* entering,
-                                const float* random, const StreamSampler& streams, int64_t step, int micro) {
+                                const float* random, const StreamSampler& streams, int64_t step, int micro,
+                                int64_t pos0 = 0) {
   const ModelSpec spec = model_spec_make(c.model, c.attention);
   Model<float> model(spec);
   std::copy(params.begin(), params.end(), model.params());
@@ -61,7 +62,7 @@ std::vector<float> final_states(const Config& c, const std::vector<float>& param
   TokenBatch batch(c.train.batch_size, c.model.context_length);
   streams.sample(step, micro, batch);
   std::vector<float> out(size_t(spec.L) * attention_carry_size(spec.attn, c.train.batch_size));
-  model_forward(model, acts, batch.inputs.data(), batch.targets.data(), random, {entering, out.data()});
+  model_forward(model, acts, batch.inputs.data(), batch.targets.data(), random, {entering, out.data(), pos0});
   return out;
 }
 
@@ -90,6 +91,43 @@ TEST_CASE("stateful: step s+1 enters with the states step s left, under the fixe
         const std::vector<float> fresh =
             final_states(c, params, nullptr, session.model().random_fixed(), streams, step, m);
         CHECK(!same(session.carry_state() + m * slot, fresh.data(), slot));
+      }
+    }
+  }
+}
+
+TEST_CASE("stateful: with the time discount each step continues its states' positions") {
+  // t of a step's first token = tokens the states took in since they were last empty:
+  // step x T under the fixed features, (step mod K) x T with a redraw every K steps.
+  for (int redraw : {0, 3}) {
+    CAPTURE(redraw);
+    Config c = stateful_config(redraw);
+    c.attention.time_discount = TimeDiscountKind::log;
+    const ModelSpec spec = model_spec_make(c.model, c.attention);
+    std::vector<uint16_t> tokens = random_tokens(4000, 7);
+    const TokenSplit split = split_of(tokens);
+    const StreamSampler streams(split, c.train.batch_size, c.model.context_length, c.train.grad_accum);
+    TrainSession session(c, spec);
+    const int64_t slot = session.carry_slot(), P = session.model().param_size(), T = c.model.context_length;
+    std::vector<float> random(size_t(session.model().random_size));
+    for (int64_t step = 0; step < 5; ++step) {
+      CAPTURE(step);
+      const int64_t pos0 = redraw == 0 ? step * T : step % redraw * T;
+      CHECK(session.carry_position(step) == pos0);
+      const std::vector<float> params(session.model().params(), session.model().params() + P);
+      const std::vector<float> entering(session.carry_state(), session.carry_state() + 2 * slot);
+      session.step(step, streams);
+      const float* r = session.model().random_fixed();
+      if (redraw != 0) {
+        model_draw_random(spec, c.train.seed, uint64_t(step / redraw * redraw), random.data());
+        r = random.data();
+      }
+      const float* in = redraw != 0 && step % redraw == 0 ? nullptr : entering.data();
+      const std::vector<float> want = final_states(c, params, in, r, streams, step, 0, pos0);
+      CHECK(same(session.carry_state(), want.data(), slot));
+      if (pos0 > 0) {  // the position mattered: counted from 0 the step ends elsewhere
+        const std::vector<float> from0 = final_states(c, params, in, r, streams, step, 0, 0);
+        CHECK(!same(session.carry_state(), from0.data(), slot));
       }
     }
   }
