@@ -231,6 +231,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     return saved_dir;
   };
 
+  const int64_t tokens_at_start = tokens_seen;
   double interval_loss = 0, interval_seconds = 0, train_seconds = 0;
   int64_t interval_steps = 0, interval_tokens = 0;
   double recent_ms = 0;
@@ -322,7 +323,8 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   progress.clear();
   result.train_seconds = train_seconds;
   result.wall_seconds = wall.seconds();
-  result.tokens_per_s = train_seconds > 0 ? tokens_seen / train_seconds : 0;
+  // This process's rate: a resumed run's tokens_seen counts the earlier processes' tokens too.
+  result.tokens_per_s = train_seconds > 0 ? (tokens_seen - tokens_at_start) / train_seconds : 0;
   const std::string val_summary = evaluated ? fmt::format("final val loss {:.4f} (best {:.4f})", result.final_val_loss,
                                                       result.best_val_loss)
                                         : std::string("no val loss measured");  // a signal stop skips it
