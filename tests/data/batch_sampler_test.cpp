@@ -6,23 +6,10 @@
 
 #include "core/error.h"
 #include "data/batch_sampler.h"
+#include "support/iota_split.h"
 
 using namespace rfa;
-
-namespace {
-
-// A split whose token i is i (16-bit storage), so a window's start is its first input.
-struct IotaSplit {
-  std::vector<uint16_t> tokens;
-  explicit IotaSplit(int n) : tokens(n) {
-    for (int i = 0; i < n; ++i) tokens[i] = static_cast<uint16_t>(i);
-  }
-  TokenSplit split() const {
-    return TokenSplit(reinterpret_cast<const unsigned char*>(tokens.data()), 2, static_cast<int64_t>(tokens.size()), 0);
-  }
-};
-
-}  // namespace
+using test::IotaSplit;
 
 TEST_CASE("batch sampler: rows are contiguous windows, targets shifted by one") {
   IotaSplit data(1000);

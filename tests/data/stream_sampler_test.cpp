@@ -5,23 +5,10 @@
 
 #include "core/error.h"
 #include "data/stream_sampler.h"
+#include "support/iota_split.h"
 
 using namespace rfa;
-
-namespace {
-
-// A split whose token i is i (16-bit storage), so a window's start is its first input.
-struct IotaSplit {
-  std::vector<uint16_t> tokens;
-  explicit IotaSplit(int n) : tokens(n) {
-    for (int i = 0; i < n; ++i) tokens[i] = static_cast<uint16_t>(i);
-  }
-  TokenSplit split() const {
-    return TokenSplit(reinterpret_cast<const unsigned char*>(tokens.data()), 2, static_cast<int64_t>(tokens.size()), 0);
-  }
-};
-
-}  // namespace
+using test::IotaSplit;
 
 TEST_CASE("stream sampler: row b of micro-batch m reads stream m*B+b from offset floor(sigma*N/S) onward") {
   IotaSplit data(1000);
