@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kLockFile = ".lock";
-// What a trainer writes in its run directory (train_run.h); a stub is these and nothing else.
+// What a trainer writes in its run directory (train_run.h); a run that failed before its first checkpoint left these and nothing else.
 constexpr std::array<std::string_view, 5> kTrainerFiles = {"train.log", "config.yaml", "tokenizer.model",
                                                           "metrics.jsonl", "checkpoints"};
 
@@ -105,17 +105,17 @@ RunDirLock::RunDirLock(const std::string& dir) : dir_(dir) {
     const std::string checkpoints = dir + "/checkpoints";
     if (fs::is_directory(checkpoints, ec)) probe_writable(checkpoints, "the checkpoint directory");
   } catch (...) {
-    remove_stub();
+    remove_started_files();
     throw;
   }
 }
 
 RunDirLock::~RunDirLock() {
-  if (!keep_) remove_stub();
+  if (!keep_) remove_started_files();
   if (fd_ >= 0) ::close(fd_);  // releases the lock; the pid left in .lock is read only while locked
 }
 
-void RunDirLock::remove_stub() noexcept {
+void RunDirLock::remove_started_files() noexcept {
   std::error_code ec;
   if (fd_ >= 0) {  // the files are this run's only while it holds the lock
     // The lock file goes last, still locked, so no other trainer can slip in meanwhile.

@@ -9,7 +9,7 @@
 //  - probes that RUN and RUN/checkpoints (if present) accept new files, so a
 //    permission problem stops the run before any work rather than at the first save.
 // A run that fails before its first checkpoint (keep() never called) leaves no
-// stub behind: the destructor removes the trainer files (train_run.h lists them)
+// half-started run directory behind: the destructor removes the trainer files (train_run.h lists them)
 // that did not exist when the lock was taken, then the directories it created,
 // each only if empty. A directory it did not create is never removed, and neither
 // is a file that was there before (an earlier run's log, a user's data).
@@ -34,7 +34,7 @@ class RunDirLock {
   bool created() const { return !created_.empty(); }  // this run made the directory
 
  private:
-  void remove_stub() noexcept;
+  void remove_started_files() noexcept;
 
   std::string dir_;
   std::vector<std::string> created_;    // directories this run created, deepest first

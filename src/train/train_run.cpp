@@ -112,7 +112,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   // Data parallel: rank 0 alone owns the run directory (lock, log file, metrics, checkpoints)
   // and prepares missing data while the other ranks wait, then they open it.
   const bool root = dist_is_root();
-  // Held to the end: refuses a second trainer, probes writability, removes a stub on failure.
+  // Held to the end: refuses a second trainer, probes writability, removes its own files if the run fails before a checkpoint.
   std::optional<RunDirLock> run_lock;
   if (root) run_lock.emplace(run_dir);
   if (root) log_add_file(run_dir + "/train.log");
@@ -226,7 +226,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     progress.clear();
     saved_dir = save_checkpoint(session, config, run_dir, state, stream_ck);
     saved_step = done;
-    run_lock->keep();  // a checkpoint exists: the run directory is no stub to remove on failure
+    run_lock->keep();  // a checkpoint exists: the run directory is kept even if the run fails later
     log_info("train", "checkpoint {}", saved_dir);
     return saved_dir;
   };

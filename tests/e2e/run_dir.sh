@@ -69,7 +69,7 @@ refused "$tmp/nan.log" "is not finite" --config "$tmp/c.yaml" --set train.run_di
 [ ! -e "$tmp/nan" ] || fail "a run that diverged before its first checkpoint left $tmp/nan"
 logged=$(sed -n 's/.*\[train\] step \([0-9]*\)\/50 .*/\1/p' "$tmp/nan.log" | tail -1)
 expect_in "$tmp/nan.log" "step $((logged + 1)): the "
-echo "run_dir: failed starts left no stub; NaN after logged step $logged named step $((logged + 1))"
+echo "run_dir: failed starts left no files behind; NaN after logged step $logged named step $((logged + 1))"
 
 # One trainer per directory; readers are welcome; the lock dies with its holder.
 L=$tmp/long
