@@ -36,19 +36,25 @@ struct Simd<double> {
   typedef double U __attribute__((vector_size(64), aligned(8), may_alias));
   static constexpr int W = 8;
 };
+// The helpers take and give registers by reference, never by value: a 64-byte
+// vector by value has one calling convention with AVX-512 (zmm registers) and
+// another without (memory), so an out-of-line copy compiled without it (the
+// sanitizer build has no -march=native) would not match a caller compiled with
+// it, and GCC warns (-Wpsabi) wherever such a signature is compiled. Inlined,
+// the code is the same.
 template <typename T>
-inline typename Simd<T>::V simd_load(const T* p) {
+inline const typename Simd<T>::U& simd_load(const T* p) {
   return *reinterpret_cast<const typename Simd<T>::U*>(p);
 }
 template <typename T>
-inline void simd_store(T* p, typename Simd<T>::V v) {
+inline void simd_store(T* p, const typename Simd<T>::V& v) {
   *reinterpret_cast<typename Simd<T>::U*>(p) = v;
 }
 
 // Sum of a register's lanes: fold halves (the compiler turns the copies into
 // lane extracts), then the last 128 bits in scalar.
 template <typename T>
-inline T simd_sum(typename Simd<T>::V v) {
+inline T simd_sum(const typename Simd<T>::V& v) {
   typedef T Half __attribute__((vector_size(32)));
   typedef T Quarter __attribute__((vector_size(16)));
   Half lo, hi;

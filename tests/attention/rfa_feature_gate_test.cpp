@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "attention/rfa_feature_gate.h"
-#include "attention/rfa_layout.h"
+#include "attention/rfa_gradcheck.h"
 #include "attention/rfa_recurrent.h"
 #include "attention/rfa_test_case.h"
 
@@ -39,46 +39,9 @@ void extreme_gates(RfaProblem<T>& p) {
   for (auto& w : p.gate_w) w *= T(0.1);
 }
 
-// Checks all gradients of L = sum(out * R); returns (floored, free) denominator counts.
-std::pair<int, int> check_all_gradients(RfaProblem<double>& p, const std::vector<double>* state_in) {
-  const size_t act = p.out.size();
-  auto R = rfa::test::random_vector<double>(act, 77);
-  const double* s_in = state_in ? state_in->data() : nullptr;
-  auto loss = [&] {
-    p.forward(s_in);
-    return rfa::test::weighted_sum(p.out.data(), R.data(), act);
-  };
-  loss();
-  std::vector<double> dq(act, 0.5), dk(act, 0.5), dv(act, 0.5), dn(act, 0.5), dsigma(p.sigma.size(), 0.5),
-      dgw(p.gate_w.size(), 0.5), dgb(p.gate_b.size(), 0.5);
-  rfa_backward(RfaInputGrads<double>{dq.data(), dk.data(), dv.data(), p.cfg.gated ? dn.data() : nullptr},
-               RfaParamGrads<double>{dsigma.data(), dgw.data(), dgb.data()}, p.workspace(), R.data(), p.out.data(),
-               p.saved.data(), p.inputs(), p.params(), p.cfg, p.d);
-  for (auto* g : {&dsigma, &dgw, &dgb})
-    for (auto& x : *g) x -= 0.5;
-  const RfaSavedLayout layout = rfa_saved_layout(p.cfg, p.d);
-  int floored = 0, free = 0;
-  double closest = 1e300;
-  for (size_t i = 0; i < size_t(p.d.B) * p.d.H * p.d.T; ++i) {
-    const double den = p.saved[layout.den + i];
-    (den > p.cfg.eps_d ? free : floored)++;
-    closest = std::min(closest, std::abs(den - p.cfg.eps_d));
-  }
-  REQUIRE(closest > 1e-4);  // finite differences must not cross the floor's kink
-  // eps 1e-5: at 1e-6 the rounding of the loss (45 rows, weights up to log(48 + 2)) reached 1e-4
-  // relative on the smallest entries with or without the new options; 1e-5 leaves ~3e-6.
-  rfa::test::GradCheckTolerance tol{1e-5, 1e-5, 1e-8, 80};
-  rfa::test::check_gradient("q", p.q.data(), dq.data(), act, loss, tol);
-  rfa::test::check_gradient("k", p.k.data(), dk.data(), act, loss, tol);
-  rfa::test::check_gradient("v", p.v.data(), dv.data(), act, loss, tol);
-  rfa::test::check_gradient("sigma", p.sigma.data(), dsigma.data(), p.sigma.size(), loss, tol);
-  if (p.cfg.gated) {
-    rfa::test::check_gradient("n", p.n.data(), dn.data(), act, loss, tol);
-    rfa::test::check_gradient("gate_w", p.gate_w.data(), dgw.data(), p.gate_w.size(), loss, tol);
-    rfa::test::check_gradient("gate_b", p.gate_b.data(), dgb.data(), p.gate_b.size(), loss, tol);
-  }
-  return {floored, free};
-}
+// eps 1e-5: at 1e-6 the rounding of the loss (45 rows, weights up to log(48 + 2)) reached 1e-4
+// relative on the smallest entries with or without the new options; 1e-5 leaves ~3e-6.
+const rfa::test::GradCheckTolerance kTol{1e-5, 1e-5, 1e-8, 80};
 
 // rfa_step_reference over rows [t_begin, t_end) (row t at absolute position p.pos0 + t); out (B, T, C).
 template <typename T>
@@ -168,7 +131,7 @@ TEST_CASE("rfa feature gate / time discount: gradients match central differences
           state.resize(size_t(d.B) * d.H * rfa_feature_count(cfg) * (d.Dh + 1));
           before.forward(nullptr, state.data());
         }
-        check_all_gradients(p, with_state ? &state : nullptr);
+        rfa::test::rfa_check_gradients(p, with_state ? &state : nullptr, kTol);
       }
 }
 
@@ -183,11 +146,11 @@ TEST_CASE("rfa feature gate / time discount: the denominator floor passes no gra
       const RfaConfig cfg = variant_config(v, map, 3, 20, floor);
       AttentionDims d{2, 37, 2, 4};
       RfaProblem<double> p(cfg, d, 500);
-      const auto [floored, free] = check_all_gradients(p, nullptr);
-      CAPTURE(floored);
-      CAPTURE(free);
-      CHECK(floored > 5);
-      CHECK(free > 5);
+      const rfa::test::RfaDenCount den = rfa::test::rfa_check_gradients(p, nullptr, kTol);
+      CAPTURE(den.floored);
+      CAPTURE(den.free);
+      CHECK(den.floored > 5);
+      CHECK(den.free > 5);
     }
 }
 

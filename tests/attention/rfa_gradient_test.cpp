@@ -7,70 +7,13 @@
 #include <cmath>
 #include <vector>
 
-#include "attention/rfa_layout.h"
+#include "attention/rfa_gradcheck.h"
 #include "attention/rfa_test_case.h"
 
 using namespace rfa;
 using rfa::test::RfaProblem;
 
-namespace {
-
-struct DenCount {
-  int floored = 0, free = 0;
-  double closest = 1e300;  // min |den - eps_d|: finite differences must not cross the kink
-};
-
-DenCount count_den(const RfaProblem<double>& p) {
-  const RfaSavedLayout layout = rfa_saved_layout(p.cfg, p.d);
-  DenCount c;
-  for (size_t i = 0; i < size_t(p.d.B) * p.d.H * p.d.T; ++i) {
-    double den = p.saved[layout.den + i];
-    (den > p.cfg.eps_d ? c.free : c.floored)++;
-    c.closest = std::min(c.closest, std::abs(den - p.cfg.eps_d));
-  }
-  return c;
-}
-
-// Checks all gradients of L = sum(out * R); returns the denominator statistics.
-DenCount check_all_gradients(RfaProblem<double>& p, const std::vector<double>* state_in) {
-  const size_t act = p.out.size();
-  auto R = rfa::test::random_vector<double>(act, 77);
-  const double* s_in = state_in ? state_in->data() : nullptr;
-  auto loss = [&] {
-    p.forward(s_in);
-    return rfa::test::weighted_sum(p.out.data(), R.data(), act);
-  };
-  loss();
-  // Backward overwrites dq, dk, dv, dn and adds into the parameter gradients: start every
-  // gradient at 0.5 and subtract it afterwards from the accumulated ones only.
-  std::vector<double> dq(act, 0.5), dk(act, 0.5), dv(act, 0.5), dn(act, 0.5), dsigma(p.sigma.size(), 0.5),
-      dgw(p.gate_w.size(), 0.5), dgb(p.gate_b.size(), 0.5);
-  rfa_backward(RfaInputGrads<double>{dq.data(), dk.data(), dv.data(), dn.data()},
-               RfaParamGrads<double>{dsigma.data(), dgw.data(), dgb.data()}, p.workspace(), R.data(), p.out.data(),
-               p.saved.data(), p.inputs(), p.params(), p.cfg, p.d);
-  for (auto* g : {&dsigma, &dgw, &dgb})
-    for (auto& x : *g) x -= 0.5;
-  if (!p.cfg.gated)
-    for (auto& x : dn) x -= 0.5;  // untouched when ungated (checked to be 0 below), overwritten when gated
-  DenCount den = count_den(p);
-  REQUIRE(den.closest > 1e-4);
-  rfa::test::GradCheckTolerance tol{1e-6, 2e-6, 1e-8, 80};
-  rfa::test::check_gradient("q", p.q.data(), dq.data(), act, loss, tol);
-  rfa::test::check_gradient("k", p.k.data(), dk.data(), act, loss, tol);
-  rfa::test::check_gradient("v", p.v.data(), dv.data(), act, loss, tol);
-  rfa::test::check_gradient("sigma", p.sigma.data(), dsigma.data(), p.sigma.size(), loss, tol);
-  if (p.cfg.gated) {
-    rfa::test::check_gradient("n", p.n.data(), dn.data(), act, loss, tol);
-    rfa::test::check_gradient("gate_w", p.gate_w.data(), dgw.data(), p.gate_w.size(), loss, tol);
-    rfa::test::check_gradient("gate_b", p.gate_b.data(), dgb.data(), p.gate_b.size(), loss, tol);
-  } else {
-    CHECK(std::all_of(dn.begin(), dn.end(), [](double x) { return x == 0.0; }));
-    CHECK(std::all_of(dgw.begin(), dgw.end(), [](double x) { return x == 0.0; }));
-  }
-  return den;
-}
-
-}  // namespace
+const rfa::test::GradCheckTolerance kTol{1e-6, 2e-6, 1e-8, 80};  // step 1e-6, 80 entries per tensor
 
 TEST_CASE("rfa: gradients match central differences (both kinds, both feature maps, with entering state)") {
   for (bool gated : {true, false})
@@ -90,7 +33,7 @@ TEST_CASE("rfa: gradients match central differences (both kinds, both feature ma
           state.resize(size_t(d.B) * d.H * rfa_feature_count(cfg) * (d.Dh + 1));
           before.forward(nullptr, state.data());
         }
-        check_all_gradients(p, with_state ? &state : nullptr);
+        rfa::test::rfa_check_gradients(p, with_state ? &state : nullptr, kTol);
       }
 }
 
@@ -104,7 +47,7 @@ TEST_CASE("rfa: the denominator floor passes no gradient where it is active") {
     cfg.eps_d = kind == FeatureMapKind::gaussian ? 0.3 : 0.15;
     AttentionDims d{2, 13, 2, 4};
     RfaProblem<double> p(cfg, d, 500);
-    DenCount den = check_all_gradients(p, nullptr);
+    const rfa::test::RfaDenCount den = rfa::test::rfa_check_gradients(p, nullptr, kTol);
     CAPTURE(den.floored);
     CAPTURE(den.free);
     CHECK(den.floored > 5);
@@ -118,7 +61,7 @@ TEST_CASE("rfa: gradients at B = 1, where the threads split one row's heads and 
   cfg.eps_d = 0.02;
   AttentionDims d{1, 13, 2, 4};
   RfaProblem<double> p(cfg, d, 300);
-  check_all_gradients(p, nullptr);
+  rfa::test::rfa_check_gradients(p, nullptr, kTol);
 }
 
 namespace {

@@ -10,23 +10,11 @@
 #include "io/hash.h"
 #include "core/error.h"
 #include "support/temp_dir.h"
+#include "support/test_files.h"
 
 using namespace rfa;
 
-namespace {
-
-// The message of the Error `f` throws ("" if it throws none).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
+using test::error_of;
 
 TEST_CASE("checkpoint tokenizer: a corrupt copy names the file and where to restore it from") {
   test::TempDir tmp;

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "data/stream_sampler.h"
 #include "support/iota_split.h"
+#include "support/test_files.h"
 
 using namespace rfa;
 using test::IotaSplit;
@@ -41,13 +42,8 @@ TEST_CASE("stream sampler: row b of micro-batch m reads stream m*B+b from offset
 
 TEST_CASE("stream sampler: streams shorter than T+1 tokens are refused with the keys to change") {
   IotaSplit data(100);
-  try {
-    StreamSampler(data.split(), 8, 16, 1);  // 12 tokens per stream
-    FAIL("no error");
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    CHECK(m.find("train.batch_size") != std::string::npos);
-    CHECK(m.find("12 tokens per stream") != std::string::npos);
-    CHECK(m.find("model.context_length + 1 = 17") != std::string::npos);
-  }
+  const std::string m = test::error_of([&] { StreamSampler(data.split(), 8, 16, 1); });  // 12 tokens per stream
+  CHECK(m.find("train.batch_size") != std::string::npos);
+  CHECK(m.find("12 tokens per stream") != std::string::npos);
+  CHECK(m.find("model.context_length + 1 = 17") != std::string::npos);
 }

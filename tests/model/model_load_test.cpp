@@ -17,6 +17,7 @@
 #include "model/model_spec.h"
 #include "support/corpus.h"
 #include "support/temp_dir.h"
+#include "support/test_files.h"
 #include "support/tiny_model.h"
 #include "support/trained_tokenizer.h"
 
@@ -97,15 +98,10 @@ TEST_CASE("model_load: a corrupt tokenizer copy is named, with an intact copy to
   const std::string copy = dir.file("run/checkpoints/step-000007/tokenizer.model");
   std::string bytes = file_read_text(copy);
   file_write_durable(copy, bytes.substr(0, bytes.size() / 2));  // no longer parses as a SentencePiece model
-  try {
-    model_load(dir.file("run"));
-    FAIL("a corrupt tokenizer copy was accepted");
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    CHECK(what.find("tokenizer copy " + copy + " is corrupt") != std::string::npos);
-    CHECK(what.find("`cp " + tok + " " + copy + "`") != std::string::npos);  // the config's path matches
-    CHECK(what.find("rfa tokenizer train") == std::string::npos);  // re-training never fits the model
-  }
+  const std::string what = test::error_of([&] { model_load(dir.file("run")); });  // a corrupt copy is refused
+  CHECK(what.find("tokenizer copy " + copy + " is corrupt") != std::string::npos);
+  CHECK(what.find("`cp " + tok + " " + copy + "`") != std::string::npos);  // the config's path matches
+  CHECK(what.find("rfa tokenizer train") == std::string::npos);  // re-training never fits the model
   std::filesystem::copy_file(tok, copy, std::filesystem::copy_options::overwrite_existing);  // the advice
   CHECK(model_load(dir.file("run")).tokenizer->fnv1a64() == Tokenizer::load(tok).fnv1a64());
 }

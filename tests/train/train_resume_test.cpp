@@ -6,21 +6,19 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <cstdint>
 #include <vector>
 
-#include "checkpoint/checkpoint.h"
-#include "io/file_io.h"
-#include "io/hash.h"
 #include "config/config_enums.h"
-#include "config/config_load.h"
 #include "core/error.h"
+#include "io/file_io.h"
 #include "kernels/bf16.h"
-#include "model/model_io.h"
+#include "support/resume_round_trip.h"
 #include "support/temp_dir.h"
+#include "support/test_files.h"
 #include "support/train_fixtures.h"
 #include "train/train_resume.h"
 #include "train/train_session.h"
@@ -47,21 +45,6 @@ Config tiny_config(AttentionKind kind) {
   return c;
 }
 
-// Saves `session` after `step` steps the way train_run does; returns the checkpoint dir.
-std::string save(TrainSession& session, const Config& c, const std::string& run_dir, int64_t step,
-                 const std::string& tokenizer) {
-  CheckpointContents contents;
-  contents.model = model_tensor_refs(session.model());
-  contents.optimizer = optimizer_tensor_refs(session.model(), session.adam_m(), session.adam_v());
-  contents.state.step = step;
-  contents.state.seed = c.train.seed;
-  contents.state.data_position = step;
-  contents.state.tokenizer_xxh64 = tokenizer_xxh64(tokenizer);
-  contents.config_yaml = config_dump(c);
-  contents.tokenizer_path = tokenizer;
-  return checkpoint_save(run_dir + "/checkpoints", contents, c.checkpoint);
-}
-
 bool same(const float* a, const float* b, int64_t n) { return std::equal(a, a + n, b); }
 
 }  // namespace
@@ -75,32 +58,17 @@ TEST_CASE("resume: k steps, save, load into a fresh session, N-k steps equals N 
     TokenSplit split = split_of(tokens);
     BatchSampler sampler(split, c.train.batch_size, c.model.context_length, c.train.seed);
     const std::vector<int32_t> val = split.to_vector();
-    const int64_t N = 7, k = 3;
-
-    TrainSession straight(c, spec);
-    std::vector<double> want;
-    for (int64_t s = 0; s < N; ++s) want.push_back(straight.step(s, sampler).loss);
-    want.push_back(straight.evaluate(val));
+    const int64_t k = 3;
 
     test::TempDir dir;
-    const std::string tokenizer = dir.write("tok.model", "stand-in tokenizer bytes");
-    std::vector<double> got;
-    std::string checkpoint;
-    {
-      TrainSession first(c, spec);
-      for (int64_t s = 0; s < k; ++s) got.push_back(first.step(s, sampler).loss);
-      first.evaluate(val);  // as on a stop: evaluation must not disturb what follows
-      checkpoint = save(first, c, dir.path(), k, tokenizer);
-    }
-    TrainSession resumed(c, spec);  // zeroed: the weights must come from the file, not from init
+    TrainSession straight(c, spec), resumed(c, spec);  // resumed zeroed: the weights must come from the file
     for (int64_t i = 0; i < resumed.model().param_size(); ++i) resumed.model().params()[i] = 0.0f;
-    const TrainState state = resume_load(resumed, checkpoint);
-    CHECK(state.step == k);
-    CHECK(resumed.steps_taken() == k);
-    for (int64_t s = k; s < N; ++s) got.push_back(resumed.step(s, sampler).loss);
-    got.push_back(resumed.evaluate(val));
+    const test::RoundTrip r =
+        test::resume_round_trip(straight, resumed, sampler, dir.path(), {.steps = 7, .save_after = k, .val = &val});
+    CHECK(r.loaded.step == k);
+    CHECK(resumed.steps_taken() == 7);  // resume_load set k; the resumed steps added theirs
 
-    CHECK(got == want);  // exact, loss by loss
+    CHECK(r.got == r.want);  // exact, loss by loss
     const int64_t P = straight.model().param_size();
     CHECK(same(straight.model().params(), resumed.model().params(), P));
     CHECK(same(straight.adam_m(), resumed.adam_m(), P));
@@ -120,37 +88,25 @@ TEST_CASE("resume: a bf16 run resumes bit-identically; switching precision on re
   std::vector<uint16_t> tokens = random_tokens(3000, 4);
   TokenSplit split = split_of(tokens);
   BatchSampler sampler(split, c.train.batch_size, c.model.context_length, c.train.seed);
-  const int64_t N = 6, k = 3;
-  TrainSession straight(c, spec);
-  std::vector<double> want;
-  for (int64_t s = 0; s < N; ++s) want.push_back(straight.step(s, sampler).loss);
-
+  const int64_t k = 3;
   test::TempDir dir;
-  const std::string tokenizer = dir.write("tok.model", "stand-in tokenizer bytes");
-  std::string checkpoint;
-  std::vector<double> got;
-  {
-    TrainSession first(c, spec);
-    for (int64_t s = 0; s < k; ++s) got.push_back(first.step(s, sampler).loss);
-    checkpoint = save(first, c, dir.path(), k, tokenizer);
-  }
-  TrainSession resumed(c, spec);
+  TrainSession straight(c, spec), resumed(c, spec);  // resumed zeroed: the weights must come from the file
   for (int64_t i = 0; i < resumed.model().param_size(); ++i) resumed.model().params()[i] = 0.0f;
-  resume_load(resumed, checkpoint);
-  for (int64_t s = k; s < N; ++s) got.push_back(resumed.step(s, sampler).loss);
-  CHECK(got == want);  // exact: the bf16 copies come from the loaded fp32 weights
+  const test::RoundTrip r =
+      test::resume_round_trip(straight, resumed, sampler, dir.path(), {.steps = 6, .save_after = k});
+  CHECK(r.got == r.want);  // exact: the bf16 copies come from the loaded fp32 weights
   const int64_t P = straight.model().param_size();
   CHECK(same(straight.model().params(), resumed.model().params(), P));
   CHECK(same(straight.adam_v(), resumed.adam_v(), P));
 
   // The same checkpoint continued in fp32: allowed, and it starts from the saved weights.
-  const ResumePoint p = resume_prepare(checkpoint, {"train.precision=fp32"});
+  const ResumePoint p = resume_prepare(r.checkpoint, {"train.precision=fp32"});
   CHECK(p.config.train.precision == Precision::fp32);
   TrainSession switched(p.config, spec);
-  resume_load(switched, checkpoint);
+  resume_load(switched, r.checkpoint);
   const double loss = switched.step(k, sampler).loss;
-  CHECK(loss == doctest::Approx(want[size_t(k)]).epsilon(5e-3));
-  CHECK(loss != want[size_t(k)]);  // fp32 products now
+  CHECK(loss == doctest::Approx(r.want[size_t(k)]).epsilon(5e-3));
+  CHECK(loss != r.want[size_t(k)]);  // fp32 products now
 }
 
 TEST_CASE("resume: a checkpoint of another shape or seed is refused with the tensor and both shapes") {
@@ -158,20 +114,15 @@ TEST_CASE("resume: a checkpoint of another shape or seed is refused with the ten
   test::TempDir dir;
   const std::string tokenizer = dir.write("tok.model", "stand-in");
   TrainSession session(c, model_spec_make(c.model, c.attention));
-  const std::string checkpoint = save(session, c, dir.path(), 1, tokenizer);
+  const std::string checkpoint = test::session_save(session, dir.path(), 1, tokenizer);
 
   Config wide = c;
   wide.model.d_model = 48;
   TrainSession other(wide, model_spec_make(wide.model, wide.attention));
-  try {
-    resume_load(other, checkpoint);
-    FAIL("a checkpoint of width 32 loaded into width 48");
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    CHECK(m.find("tok_embedding") != std::string::npos);
-    CHECK(m.find("[300, 32]") != std::string::npos);
-    CHECK(m.find("[300, 48]") != std::string::npos);
-  }
+  const std::string m = test::error_of([&] { resume_load(other, checkpoint); });  // width 32 into width 48
+  CHECK(m.find("tok_embedding") != std::string::npos);
+  CHECK(m.find("[300, 32]") != std::string::npos);
+  CHECK(m.find("[300, 48]") != std::string::npos);
   Config reseeded = c;
   reseeded.train.seed = 99;
   TrainSession third(reseeded, model_spec_make(reseeded.model, reseeded.attention));
@@ -184,7 +135,7 @@ TEST_CASE("resume: the saved config is used; --set may change only cadence, leng
   const std::string tokenizer = dir.write("tok.model", "stand-in");
   TrainSession session(c, model_spec_make(c.model, c.attention));
   const std::string run = dir / "run";
-  const std::string checkpoint = save(session, c, run, 2, tokenizer);
+  const std::string checkpoint = test::session_save(session, run, 2, tokenizer);
 
   SUBCASE("from the run directory: latest, with the run directory as train.run_dir") {
     ResumePoint p = resume_prepare(run, {"train.steps=50", "train.log_every=5", "checkpoint.every=7"});

@@ -13,11 +13,10 @@
 
 #include "attention/attention_core.h"
 #include "checkpoint/checkpoint.h"
-#include "config/config_load.h"
 #include "core/error.h"
-#include "io/hash.h"
 #include "model/model_forward.h"
 #include "model/model_io.h"
+#include "support/resume_round_trip.h"
 #include "support/temp_dir.h"
 #include "support/train_fixtures.h"
 #include "train/train_resume.h"
@@ -165,35 +164,22 @@ TEST_CASE("stateful: k steps, a checkpoint with the streams, a fresh session and
   const TokenSplit split = split_of(tokens);
   const StreamSampler streams(split, c.train.batch_size, c.model.context_length, c.train.grad_accum);
   const std::vector<int32_t> val = split.to_vector();
-  const int64_t N = 6, k = 4;
-
-  TrainSession straight(c, spec);
-  std::vector<double> want;
-  for (int64_t s = 0; s < N; ++s) want.push_back(straight.step(s, streams).loss);
-  want.push_back(straight.evaluate(val));
+  const int64_t k = 4;
 
   test::TempDir dir;
-  const std::string tokenizer = dir.write("tok.model", "stand-in tokenizer bytes");
-  std::vector<double> got;
-  std::string checkpoint;
+  TrainSession straight(c, spec), resumed(c, spec);
+  const test::RoundTrip r =
+      test::resume_round_trip(straight, resumed, streams, dir.path(), {.steps = 6, .save_after = k, .val = &val});
+  CHECK(r.got == r.want);
+  const int64_t P = straight.model().param_size();
+  CHECK(same(straight.model().params(), resumed.model().params(), P));
+  CHECK(same(straight.carry_state(), resumed.carry_state(), straight.carry_slot() * c.train.grad_accum));
+
+  // The saved offsets are where each stream's step-k window starts.
   {
-    TrainSession first(c, spec);
-    for (int64_t s = 0; s < k; ++s) got.push_back(first.step(s, streams).loss);
-    StreamCheckpoint ck(first, streams);
-    ck.gather(k);
-    CheckpointContents contents;
-    contents.model = model_tensor_refs(first.model());
-    contents.optimizer = optimizer_tensor_refs(first.model(), first.adam_m(), first.adam_v());
-    contents.streams = ck.refs();
-    contents.state.step = k;
-    contents.state.seed = c.train.seed;
-    contents.state.tokenizer_xxh64 = tokenizer_xxh64(tokenizer);
-    contents.config_yaml = config_dump(c);
-    contents.tokenizer_path = tokenizer;
-    checkpoint = checkpoint_save(dir.path() + "/checkpoints", contents, c.checkpoint);
-    // The saved offsets are where each stream's step-k window starts.
+    const StreamCheckpoint ck(straight, streams);
     const LoadedCheckpoint loaded =
-        checkpoint_load(checkpoint, model_tensor_specs(spec), optimizer_tensor_specs(spec), ck.specs());
+        checkpoint_load(r.checkpoint, model_tensor_specs(spec), optimizer_tensor_specs(spec), ck.specs());
     const Tensor* offsets = loaded.streams.find("stream.offsets");
     REQUIRE(offsets != nullptr);
     const auto* o = reinterpret_cast<const int64_t*>(offsets->bytes.data());
@@ -201,20 +187,11 @@ TEST_CASE("stateful: k steps, a checkpoint with the streams, a fresh session and
       for (int b = 0; b < c.train.batch_size; ++b)
         CHECK(o[m * c.train.batch_size + b] == streams.stream_begin(m, b) + k * c.model.context_length);
   }
-  TrainSession resumed(c, spec);
-  StreamCheckpoint ck(resumed, streams);
-  resume_load(resumed, checkpoint, &ck);
-  for (int64_t s = k; s < N; ++s) got.push_back(resumed.step(s, streams).loss);
-  got.push_back(resumed.evaluate(val));
-  CHECK(got == want);
-  const int64_t P = straight.model().param_size();
-  CHECK(same(straight.model().params(), resumed.model().params(), P));
-  CHECK(same(straight.carry_state(), resumed.carry_state(), straight.carry_slot() * c.train.grad_accum));
 
   // Without the states (a fresh session's empty ones) the continuation differs: the file's states matter.
   TrainSession forgetful(c, spec);
-  resume_load(forgetful, checkpoint);
-  CHECK(forgetful.step(k, streams).loss != want[size_t(k)]);
+  resume_load(forgetful, r.checkpoint);
+  CHECK(forgetful.step(k, streams).loss != r.want[size_t(k)]);
 
   // Other token data cuts other streams: refused, naming the stream and both offsets.
   std::vector<uint16_t> shorter(tokens.begin(), tokens.begin() + 3000);
@@ -222,10 +199,10 @@ TEST_CASE("stateful: k steps, a checkpoint with the streams, a fresh session and
   const StreamSampler streams2(split2, c.train.batch_size, c.model.context_length, c.train.grad_accum);
   TrainSession other(c, spec);
   StreamCheckpoint ck2(other, streams2);
-  CHECK_THROWS_WITH_AS(resume_load(other, checkpoint, &ck2), doctest::Contains("the token data cuts it"), Error);
+  CHECK_THROWS_WITH_AS(resume_load(other, r.checkpoint, &ck2), doctest::Contains("the token data cuts it"), Error);
   // A checkpoint without stream.safetensors cannot resume a stateful run.
-  std::filesystem::remove(checkpoint + "/stream.safetensors");
+  std::filesystem::remove(r.checkpoint + "/stream.safetensors");
   TrainSession fourth(c, spec);
   StreamCheckpoint ck4(fourth, streams);
-  CHECK_THROWS_WITH_AS(resume_load(fourth, checkpoint, &ck4), doctest::Contains("has no stream.safetensors"), Error);
+  CHECK_THROWS_WITH_AS(resume_load(fourth, r.checkpoint, &ck4), doctest::Contains("has no stream.safetensors"), Error);
 }
