@@ -189,6 +189,11 @@ std::string read_file(const std::string& path) {
     fail("config file '{}' is a directory; give a YAML file, e.g. --config configs/shakespeare-char-rfa-gate.yaml "
          "(configs/ holds the shipped ones)",
          path);
+  // A FIFO (or device) would block or never end; a config is a file.
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    fail("config file '{}' is not a regular file (a pipe, device or socket); give a YAML file, e.g. --config "
+         "configs/shakespeare-char-rfa-gate.yaml",
+         path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot read config file '{}': {}; check the path (configs/ holds the shipped ones)", path,
                 std::strerror(errno));
