@@ -224,7 +224,15 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     state.val_loss = val_loss >= 0 ? val_loss : std::numeric_limits<double>::quiet_NaN();
     state.best_val_loss = result.best_val_loss;
     progress.clear();
-    saved_dir = save_checkpoint(session, config, run_dir, state, stream_ck);
+    try {
+      saved_dir = save_checkpoint(session, config, run_dir, state, stream_ck);
+    } catch (const Error& e) {  // a full disk, mostly: say what survives and how to go on
+      fail("the checkpoint of step {} was not saved: {}. {}; make room (or fix the cause), then {}", done, e.what(),
+           saved_dir.empty() ? std::string("No checkpoint of this run exists")
+                             : fmt::format("The previous checkpoint {} is intact", saved_dir),
+           saved_dir.empty() ? std::string("start the run again")
+                             : fmt::format("continue with: rfa train --resume {}", run_dir));
+    }
     saved_step = done;
     run_lock->keep();  // a checkpoint exists: the run directory is kept even if the run fails later
     log_info("train", "checkpoint {}", saved_dir);

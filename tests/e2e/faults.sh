@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Faults from outside: a write that fails half way (a full disk, here a file-size limit:
+# `ulimit -f` with SIGXFSZ ignored makes write(2) fail with EFBIG, as ENOSPC would) and
+# damaged run directories.
+#   A checkpoint that cannot be written: the run exits non-zero saying which step was lost,
+#     that the previous checkpoint is intact and how to continue; `latest` still names it,
+#     no temp directory remains, and the resume works once the limit is gone.
+#   `rfa generate --save-state` that cannot be written leaves no half file under the name,
+#     and an earlier state file there byte for byte.
+# Usage: faults.sh <path-to-rfa> <source-dir>
+set -euo pipefail
+source "$(dirname "$0")/lib/common.bash"
+
+refused() {  # log-file expected-text command...: must exit non-zero (not by a signal) with the text
+  local log=$1 text=$2 rc=0
+  shift 2
+  "$@" 2>"$log" >/dev/null || rc=$?
+  [ "$rc" = 1 ] || { cat "$log" >&2; fail "$* exited $rc, expected 1"; }
+  expect_in "$log" "$text"
+}
+limited() {  # kbytes command...: runs the command with files limited to that size
+  local kb=$1
+  shift
+  (trap '' XFSZ; ulimit -f "$kb"; exec "$@")
+}
+
+corpus_write 1500
+config_write "$tmp/c.yaml" rfa_gate "run_dir: $tmp/run, batch_size: 4, steps: 2, log_every: 1, eval_every: 0, eval_batches: 2"
+"$rfa" --threads 1 data prepare --config "$tmp/c.yaml" 2>"$tmp/prep.log" || { cat "$tmp/prep.log" >&2; fail "data prepare"; }
+run=$tmp/run
+"$rfa" --threads 1 train --config "$tmp/c.yaml" 2>"$tmp/train.log" || { cat "$tmp/train.log" >&2; fail "train"; }
+
+# Step 3's checkpoint cannot be written (optimizer.safetensors is ~300 KB, the limit 200 KB).
+refused "$tmp/full.log" "the checkpoint of step 3 was not saved: cannot write" \
+  limited 200 "$rfa" --threads 1 train --resume "$run" --set train.steps=3
+expect_in "$tmp/full.log" "File too large"
+expect_in "$tmp/full.log" "The previous checkpoint $run/checkpoints/step-000002 is intact"
+expect_in "$tmp/full.log" "continue with: rfa train --resume $run"
+[ "$(cat "$run/checkpoints/latest")" = step-000002 ] || fail "latest moved: $(cat "$run/checkpoints/latest")"
+ls "$run/checkpoints" | grep -q tmp && fail "a temp directory was left: $(ls "$run/checkpoints")"
+"$rfa" --threads 1 train --resume "$run" --set train.steps=3 2>"$tmp/resume.log" ||
+  { cat "$tmp/resume.log" >&2; fail "resume after a failed checkpoint write"; }
+expect_in "$tmp/resume.log" "checkpoint $run/checkpoints/step-000003"
+echo "faults: a checkpoint write that failed kept step 2 and said how to continue"
+
+# --save-state: the first save of a state (~6 KB) to a file limited to 4 KB, then over an earlier one.
+state=$tmp/s.state
+refused "$tmp/state.log" "--save-state $state: cannot write '$state.tmp." \
+  limited 4 "$rfa" --threads 1 generate "$run" -p "Line 1" -n 4 --save-state "$state"
+expect_in "$tmp/state.log" "nothing was saved there"
+[ -e "$state" ] && fail "a half-written $state was left ($(stat -c %s "$state") bytes)"
+ls "$tmp" | grep -q 's.state.tmp' && fail "a temp state file was left"
+"$rfa" --threads 1 generate "$run" -p "Line 1" -n 4 --save-state "$state" >/dev/null 2>"$tmp/state-ok.log" ||
+  { cat "$tmp/state-ok.log" >&2; fail "generate --save-state"; }
+cp "$state" "$tmp/before.state"
+refused "$tmp/state2.log" "(the earlier state in it is intact)" \
+  limited 4 "$rfa" --threads 1 generate "$run" -p "Line 2" -n 4 --save-state "$state"
+cmp -s "$state" "$tmp/before.state" || fail "a failed --save-state changed the earlier $state"
+"$rfa" --threads 1 generate "$run" --load-state "$state" -p " more" -n 4 >/dev/null 2>"$tmp/load.log" ||
+  { cat "$tmp/load.log" >&2; fail "the kept state does not load"; }
+echo "faults: a --save-state that failed left no half file and kept the earlier state"
+echo "faults: ok"
