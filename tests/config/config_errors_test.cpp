@@ -200,6 +200,14 @@ TEST_CASE("config errors: an empty file and a directory are refused by name") {
   std::filesystem::remove(fifo);
 }
 
+TEST_CASE("config errors: nesting past the parser's depth limit says so (it was 'bad file')") {
+  std::string deep = "model: " + std::string(5000, '[');
+  std::string e = error_of([&] { config_load(temp_file("deep.yaml", deep), {}); });
+  CHECK(has(e, "levels deep, past the parser's limit; a config nests two"));
+  e = error_of([&] { config_load("", {"model.n_layers=" + std::string(5000, '[')}); });
+  CHECK(has(e, "--set model.n_layers:1:1: YAML nested"));
+}
+
 TEST_CASE("config errors: a missing file and a YAML syntax error") {
   std::string e = error_of([] { config_load("/nonexistent/dir/cfg.yaml", {}); });
   CHECK(has(e, "cannot read config file '/nonexistent/dir/cfg.yaml': No such file or directory"));
