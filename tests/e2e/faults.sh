@@ -7,6 +7,7 @@
 #     no temp directory remains, and the resume works once the limit is gone.
 #   `rfa generate --save-state` that cannot be written leaves no half file under the name,
 #     and an earlier state file there byte for byte.
+#   Absurd generation limits (-n 2^63-1, --temperature inf) are refused naming the option.
 # Usage: faults.sh <path-to-rfa> <source-dir>
 set -euo pipefail
 source "$(dirname "$0")/lib/common.bash"
@@ -59,4 +60,13 @@ cmp -s "$state" "$tmp/before.state" || fail "a failed --save-state changed the e
 "$rfa" --threads 1 generate "$run" --load-state "$state" -p " more" -n 4 >/dev/null 2>"$tmp/load.log" ||
   { cat "$tmp/load.log" >&2; fail "the kept state does not load"; }
 echo "faults: a --save-state that failed left no half file and kept the earlier state"
+# Generation limits: -n 2^63-1 on a softmax model overflowed prompt + n into a negative KV cache
+# size ("got -9223372036854775807", and signed overflow); it is now a memory refusal naming -n.
+config_write "$tmp/sm.yaml" softmax "run_dir: $tmp/smrun, batch_size: 4, steps: 1, log_every: 1, eval_every: 0, eval_batches: 2"
+"$rfa" --threads 1 train --config "$tmp/sm.yaml" 2>"$tmp/sm.log" || { cat "$tmp/sm.log" >&2; fail "train softmax"; }
+refused "$tmp/huge.log" "not enough memory" "$rfa" --threads 1 generate "$tmp/smrun" -p "Line" -n 9223372036854775807
+expect_in "$tmp/huge.log" "shrink -n (9223372036854775807)"
+refused "$tmp/inf.log" "--temperature inf must be a finite number >= 0" \
+  "$rfa" --threads 1 generate "$tmp/smrun" -p "Line" -n 2 --temperature inf
+echo "faults: -n 2^63-1 and --temperature inf are refused by name"
 echo "faults: ok"
