@@ -7,6 +7,7 @@
 #     no temp directory remains, and the resume works once the limit is gone.
 #   `rfa generate --save-state` that cannot be written leaves no half file under the name,
 #     and an earlier state file there byte for byte.
+#   Output to stdout that cannot be written (a full disk) exits 1 naming stdout, not 0.
 #   Absurd generation limits (-n 2^63-1, --temperature inf) are refused naming the option.
 # Usage: faults.sh <path-to-rfa> <source-dir>
 set -euo pipefail
@@ -69,4 +70,15 @@ expect_in "$tmp/huge.log" "shrink -n (9223372036854775807)"
 refused "$tmp/inf.log" "--temperature inf must be a finite number >= 0" \
   "$rfa" --threads 1 generate "$tmp/smrun" -p "Line" -n 2 --temperature inf
 echo "faults: -n 2^63-1 and --temperature inf are refused by name"
+# Output that cannot be written (/dev/full fails every write with ENOSPC, as `> file` on a full
+# disk does) exited 0 with the text or the JSON missing.
+for cmd in "generate $run -p Line -n 4" "eval perplexity $run --max-tokens 100 --json" \
+  "train --config $tmp/c.yaml --dump-config"; do
+  rc=0
+  # shellcheck disable=SC2086  # the command's words
+  "$rfa" --threads 1 $cmd >/dev/full 2>"$tmp/full-out.log" || rc=$?
+  [ "$rc" = 1 ] || { cat "$tmp/full-out.log" >&2; fail "rfa $cmd >/dev/full exited $rc, expected 1"; }
+  expect_in "$tmp/full-out.log" "cannot write the output to stdout"
+done
+echo "faults: output to a full disk exits 1"
 echo "faults: ok"
