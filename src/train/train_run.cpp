@@ -1,8 +1,13 @@
 #include "train/train_run.h"
 
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <optional>
+#include <utility>
+#include <vector>
+
+#include <fmt/ranges.h>
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_dir.h"
@@ -56,10 +61,40 @@ std::string save_checkpoint(TrainSession& session, const Config& config, const s
   return checkpoint_save(run_dir + "/checkpoints", contents, config.checkpoint);
 }
 
+// A run writes RUN/config.yaml and RUN/metrics.jsonl whole: in a directory that is not a run
+// (train.run_dir=. next to a user's own config.yaml) they would replace the user's files.
+// Files an earlier rfa run wrote (a run that stopped before its first checkpoint) begin as
+// rfa writes them; anything else is refused unless --overwrite.
+void run_dir_foreign_check(const std::string& run_dir) {
+  namespace fs = std::filesystem;
+  const std::pair<const char*, const char*> ours[] = {{"config.yaml", "# rfa configuration"},
+                                                      {"metrics.jsonl", "{\"type\":"}};
+  std::vector<std::string> foreign;
+  for (const auto& [name, start] : ours) {
+    const std::string path = run_dir + "/" + name;
+    std::error_code ec;
+    const fs::file_status st = fs::status(path, ec);
+    if (ec || !fs::exists(st)) continue;
+    if (!fs::is_regular_file(st)) {
+      foreign.push_back(path);
+      continue;
+    }
+    std::ifstream in(path, std::ios::binary);
+    std::string line;
+    std::getline(in, line);
+    if (!line.empty() && !line.starts_with(start)) foreign.push_back(path);
+  }
+  if (!foreign.empty())
+    fail("train.run_dir '{}' holds {} that no rfa run wrote, and a run replaces them with its own; pick another "
+         "directory with --set train.run_dir=..., or pass --overwrite to replace them",
+         run_dir, fmt::join(foreign, " and "));
+}
+
 // A new run must not silently mix with (or prune) an earlier run's checkpoints. Returns
 // true if the directory holds a run that --overwrite allows replacing; the caller deletes
 // it (run_dir_clear) only once the new run has validated and allocated everything.
 bool run_dir_claim(const std::string& run_dir, bool overwrite) {
+  if (!overwrite) run_dir_foreign_check(run_dir);
   const std::string latest = checkpoint_latest(run_dir + "/checkpoints");
   if (latest.empty()) return false;
   if (!overwrite)

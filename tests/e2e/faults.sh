@@ -8,6 +8,8 @@
 #   `rfa generate --save-state` that cannot be written leaves no half file under the name,
 #     and an earlier state file there byte for byte.
 #   Output to stdout that cannot be written (a full disk) exits 1 naming stdout, not 0.
+#   A fresh run into a directory holding a config.yaml / metrics.jsonl that no rfa run wrote is
+#     refused (it replaced them) unless --overwrite.
 #   Absurd generation limits (-n 2^63-1, --temperature inf) are refused naming the option.
 # Usage: faults.sh <path-to-rfa> <source-dir>
 set -euo pipefail
@@ -81,4 +83,21 @@ for cmd in "generate $run -p Line -n 4" "eval perplexity $run --max-tokens 100 -
   expect_in "$tmp/full-out.log" "cannot write the output to stdout"
 done
 echo "faults: output to a full disk exits 1"
+# A directory that is not a run: its own config.yaml and metrics.jsonl were replaced by the run's.
+mine=$tmp/mine
+mkdir "$mine"
+{ cat "$tmp/c.yaml"; echo "# my notes"; } >"$mine/config.yaml"
+echo '{"mine": 1}' >"$mine/metrics.jsonl"
+cp "$mine/config.yaml" "$tmp/mine.yaml"
+refused "$tmp/mine.log" "holds $mine/config.yaml and $mine/metrics.jsonl that no rfa run wrote" \
+  "$rfa" --threads 1 train --config "$mine/config.yaml" --set train.run_dir="$mine" --stop-after 1
+cmp -s "$mine/config.yaml" "$tmp/mine.yaml" || fail "a refused run changed the user's config.yaml"
+[ "$(ls -A "$mine")" = "$(printf 'config.yaml\nmetrics.jsonl')" ] || fail "a refused run left files: $(ls -A "$mine")"
+"$rfa" --threads 1 train --config "$tmp/mine.yaml" --set train.run_dir="$mine" --stop-after 1 --overwrite \
+  2>"$tmp/mine-ow.log" || { cat "$tmp/mine-ow.log" >&2; fail "--overwrite into a directory with foreign files"; }
+# A run that stopped before its first checkpoint left rfa's own files: a new run goes ahead.
+rm -rf "$mine/checkpoints"
+"$rfa" --threads 1 train --config "$tmp/mine.yaml" --set train.run_dir="$mine" --stop-after 1 2>"$tmp/mine-again.log" ||
+  { cat "$tmp/mine-again.log" >&2; fail "a run over an earlier run's files (no checkpoint) was refused"; }
+echo "faults: a directory with a user's config.yaml and metrics.jsonl is refused, rfa's own are not"
 echo "faults: ok"
