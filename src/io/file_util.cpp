@@ -4,10 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "core/error.h"
 #include "io/file_io.h"
@@ -67,16 +64,12 @@ void file_write_atomic(const std::string& path, std::string_view bytes) {
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   if (ec) fail("cannot create directory {} for {}: {}", parent.string(), path, ec.message());
   std::string temp = file_temp_path(path);
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) fail("cannot create {}: {}", temp, std::strerror(errno));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::filesystem::remove(temp, ec);
-      fail("cannot write {} bytes to {} (disk full?)", bytes.size(), temp);
-    }
+  try {
+    // fsynced before the rename: after a crash the name holds the old bytes or the new, never an empty file.
+    file_write_durable(temp, bytes);
+  } catch (const Error&) {
+    std::filesystem::remove(temp, ec);
+    throw;
   }
   file_commit(temp, path);
 }

@@ -5,6 +5,7 @@
 #   A checkpoint that cannot be written: the run exits non-zero saying which step was lost,
 #     that the previous checkpoint is intact and how to continue; `latest` still names it,
 #     no temp directory remains, and the resume works once the limit is gone.
+#   `rfa tokenizer train` and `rfa data prepare` that cannot write leave no file and no temporary.
 #   `rfa generate --save-state` that cannot be written leaves no half file under the name,
 #     and an earlier state file there byte for byte.
 #   Output to stdout that cannot be written (a full disk) exits 1 naming stdout, not 0.
@@ -46,6 +47,15 @@ ls "$run/checkpoints" | grep -q tmp && fail "a temp directory was left: $(ls "$r
   { cat "$tmp/resume.log" >&2; fail "resume after a failed checkpoint write"; }
 expect_in "$tmp/resume.log" "checkpoint $run/checkpoints/step-000003"
 echo "faults: a checkpoint write that failed kept step 2 and said how to continue"
+
+# A tokenizer (~5 KB) and a token file (~230 KB) that cannot be written: no file, no temporary.
+refused "$tmp/tok.log" "cannot write '$tmp/new.model.tmp." \
+  limited 2 "$rfa" --threads 1 tokenizer train --config "$tmp/c.yaml" --set tokenizer.path="$tmp/new.model"
+expect_in "$tmp/tok.log" "File too large"
+refused "$tmp/tokens.log" "cannot write" limited 100 "$rfa" --threads 1 data prepare --config "$tmp/c.yaml" \
+  --set data.tokens="$tmp/new.tokens"
+ls "$tmp" | grep -q '^new\.' && fail "a failed write left $(ls "$tmp" | grep '^new\.')"
+echo "faults: a tokenizer or token file that could not be written left nothing behind"
 
 # --save-state: the first save of a state (~6 KB) to a file limited to 4 KB, then over an earlier one.
 state=$tmp/s.state
