@@ -85,9 +85,9 @@ void run_dir_foreign_check(const std::string& run_dir) {
     if (!line.empty() && !line.starts_with(start)) foreign.push_back(path);
   }
   if (!foreign.empty())
-    fail("train.run_dir '{}' holds {} that no rfa run wrote, and a run replaces them with its own; pick another "
-         "directory with --set train.run_dir=..., or pass --overwrite to replace them",
-         run_dir, fmt::join(foreign, " and "));
+    fail("train.run_dir '{}' holds files that no rfa run wrote and a run would replace with its own: {}; pick "
+         "another directory with --set train.run_dir=..., or pass --overwrite to replace them",
+         run_dir, fmt::join(foreign, ", "));
 }
 
 // A new run must not silently mix with (or prune) an earlier run's checkpoints. Returns

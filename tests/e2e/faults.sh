@@ -99,7 +99,7 @@ mkdir "$mine"
 { cat "$tmp/c.yaml"; echo "# my notes"; } >"$mine/config.yaml"
 echo '{"mine": 1}' >"$mine/metrics.jsonl"
 cp "$mine/config.yaml" "$tmp/mine.yaml"
-refused "$tmp/mine.log" "holds $mine/config.yaml and $mine/metrics.jsonl that no rfa run wrote" \
+refused "$tmp/mine.log" "holds files that no rfa run wrote and a run would replace with its own: $mine/config.yaml, $mine/metrics.jsonl" \
   "$rfa" --threads 1 train --config "$mine/config.yaml" --set train.run_dir="$mine" --stop-after 1
 cmp -s "$mine/config.yaml" "$tmp/mine.yaml" || fail "a refused run changed the user's config.yaml"
 [ "$(ls -A "$mine")" = "$(printf 'config.yaml\nmetrics.jsonl')" ] || fail "a refused run left files: $(ls -A "$mine")"
