@@ -103,7 +103,13 @@ RunDirLock::RunDirLock(const std::string& dir) : dir_(dir) {
       fail("cannot write the lock file '{}': {}", lock, std::strerror(errno));
     probe_writable(dir, "train.run_dir");
     const std::string checkpoints = dir + "/checkpoints";
-    if (fs::is_directory(checkpoints, ec)) probe_writable(checkpoints, "the checkpoint directory");
+    if (fs::is_directory(checkpoints, ec)) {
+      probe_writable(checkpoints, "the checkpoint directory");
+    } else if (fs::exists(fs::symlink_status(checkpoints, ec))) {  // a file there failed the first save, steps later
+      fail("train.run_dir '{}' holds a 'checkpoints' that is not a directory, so no checkpoint could be saved; move "
+           "{} away or pick another directory with --set train.run_dir=...",
+           dir, checkpoints);
+    }
   } catch (...) {
     remove_started_files();
     throw;
