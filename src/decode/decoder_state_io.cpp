@@ -41,6 +41,7 @@ void decoder_state_save(const std::string& path, const Decoder<float>& dec, cons
   refs.push_back({"logits", DType::F32, {dec.vocab()}, dec.last_logits()});
   // Written under a temporary name and renamed when complete: a full disk or a kill leaves
   // neither a half file under `path` nor a damaged earlier state there (it was written in place).
+  file_temp_remove_stale(path);  // the temporaries of earlier writers that were killed
   const std::string temp = file_temp_path(path);
   try {
     safetensors_write(temp, refs,

@@ -70,6 +70,14 @@ cp "$state" "$tmp/before.state"
 refused "$tmp/state2.log" "(the earlier state in it is intact)" \
   limited 4 "$rfa" --threads 1 generate "$run" -p "Line 2" -n 4 --save-state "$state"
 cmp -s "$state" "$tmp/before.state" || fail "a failed --save-state changed the earlier $state"
+# A writer killed mid-save leaves its temporary; the next save removes it (pid 999999999 is not running).
+echo half >"$state.tmp.999999999"
+"$rfa" --threads 1 generate "$run" -p "Line 3" -n 4 --save-state "$tmp/other.state" >/dev/null 2>&1 ||
+  fail "generate --save-state other.state"
+[ -e "$state.tmp.999999999" ] || fail "a save to another file removed $state's temporary"
+"$rfa" --threads 1 generate "$run" -p "Line 1" -n 4 --save-state "$state" >/dev/null 2>"$tmp/state-again.log" ||
+  { cat "$tmp/state-again.log" >&2; fail "generate --save-state over a stale temporary"; }
+[ -e "$state.tmp.999999999" ] && fail "the stale temporary of a killed --save-state was left"
 "$rfa" --threads 1 generate "$run" --load-state "$state" -p " more" -n 4 >/dev/null 2>"$tmp/load.log" ||
   { cat "$tmp/load.log" >&2; fail "the kept state does not load"; }
 echo "faults: a --save-state that failed left no half file and kept the earlier state"
