@@ -11,6 +11,7 @@
 #   Output to stdout that cannot be written (a full disk) exits 1 naming stdout, not 0.
 #   A fresh run into a directory holding a config.yaml / metrics.jsonl that no rfa run wrote is
 #     refused (it replaced them) unless --overwrite.
+#   SIGHUP stops a training run with a checkpoint (exit 0), and is ignored under nohup.
 #   Absurd generation limits (-n 2^63-1, --temperature inf) are refused naming the option.
 # Usage: faults.sh <path-to-rfa> <source-dir>
 set -euo pipefail
@@ -118,4 +119,28 @@ rm -rf "$mine/checkpoints"
 "$rfa" --threads 1 train --config "$tmp/mine.yaml" --set train.run_dir="$mine" --stop-after 1 2>"$tmp/mine-again.log" ||
   { cat "$tmp/mine-again.log" >&2; fail "a run over an earlier run's files (no checkpoint) was refused"; }
 echo "faults: a directory with a user's config.yaml and metrics.jsonl is refused, rfa's own are not"
+# SIGHUP (the terminal closed) stops and saves like SIGTERM; under nohup (ignored) it changes nothing.
+config_write "$tmp/long.yaml" rfa_gate "run_dir: $tmp/unused, batch_size: 4, steps: 1000000, log_every: 1, eval_every: 0, eval_batches: 2"
+"$rfa" --threads 1 train --config "$tmp/long.yaml" --set train.run_dir="$tmp/hup" 2>"$tmp/hup.log" &
+pid=$!
+wait_for "$tmp/hup/metrics.jsonl" '"type":"train"'
+kill -HUP "$pid"
+rc=0
+wait "$pid" || rc=$?
+pid=
+[ "$rc" = 0 ] || { cat "$tmp/hup.log" >&2; fail "SIGHUP: exit code $rc, expected 0"; }
+expect_in "$tmp/hup.log" "signal 1 received: stopped"
+"$rfa" --threads 1 eval perplexity "$tmp/hup" --max-tokens 100 >/dev/null 2>"$tmp/hup-eval.log" ||
+  { cat "$tmp/hup-eval.log" >&2; fail "eval after SIGHUP"; }
+(trap '' HUP; exec "$rfa" --threads 1 train --config "$tmp/long.yaml" --set train.run_dir="$tmp/nohup") 2>"$tmp/nohup.log" &
+pid=$!
+wait_for "$tmp/nohup/metrics.jsonl" '"type":"train"'
+kill -HUP "$pid"
+sleep 0.5
+kill -0 "$pid" 2>/dev/null || { cat "$tmp/nohup.log" >&2; fail "an ignored SIGHUP ended the run"; }
+kill -TERM "$pid"
+wait "$pid" || fail "SIGTERM after an ignored SIGHUP"
+pid=
+expect_in "$tmp/nohup.log" "signal 15 received: stopped"
+echo "faults: SIGHUP stops and saves; ignored (nohup) it does nothing"
 echo "faults: ok"
