@@ -25,6 +25,7 @@
 #include "dist/dist.h"
 #include "model/memory_estimate.h"
 #include "model/model_io.h"
+#include "optim/grad_clip.h"
 #include "train/run_dir_lock.h"
 #include "train/train_data.h"
 #include "train/train_dist.h"
@@ -259,6 +260,15 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     state.val_loss = val_loss >= 0 ? val_loss : std::numeric_limits<double>::quiet_NaN();
     state.best_val_loss = result.best_val_loss;
     progress.clear();
+    // An update that overflowed (an absurd optim.lr) leaves inf weights after a finite loss: such
+    // a checkpoint would become `latest`, prune good ones and only fail when loaded.
+    std::vector<NamedRange> ranges;
+    for (const ParamEntry& e : session.model().table.entries()) ranges.push_back({e.name, e.offset, e.numel});
+    if (auto bad = grad_find_non_finite(session.model().params(), session.model().param_size(), ranges))
+      fail("step {}: the update left weight {}[{}] = {}, so its checkpoint is not written ({}); lower optim.lr", done,
+           bad->name, bad->index, bad->value,
+           saved_dir.empty() ? std::string("no checkpoint of this run exists")
+                             : fmt::format("the previous checkpoint {} is intact", saved_dir));
     try {
       saved_dir = save_checkpoint(session, config, run_dir, state, stream_ck);
     } catch (const Error& e) {  // a full disk, mostly: say what survives and how to go on

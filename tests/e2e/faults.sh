@@ -11,6 +11,7 @@
 #   Output to stdout that cannot be written (a full disk) exits 1 naming stdout, not 0.
 #   A fresh run into a directory holding a config.yaml / metrics.jsonl that no rfa run wrote is
 #     refused (it replaced them) unless --overwrite.
+#   Weights made non-finite by an update (optim.lr 1e38) are not checkpointed.
 #   SIGHUP stops a training run with a checkpoint (exit 0), and is ignored under nohup.
 #   Absurd generation limits (-n 2^63-1, --temperature inf) are refused naming the option.
 # Usage: faults.sh <path-to-rfa> <source-dir>
@@ -119,6 +120,15 @@ rm -rf "$mine/checkpoints"
 "$rfa" --threads 1 train --config "$tmp/mine.yaml" --set train.run_dir="$mine" --stop-after 1 2>"$tmp/mine-again.log" ||
   { cat "$tmp/mine-again.log" >&2; fail "a run over an earlier run's files (no checkpoint) was refused"; }
 echo "faults: a directory with a user's config.yaml and metrics.jsonl is refused, rfa's own are not"
+# An update that overflows (optim.lr 1e38) leaves inf weights after a finite loss: that checkpoint
+# became `latest` (and pruned good ones) and failed only when loaded. It is refused now.
+refused "$tmp/inf.log" "step 1: the update left weight tok_embedding[0] = -inf, so its checkpoint is not written" \
+  "$rfa" --threads 1 train --config "$tmp/c.yaml" --set train.run_dir="$tmp/inf" --set optim.lr=1e38 \
+  --set optim.warmup_steps=0 --set optim.lr_min=0 --set checkpoint.every=1
+expect_in "$tmp/inf.log" "lower optim.lr"
+[ -e "$tmp/inf" ] && fail "the refused run left $tmp/inf"
+echo "faults: a non-finite update is not checkpointed"
+
 # SIGHUP (the terminal closed) stops and saves like SIGTERM; under nohup (ignored) it changes nothing.
 config_write "$tmp/long.yaml" rfa_gate "run_dir: $tmp/unused, batch_size: 4, steps: 1000000, log_every: 1, eval_every: 0, eval_batches: 2"
 "$rfa" --threads 1 train --config "$tmp/long.yaml" --set train.run_dir="$tmp/hup" 2>"$tmp/hup.log" &
