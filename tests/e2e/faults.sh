@@ -13,10 +13,14 @@
 #     refused (it replaced them) unless --overwrite.
 #   Weights made non-finite by an update (optim.lr 1e38) are not checkpointed.
 #   SIGHUP stops a training run with a checkpoint (exit 0), and is ignored under nohup.
+#   Where a tmpfs can be mounted (root): the same on a real full disk (ENOSPC), and a start on a
+#     full file system says to free space.
 #   Absurd generation limits (-n 2^63-1, --temperature inf) are refused naming the option.
 # Usage: faults.sh <path-to-rfa> <source-dir>
 set -euo pipefail
 source "$(dirname "$0")/lib/common.bash"
+mnt=
+trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; [ -n "$mnt" ] && umount "$mnt" 2>/dev/null; rm -rf "$tmp"' EXIT
 
 refused() {  # log-file expected-text command...: must exit non-zero (not by a signal) with the text
   local log=$1 text=$2 rc=0
@@ -153,4 +157,30 @@ wait "$pid" || fail "SIGTERM after an ignored SIGHUP"
 pid=
 expect_in "$tmp/nohup.log" "signal 15 received: stopped"
 echo "faults: SIGHUP stops and saves; ignored (nohup) it does nothing"
+# A real full disk (ENOSPC), where mounting a 2 MB tmpfs is allowed (root): a start on a full file
+# system says to free space (it said chmod), and a checkpoint that does not fit keeps the previous one.
+mkdir "$tmp/mnt"
+if mount -t tmpfs -o size=2M tmpfs "$tmp/mnt" 2>/dev/null; then
+  mnt=$tmp/mnt
+  mkdir "$mnt/run"
+  fallocate -l "$(($(df -k --output=avail "$mnt" | tail -1) - 4))k" "$mnt/filler"
+  refused "$tmp/df-start.log" "No space left on device), so no checkpoint could be saved; free space on its file system" \
+    "$rfa" --threads 1 train --config "$tmp/c.yaml" --set train.run_dir="$mnt/run"
+  rm "$mnt/filler"
+  # keep_last 2: the third checkpoint (~460 KB each) does not fit in 2 MB with the first two and the filler.
+  fallocate -l 800k "$mnt/filler"
+  refused "$tmp/df-run.log" "the checkpoint of step 3 was not saved" "$rfa" --threads 1 train --config "$tmp/c.yaml" \
+    --set train.run_dir="$mnt/run" --set train.steps=5 --set checkpoint.every=1 --set checkpoint.keep_last=2
+  expect_in "$tmp/df-run.log" "No space left on device (the file system is full: free space on it"
+  expect_in "$tmp/df-run.log" "The previous checkpoint $mnt/run/checkpoints/step-000002 is intact"
+  [ "$(cat "$mnt/run/checkpoints/latest")" = step-000002 ] || fail "latest after a full disk: $(cat "$mnt/run/checkpoints/latest")"
+  ls "$mnt/run/checkpoints" | grep -q tmp && fail "a temp directory was left on the full disk"
+  rm "$mnt/filler"
+  "$rfa" --threads 1 train --resume "$mnt/run" 2>"$tmp/df-resume.log" || { cat "$tmp/df-resume.log" >&2; fail "resume after freeing space"; }
+  umount "$mnt"
+  mnt=
+  echo "faults: a full tmpfs: refused at start naming free space; a checkpoint that did not fit kept step 2"
+else
+  echo "faults: full-disk cases skipped (mounting a tmpfs needs root)"
+fi
 echo "faults: ok"
