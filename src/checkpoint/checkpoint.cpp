@@ -8,6 +8,7 @@
 #include "checkpoint/checkpoint_tokenizer.h"
 #include "io/file_io.h"
 #include "io/hash.h"
+#include "core/checksum_policy.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -60,7 +61,9 @@ std::string checkpoint_save(const std::string& root, const CheckpointContents& c
     safetensors_write(temp + "/" + kOptimizerFile, c.optimizer, {{"rfa.content", "optimizer"}, {kStepKey, step}});
     if (!c.streams.empty())
       safetensors_write(temp + "/" + kStreamsFile, c.streams, {{"rfa.content", "streams"}, {kStepKey, step}});
-    file_write_durable(temp + "/" + kStateFile, train_state_serialize(c.state));
+    TrainState state = c.state;
+    state.config_xxh64 = hash_hex(xxhash64(c.config_yaml.data(), c.config_yaml.size()));
+    file_write_durable(temp + "/" + kStateFile, train_state_serialize(state));
     file_write_durable(temp + "/" + kConfigFile, c.config_yaml);
     if (!c.tokenizer_path.empty()) file_copy_durable(c.tokenizer_path, temp + "/" + kTokenizerFile);
   });
@@ -121,6 +124,13 @@ LoadedCheckpoint checkpoint_load(const std::string& dir, const std::vector<Tenso
     check_step(dir, state_path, out.state, out.streams, streams_path);
   }
   out.config_yaml = checkpoint_file_read(dir, [&] { return file_read_text(dir + "/" + kConfigFile); });
+  // The config a resume trains with (and inference builds the model from): an edited value there
+  // (optim.lr, train.batch_size) changed the run without a word.
+  if (const std::string sum = hash_hex(xxhash64(out.config_yaml.data(), out.config_yaml.size()));
+      checksums_enforced() && !out.state.config_xxh64.empty() && sum != out.state.config_xxh64)
+    fail("{}/{}: checksum {} differs from the {} that state.json records: the saved config was edited or "
+         "corrupted (a resume trains with it as saved; --set changes the keys it allows); {}",
+         dir, kConfigFile, sum, out.state.config_xxh64, checkpoint_damaged_fix(dir));
   const std::string tokenizer = dir + "/" + kTokenizerFile;
   std::error_code ec;
   if (std::filesystem::exists(tokenizer, ec)) {

@@ -240,3 +240,25 @@ TEST_CASE("checkpoint: a missing or damaged file names the other checkpoints to 
   CHECK_THROWS_WITH_AS(checkpoint_load(dir, toy.model_specs(), toy.optimizer_specs()),
                        doctest::Contains("is damaged and has no other checkpoint beside it"), Error);
 }
+
+TEST_CASE("checkpoint: an edited or corrupted config.yaml is refused (state.json records its checksum)") {
+  // A resume trains with the saved config: a changed optim.lr or train.batch_size there went unnoticed.
+  test::TempDir tmp;
+  std::string root = tmp / "ck";
+  test::ToyModel toy(9);
+  checkpoint_save(root, toy.contents(1, 1.0), retention(3, true));
+  const std::string dir = checkpoint_save(root, toy.contents(2, 1.0), retention(3, true));
+  CHECK(toy.matches(checkpoint_load(dir, toy.model_specs(), toy.optimizer_specs())));
+  const std::string yaml = file_read_text(dir + "/config.yaml");
+  file_write_durable(dir + "/config.yaml", yaml + "optim:\n  lr: 1.0\n");
+  CHECK_THROWS_WITH_AS(checkpoint_load(dir, toy.model_specs(), toy.optimizer_specs()),
+                       doctest::Contains("config.yaml: checksum"), Error);
+  CHECK_THROWS_WITH_AS(checkpoint_load(dir, toy.model_specs(), toy.optimizer_specs()),
+                       doctest::Contains(("the saved config was edited or corrupted (a resume trains with it as "
+                                          "saved; --set changes the keys it allows); checkpoint " + dir +
+                                          " is damaged: restore the file, or use another checkpoint")
+                                             .c_str()),
+                       Error);
+  file_write_durable(dir + "/config.yaml", yaml);
+  CHECK(toy.matches(checkpoint_load(dir, toy.model_specs(), toy.optimizer_specs())));
+}
