@@ -2,10 +2,13 @@
 
 #include <filesystem>
 
+#include <fmt/ranges.h>
+
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/checkpoint_tokenizer.h"
 #include "io/file_io.h"
 #include "io/hash.h"
+#include "core/checksum_policy.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -58,7 +61,9 @@ std::string checkpoint_save(const std::string& root, const CheckpointContents& c
     safetensors_write(temp + "/" + kOptimizerFile, c.optimizer, {{"rfa.content", "optimizer"}, {kStepKey, step}});
     if (!c.streams.empty())
       safetensors_write(temp + "/" + kStreamsFile, c.streams, {{"rfa.content", "streams"}, {kStepKey, step}});
-    file_write_durable(temp + "/" + kStateFile, train_state_serialize(c.state));
+    TrainState state = c.state;
+    state.config_xxh64 = hash_hex(xxhash64(c.config_yaml.data(), c.config_yaml.size()));
+    file_write_durable(temp + "/" + kStateFile, train_state_serialize(state));
     file_write_durable(temp + "/" + kConfigFile, c.config_yaml);
     if (!c.tokenizer_path.empty()) file_copy_durable(c.tokenizer_path, temp + "/" + kTokenizerFile);
   });
@@ -72,20 +77,39 @@ std::string checkpoint_save(const std::string& root, const CheckpointContents& c
   return dir;
 }
 
+std::string checkpoint_damaged_fix(const std::string& dir) {
+  std::filesystem::path self = std::filesystem::path(dir).lexically_normal();
+  if (!self.has_filename()) self = self.parent_path();  // "step-000012/"
+  const std::string root = self.parent_path().empty() ? "." : self.parent_path().string();
+  std::vector<std::string> others;  // newest first
+  try {
+    std::vector<CheckpointEntry> all = checkpoint_list(root);
+    for (auto it = all.rbegin(); it != all.rend() && others.size() < 3; ++it)
+      if (it->name != self.filename().string()) others.push_back(root + "/" + it->name);
+  } catch (const Error&) {
+  }
+  if (others.empty())
+    return fmt::format("checkpoint {} is damaged and has no other checkpoint beside it: restore the file from a copy",
+                       dir);
+  return fmt::format("checkpoint {} is damaged: restore the file, or use another checkpoint by naming its directory "
+                     "(newest first: {})",
+                     dir, fmt::join(others, ", "));
+}
+
 LoadedCheckpoint checkpoint_load(const std::string& dir, const std::vector<TensorSpec>& model_expected,
                                  const std::vector<TensorSpec>& optimizer_expected,
                                  const std::vector<TensorSpec>& streams_expected) {
   LoadedCheckpoint out;
   out.dir = dir;
   const std::string state_path = dir + "/" + kStateFile;
-  out.state = train_state_parse(file_read_text(state_path), state_path);
+  out.state = checkpoint_file_read(dir, [&] { return train_state_parse(file_read_text(state_path), state_path); });
   const std::string model_path = dir + "/" + kModelFile;
-  out.model = safetensors_read(model_path);
+  out.model = checkpoint_file_read(dir, [&] { return safetensors_read(model_path); });
   safetensors_validate(out.model, model_expected, model_path);
   check_step(dir, state_path, out.state, out.model, model_path);
   if (!optimizer_expected.empty()) {
     const std::string optimizer_path = dir + "/" + kOptimizerFile;
-    out.optimizer = safetensors_read(optimizer_path);
+    out.optimizer = checkpoint_file_read(dir, [&] { return safetensors_read(optimizer_path); });
     safetensors_validate(out.optimizer, optimizer_expected, optimizer_path);
     check_step(dir, state_path, out.state, out.optimizer, optimizer_path);
   }
@@ -95,11 +119,18 @@ LoadedCheckpoint checkpoint_load(const std::string& dir, const std::vector<Tenso
       fail("checkpoint {} has no {}: it holds no stream offsets and carried states, which a train.stateful run "
            "resumes from; resume from a checkpoint of a stateful run",
            dir, kStreamsFile);
-    out.streams = safetensors_read(streams_path);
+    out.streams = checkpoint_file_read(dir, [&] { return safetensors_read(streams_path); });
     safetensors_validate(out.streams, streams_expected, streams_path);
     check_step(dir, state_path, out.state, out.streams, streams_path);
   }
-  out.config_yaml = file_read_text(dir + "/" + kConfigFile);
+  out.config_yaml = checkpoint_file_read(dir, [&] { return file_read_text(dir + "/" + kConfigFile); });
+  // The config a resume trains with (and inference builds the model from): an edited value there
+  // (optim.lr, train.batch_size) changed the run without a word.
+  if (const std::string sum = hash_hex(xxhash64(out.config_yaml.data(), out.config_yaml.size()));
+      checksums_enforced() && !out.state.config_xxh64.empty() && sum != out.state.config_xxh64)
+    fail("{}/{}: checksum {} differs from the {} that state.json records: the saved config was edited or "
+         "corrupted (a resume trains with it as saved; --set changes the keys it allows); {}",
+         dir, kConfigFile, sum, out.state.config_xxh64, checkpoint_damaged_fix(dir));
   const std::string tokenizer = dir + "/" + kTokenizerFile;
   std::error_code ec;
   if (std::filesystem::exists(tokenizer, ec)) {

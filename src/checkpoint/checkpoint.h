@@ -12,6 +12,7 @@
 #include "checkpoint/safetensors.h"
 #include "checkpoint/train_state.h"
 #include "config/config.h"
+#include "core/error.h"
 
 namespace rfa {
 
@@ -47,5 +48,20 @@ struct LoadedCheckpoint {
 LoadedCheckpoint checkpoint_load(const std::string& dir, const std::vector<TensorSpec>& model_expected,
                                  const std::vector<TensorSpec>& optimizer_expected,
                                  const std::vector<TensorSpec>& streams_expected = {});
+
+// What to do about a damaged or missing file of checkpoint `dir`: restore it, or name one of
+// the other checkpoints beside it (listed, newest first).
+std::string checkpoint_damaged_fix(const std::string& dir);
+
+// read()'s result; an Error it throws (a file of checkpoint `dir` missing, truncated or
+// corrupt) is rethrown with checkpoint_damaged_fix(dir) appended.
+template <typename Read>
+auto checkpoint_file_read(const std::string& dir, Read read) {
+  try {
+    return read();
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + "; " + checkpoint_damaged_fix(dir));
+  }
+}
 
 }  // namespace rfa

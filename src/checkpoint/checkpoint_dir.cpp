@@ -132,6 +132,36 @@ std::string checkpoint_dir_commit(const std::string& root, const std::string& na
   return final_dir;
 }
 
+namespace {
+
+// The pointer's text for a message: the file may hold any bytes, and any number of them.
+std::string printable(const std::string& text) {
+  std::string shown;
+  for (size_t i = 0; i < text.size() && i < 64; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    shown += c >= 0x20 && c < 0x7f ? std::string(1, text[i]) : fmt::format("\\x{:02x}", c);
+  }
+  return text.size() > 64 ? shown + "..." : shown;
+}
+
+// The fix for a damaged `latest`: point it at the newest checkpoint that has its weights.
+std::string latest_repair(const std::string& root, const std::string& pointer) {
+  std::vector<CheckpointEntry> all;
+  try {
+    all = checkpoint_list(root);
+  } catch (const Error&) {
+  }
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    std::error_code ec;
+    if (fs::exists(root + "/" + it->name + "/model.safetensors", ec))
+      return fmt::format("point it at the newest checkpoint there with `echo {} > {}`, or name a checkpoint "
+                         "directory ({}/{}) instead of the run", it->name, pointer, root, it->name);
+  }
+  return fmt::format("no checkpoint is left under {}: remove it (`rm {}`)", root, pointer);
+}
+
+}  // namespace
+
 std::string checkpoint_latest(const std::string& root) {
   const std::string pointer = root + "/" + kLatest;
   std::error_code ec;
@@ -141,10 +171,13 @@ std::string checkpoint_latest(const std::string& root) {
   try {
     check_name(name);
   } catch (const Error&) {
-    fail("checkpoint pointer '{}' is corrupted: it holds '{}', not a checkpoint name", pointer, name);
+    fail("checkpoint pointer '{}' is corrupted: it holds '{}', not a checkpoint name; {}", pointer, printable(name),
+         latest_repair(root, pointer));
   }
   const std::string dir = root + "/" + name;
-  if (!fs::is_directory(dir, ec)) fail("checkpoint pointer '{}' names '{}' but that directory is missing", pointer, dir);
+  if (!fs::is_directory(dir, ec))
+    fail("checkpoint pointer '{}' names '{}/{}' but that directory is missing; {}", pointer, root, printable(name),
+         latest_repair(root, pointer));
   return dir;
 }
 

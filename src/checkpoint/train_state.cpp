@@ -28,7 +28,8 @@ std::string state_fields(const TrainState& s) {
       "  \"threads\": {}",
       s.format_version, s.step, s.seed, s.data_position, s.tokens_seen, json_number(s.wall_seconds),
       json_number(s.val_loss), json_number(s.best_val_loss), json_quote(s.tokenizer_xxh64), s.threads) +
-         (s.ranks > 0 ? fmt::format(",\n  \"ranks\": {},\n  \"grad_accum\": {}", s.ranks, s.grad_accum) : "");
+         (s.ranks > 0 ? fmt::format(",\n  \"ranks\": {},\n  \"grad_accum\": {}", s.ranks, s.grad_accum) : "") +
+         (s.config_xxh64.empty() ? "" : fmt::format(",\n  \"config_checksum\": {}", json_quote(s.config_xxh64)));
 }
 
 std::string state_checksum(const TrainState& s) {
@@ -74,6 +75,7 @@ TrainState train_state_parse(std::string_view json, const std::string& source) {
     if (s.ranks < 1 || s.grad_accum < 1)
       fail("{}: ranks {} and grad_accum {} must be >= 1", source, s.ranks, s.grad_accum);
   }
+  if (const JsonValue* c = root.find("config_checksum")) s.config_xxh64 = c->as_string(what("config_checksum"));
   if (s.step < 0 || s.data_position < 0 || s.tokens_seen < 0) {
     fail("{}: step {}, data_position {} and tokens_seen {} must be >= 0", source, s.step, s.data_position,
          s.tokens_seen);

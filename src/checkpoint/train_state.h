@@ -34,6 +34,9 @@ struct TrainState {
   // checksum of older files still matches.
   int ranks = 0;
   int grad_accum = 0;
+  // XXH64 of the checkpoint's config.yaml (key "config_checksum"; "" = not recorded, written
+  // only when set): the saved config a resume trains with is otherwise unchecked text.
+  std::string config_xxh64;
 };
 
 // Pretty JSON, trailing newline; the last field, "checksum", is XXH64 over the canonical

@@ -2,6 +2,7 @@
 //   [--top-k K] [--top-p P] [--seed S] [--greedy] [--num-samples N] [--window W] [--save-state F] [--load-state F]
 // Tokens stream to stdout as they are produced; statistics go to stderr at the end.
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -61,7 +62,11 @@ void run_generate(const GenerateArgs& a) {
   o.max_segment = a.prefill_segment;
   // The RoPE table and softmax's cache: a continued generation starts where its state left off.
   const int64_t start = a.load_state.empty() ? 0 : decoder_state_position(a.load_state);
-  o.max_positions = start + static_cast<int64_t>(prompt.size()) + a.max_new_tokens;
+  // Saturating: -n up to 2^63-1 is allowed ("until stopped"), and the sum overflowed into a negative count.
+  const int64_t used = start + static_cast<int64_t>(prompt.size());
+  o.max_positions = a.max_new_tokens > std::numeric_limits<int64_t>::max() - used
+                        ? std::numeric_limits<int64_t>::max()
+                        : used + a.max_new_tokens;
   const int context = model.spec.model.context_length;
   if (attention_state_grows(model.spec.attn)) {
     // Softmax sees at most `window` positions, so relative distances stay within training's.

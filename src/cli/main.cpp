@@ -2,7 +2,9 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <string>
@@ -64,6 +66,18 @@ int threads_default(int threads) {
   return std::max(1, rfa::physical_core_count() / rfa::dist_local_size());
 }
 
+// Output that could not be written (`> file` on a full disk) is an error: the text streamed
+// to stdout is the result of generate, eval --json and --dump-config, and exit 0 said it was whole.
+void stdout_finish() {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  if (flushed && !std::ferror(stdout)) return;
+  const int err = errno;
+  rfa::fail("cannot write the output to stdout: {}; it is incomplete (free space where it goes, or redirect it "
+            "elsewhere)",
+            err != 0 ? std::strerror(err) : "an earlier write failed");
+}
+
 // An error on one rank leaves the others waiting in their next collective: end them all.
 int exit_code(int code) {
   if (rfa::dist_size() > 1) rfa::dist_abort(code);
@@ -108,6 +122,7 @@ int main(int argc, char** argv) {
     log_setup(dist_is_root() ? log_level_parse(log_level) : LogLevel::error, dist_is_root() ? log_file : "");
     thread_count_set(threads_default(threads));
     if (action) action();
+    stdout_finish();
     log_flush();
     return 0;
   } catch (const Error& e) {

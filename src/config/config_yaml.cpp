@@ -1,5 +1,6 @@
 // Reading: YAML files and text, and --set assignments, onto a Config through
 // the key table. The only file in the project that includes yaml-cpp's parser.
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -87,9 +88,18 @@ void apply_yaml(const YAML::Node& root, const std::string& origin, Config& confi
   }
 }
 
+// yaml-cpp's depth guard says only "bad file".
+[[noreturn]] void fail_too_deep(const std::string& origin, const YAML::DeepRecursion& e) {
+  fail("{}:{}:{}: YAML nested {} levels deep, past the parser's limit; a config nests two (section, then "
+       "'key: value')",
+       origin, e.mark.line + 1, e.mark.column + 1, e.depth());
+}
+
 YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
   try {
     return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    fail_too_deep(origin, e);
   } catch (const YAML::ParserException& e) {
     fail("{}:{}:{}: YAML syntax error: {}", origin, e.mark.line + 1, e.mark.column + 1, e.msg);
   }
@@ -162,6 +172,8 @@ YAML::Node parse_config_file(const std::string& text, const std::string& origin)
     while (documents.roots.size() < 2 && parser.HandleNextDocument(documents)) {
     }
     if (documents.roots.size() == 1) root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    fail_too_deep(origin, e);
   } catch (const YAML::ParserException& e) {
     fail("{}:{}:{}: YAML syntax error: {}", origin, e.mark.line + 1, e.mark.column + 1, e.msg);
   }
@@ -188,6 +200,11 @@ std::string read_file(const std::string& path) {
   if (std::filesystem::is_directory(path, ec))
     fail("config file '{}' is a directory; give a YAML file, e.g. --config configs/shakespeare-char-rfa-gate.yaml "
          "(configs/ holds the shipped ones)",
+         path);
+  // A FIFO (or device) would block or never end; a config is a file.
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    fail("config file '{}' is not a regular file (a pipe, device or socket); give a YAML file, e.g. --config "
+         "configs/shakespeare-char-rfa-gate.yaml",
          path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot read config file '{}': {}; check the path (configs/ holds the shipped ones)", path,

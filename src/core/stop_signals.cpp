@@ -29,6 +29,7 @@ sigset_t stop_set() {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGUSR1);  // what Open MPI's mpirun forwards to every rank (docs/distributed.md)
+  sigaddset(&set, SIGHUP);   // the terminal closed (an ssh session dropped): stop and save, unless ignored
   return set;
 }
 
@@ -50,7 +51,10 @@ StopSignals::StopSignals() {
   sigaction(SIGINT, &action, &old_int_);
   sigaction(SIGTERM, &action, &old_term_);
   sigaction(SIGUSR1, &action, &old_usr1_);
-  // Block all three in every thread that computes: this one and the OpenMP pool (threads
+  // SIGHUP only when not ignored: under nohup (SIG_IGN inherited) a hangup must not stop the run.
+  sigaction(SIGHUP, nullptr, &old_hup_);
+  if (old_hup_.sa_handler != SIG_IGN) sigaction(SIGHUP, &action, nullptr);
+  // Block them all in every thread that computes: this one and the OpenMP pool (threads
   // the pool adds later are started from this thread and inherit its mask). The
   // kernel then delivers a process-directed SIGINT/SIGTERM to the watcher, the one
   // thread that leaves them unblocked. (Pool threads idle outside the current team
@@ -78,6 +82,7 @@ StopSignals::~StopSignals() {
   sigaction(SIGINT, &old_int_, nullptr);
   sigaction(SIGTERM, &old_term_, nullptr);
   sigaction(SIGUSR1, &old_usr1_, nullptr);
+  sigaction(SIGHUP, &old_hup_, nullptr);
   g_stop_signal.store(0);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // SIGINT/SIGTERM (and SIGUSR1, which Open MPI's mpirun forwards to every rank while it
-// kills the job on SIGTERM/SIGINT) as a request to stop, for long runs (`rfa train`). While a
+// kills the job on SIGTERM/SIGINT; and SIGHUP, a closed terminal, unless the process
+// inherited it ignored, as under nohup) as a request to stop, for long runs (`rfa train`). While a
 // StopSignals lives, the first of them sets a process-wide flag that
 // long loops poll with stop_requested() at points where stopping loses nothing
 // (between micro-batches, between evaluation batches); a second one kills the
@@ -32,6 +33,7 @@ class StopSignals {
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
   struct sigaction old_usr1_ {};
+  struct sigaction old_hup_ {};
   sigset_t old_mask_{};
   std::mutex mutex_;
   std::condition_variable wake_;

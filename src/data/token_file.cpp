@@ -72,7 +72,8 @@ TokenFile::~TokenFile() {
 }
 
 TokenFile TokenFile::open_unchecked(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO with no writer would wait forever; the S_ISREG check refuses it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     fail("cannot open token file {}: {}; create it with `rfa data prepare`", path, std::strerror(errno));
   struct stat st {};
@@ -80,6 +81,11 @@ TokenFile TokenFile::open_unchecked(const std::string& path) {
     int err = errno;
     ::close(fd);
     fail("cannot stat token file {}: {}", path, std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {  // a directory failed mmap with "No such device"
+    ::close(fd);
+    fail("token file {} is {}, not a file; point data.tokens at the file `rfa data prepare` writes", path,
+         S_ISDIR(st.st_mode) ? "a directory" : "a pipe, device or socket");
   }
   size_t size = static_cast<size_t>(st.st_size);
   if (size < static_cast<size_t>(kTokenFileHeaderBytes)) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "core/checksum_policy.h"
 #include "core/error.h"
 #include "io/file_io.h"
+#include "io/file_util.h"
 #include "io/hash.h"
 
 namespace rfa {
@@ -37,10 +39,22 @@ void decoder_state_save(const std::string& path, const Decoder<float>& dec, cons
     refs.push_back({state_name(static_cast<int>(l)), DType::F32, attention_state_shape(s), attention_state_data(s)});
   }
   refs.push_back({"logits", DType::F32, {dec.vocab()}, dec.last_logits()});
-  safetensors_write(path, refs,
-                    {{"rfa.content", "decode-state"},
-                     {"position", std::to_string(dec.position())},
-                     {"model_checksum", model_sum}});
+  // Written under a temporary name and renamed when complete: a full disk or a kill leaves
+  // neither a half file under `path` nor a damaged earlier state there (it was written in place).
+  file_temp_remove_stale(path);  // the temporaries of earlier writers that were killed
+  const std::string temp = file_temp_path(path);
+  try {
+    safetensors_write(temp, refs,
+                      {{"rfa.content", "decode-state"},
+                       {"position", std::to_string(dec.position())},
+                       {"model_checksum", model_sum}});
+  } catch (const Error& e) {
+    std::error_code ignored;
+    std::filesystem::remove(temp, ignored);
+    fail("--save-state {}: {}; nothing was saved there{}", path, e.what(),
+         std::filesystem::exists(path, ignored) ? " (the earlier state in it is intact)" : "");
+  }
+  file_commit(temp, path);
 }
 
 namespace {

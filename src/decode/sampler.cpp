@@ -17,7 +17,7 @@ constexpr uint64_t kSamplerStream = 0x5a3b1e;  // keeps sampling draws apart fro
 void sampler_config_validate(const SamplerConfig& c) {
   if (c.greedy) return;
   if (!(c.temperature >= 0) || !std::isfinite(c.temperature))
-    fail("--temperature {} must be >= 0 (0 = greedy; 0.8 is a common choice)", c.temperature);
+    fail("--temperature {} must be a finite number >= 0 (0 = greedy; 0.8 is a common choice)", c.temperature);
   if (c.top_k < 0) fail("--top-k {} must be >= 0 (0 = no limit)", c.top_k);
   if (!(c.top_p > 0 && c.top_p <= 1)) fail("--top-p {} must be in (0, 1] (1 = no limit)", c.top_p);
 }

@@ -14,6 +14,13 @@ namespace {
 
 std::string reason() { return std::strerror(errno); }
 
+// A failed write's reason; a full file system also gets the fix.
+std::string write_reason() {
+  if (errno == ENOSPC || errno == EDQUOT)
+    return reason() + " (the file system is full: free space on it, or write somewhere else)";
+  return reason();
+}
+
 }  // namespace
 
 FileWriter::FileWriter(const std::string& path) : path_(path) {
@@ -33,7 +40,7 @@ void FileWriter::write(const void* data, size_t size) {
     ssize_t n = ::write(fd_, p, size);
     if (n < 0) {
       if (errno == EINTR) continue;
-      fail("cannot write '{}': {}", path_, reason());
+      fail("cannot write '{}': {}", path_, write_reason());
     }
     p += n;
     size -= static_cast<size_t>(n);
@@ -42,10 +49,10 @@ void FileWriter::write(const void* data, size_t size) {
 
 void FileWriter::finish() {
   RFA_ASSERT(fd_ >= 0, "file '{}' finished twice", path_);
-  if (::fsync(fd_) != 0) fail("cannot flush '{}' to disk: {}", path_, reason());
+  if (::fsync(fd_) != 0) fail("cannot flush '{}' to disk: {}", path_, write_reason());
   int fd = fd_;
   fd_ = -1;
-  if (::close(fd) != 0) fail("cannot close '{}': {}", path_, reason());
+  if (::close(fd) != 0) fail("cannot close '{}': {}", path_, write_reason());
 }
 
 void file_write_durable(const std::string& path, std::string_view contents) {
@@ -55,11 +62,14 @@ void file_write_durable(const std::string& path, std::string_view contents) {
 }
 
 std::vector<uint8_t> file_read_bytes(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO with no writer would wait forever; the S_ISREG check refuses it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail("cannot open '{}': {}", path, reason());
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    std::string why = S_ISREG(st.st_mode) ? reason() : "not a regular file";
+    std::string why = S_ISREG(st.st_mode) ? reason()
+                      : S_ISDIR(st.st_mode) ? "it is a directory, not a file"
+                                            : "not a regular file (a pipe, device or socket)";
     ::close(fd);
     fail("cannot read '{}': {}", path, why);
   }

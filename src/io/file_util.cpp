@@ -4,25 +4,15 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "core/error.h"
+#include "io/file_io.h"
 
 namespace rfa {
 
-std::string file_read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open {}: {}", path, std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  std::streamoff size = in.tellg();
-  in.seekg(0, std::ios::beg);
-  std::string bytes(static_cast<size_t>(size), '\0');
-  if (size > 0 && !in.read(bytes.data(), size)) fail("cannot read {} ({} bytes)", path, size);
-  return bytes;
-}
+// A directory made ifstream's size -1, hence std::bad_alloc; a FIFO made it wait forever.
+std::string file_read_all(const std::string& path) { return file_read_text(path); }
 
 std::string file_temp_path(const std::string& path) {
   return fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
@@ -62,7 +52,8 @@ void file_commit(const std::string& temp, const std::string& path) {
   std::error_code ec;
   std::filesystem::rename(temp, path, ec);
   if (ec) {
-    std::filesystem::remove(temp, ec);
+    std::error_code ignored;  // not ec: its reason is the message ("Success" once remove() reused it)
+    std::filesystem::remove(temp, ignored);
     fail("cannot rename {} to {}: {}", temp, path, ec.message());
   }
 }
@@ -73,16 +64,12 @@ void file_write_atomic(const std::string& path, std::string_view bytes) {
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   if (ec) fail("cannot create directory {} for {}: {}", parent.string(), path, ec.message());
   std::string temp = file_temp_path(path);
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) fail("cannot create {}: {}", temp, std::strerror(errno));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::filesystem::remove(temp, ec);
-      fail("cannot write {} bytes to {} (disk full?)", bytes.size(), temp);
-    }
+  try {
+    // fsynced before the rename: after a crash the name holds the old bytes or the new, never an empty file.
+    file_write_durable(temp, bytes);
+  } catch (const Error&) {
+    std::filesystem::remove(temp, ec);
+    throw;
   }
   file_commit(temp, path);
 }

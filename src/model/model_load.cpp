@@ -70,9 +70,11 @@ LoadedModel model_load_from(const std::string& dir, Precision precision) {
   LoadedModel out;
   out.checkpoint_dir = dir;
   const std::string config_path = dir + "/config.yaml", state_path = dir + "/state.json";
-  out.config = config_parse(file_read_text(config_path), config_path);
+  out.config = checkpoint_file_read(dir, [&] { return config_parse(file_read_text(config_path), config_path); });
   // The tokenizer first: the config may leave the vocabulary size, hence the tensor shapes, to it.
-  out.tokenizer = tokenizer_of(dir, train_state_parse(file_read_text(state_path), state_path), out.config);
+  const TrainState state =
+      checkpoint_file_read(dir, [&] { return train_state_parse(file_read_text(state_path), state_path); });
+  out.tokenizer = tokenizer_of(dir, state, out.config);
   const int V = out.tokenizer->vocab_size();
   if (out.config.model.vocab_size != 0 && out.config.model.vocab_size != V)
     fail("checkpoint {}: the model has vocabulary {} but its tokenizer {} has {}; they do not belong together",

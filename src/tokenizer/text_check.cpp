@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "core/error.h"
@@ -40,6 +41,12 @@ void text_check(std::string_view text, const std::string& path, std::string_view
 }
 
 void text_file_check(const std::string& path, std::string_view what) {
+  // A directory reads as an error late, a FIFO blocks forever in fopen: refuse both by their type first.
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (!ec && !std::filesystem::is_regular_file(st))
+    fail("{} {} is {}, not a text file; point it at a text file", what, path,
+         std::filesystem::is_directory(st) ? "a directory" : "a pipe, device or socket");
   std::unique_ptr<std::FILE, FileCloser> in(std::fopen(path.c_str(), "rb"));
   if (!in) fail("cannot open {} {}: {}", what, path, std::strerror(errno));
   constexpr size_t kBlock = 1 << 20;

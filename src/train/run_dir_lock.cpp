@@ -65,6 +65,10 @@ void probe_writable(const std::string& dir, const char* what) {
     ::close(fd);
     ::unlink(probe.c_str());
   }
+  if (err == ENOSPC || err == EDQUOT)  // not a permission: chmod would not help
+    fail("{} '{}' does not accept new files ({}), so no checkpoint could be saved; free space on its file system or "
+         "pick another directory with --set train.run_dir=...",
+         what, dir, std::strerror(err));
   if (err != 0)
     fail("{} '{}' does not accept new files ({}), so no checkpoint could be saved; make it writable (e.g. chmod u+w "
          "'{}') or pick another directory with --set train.run_dir=...",
@@ -99,11 +103,22 @@ RunDirLock::RunDirLock(const std::string& dir) : dir_(dir) {
     for (std::string_view name : kTrainerFiles)
       if (!fs::exists(dir + "/" + std::string(name), ec)) new_files_.emplace_back(name);
     const std::string pid = fmt::format("{}\n", ::getpid());
-    if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) != ssize_t(pid.size()))
-      fail("cannot write the lock file '{}': {}", lock, std::strerror(errno));
+    if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) != ssize_t(pid.size())) {
+      const int err = errno;
+      fail("cannot write the lock file '{}': {}{}", lock, std::strerror(err),
+           err == ENOSPC || err == EDQUOT ? "; free space on its file system (a full one has room for no checkpoint "
+                                            "either) or pick another directory with --set train.run_dir=..."
+                                          : "");
+    }
     probe_writable(dir, "train.run_dir");
     const std::string checkpoints = dir + "/checkpoints";
-    if (fs::is_directory(checkpoints, ec)) probe_writable(checkpoints, "the checkpoint directory");
+    if (fs::is_directory(checkpoints, ec)) {
+      probe_writable(checkpoints, "the checkpoint directory");
+    } else if (fs::exists(fs::symlink_status(checkpoints, ec))) {  // a file there failed the first save, steps later
+      fail("train.run_dir '{}' holds a 'checkpoints' that is not a directory, so no checkpoint could be saved; move "
+           "{} away or pick another directory with --set train.run_dir=...",
+           dir, checkpoints);
+    }
   } catch (...) {
     remove_started_files();
     throw;

@@ -10,6 +10,7 @@
 
 #include "io/json.h"
 #include "core/error.h"
+#include "core/log.h"
 
 namespace rfa {
 namespace {
@@ -57,6 +58,7 @@ std::string eval_log_json(int64_t step, double val_loss, double elapsed_s) {
 }
 
 MetricsFile::MetricsFile(const std::string& path, bool append) {
+  path_ = path;
   file_ = std::fopen(path.c_str(), append ? "a" : "w");
   if (!file_) fail("cannot open metrics file {}: {}", path, std::strerror(errno));
 }
@@ -66,9 +68,13 @@ MetricsFile::~MetricsFile() {
 }
 
 void MetricsFile::write(const std::string& line) {
-  std::fputs(line.c_str(), file_);
-  std::fputc('\n', file_);
-  std::fflush(file_);
+  errno = 0;
+  const bool ok = std::fputs(line.c_str(), file_) >= 0 && std::fputc('\n', file_) != EOF && std::fflush(file_) == 0;
+  if (ok || warned_) return;
+  // Said once, not fatal: the checkpoints are what a run must keep, and their writes fail loudly.
+  warned_ = true;
+  log_warn("train", "cannot append to {}: {}; its lines are lost from here (the run goes on; free space there)",
+           path_, errno != 0 ? std::strerror(errno) : "write failed");
 }
 
 ProgressLine::ProgressLine() : enabled_(::isatty(STDERR_FILENO) == 1) {}

@@ -38,10 +38,12 @@ class MetricsFile {
   ~MetricsFile();
   MetricsFile(const MetricsFile&) = delete;
   MetricsFile& operator=(const MetricsFile&) = delete;
-  void write(const std::string& json_line);
+  void write(const std::string& json_line);  // a failed write is logged once as a warning
 
  private:
+  std::string path_;
   std::FILE* file_ = nullptr;
+  bool warned_ = false;
 };
 
 // The live line on an interactive stderr; every call is a no-op otherwise.

@@ -74,7 +74,8 @@ ResumePoint resume_prepare_from(const std::string& dir, const std::vector<std::s
   ResumePoint out;
   out.checkpoint_dir = dir;
   const std::string config_path = dir + "/config.yaml", state_path = dir + "/state.json";
-  const Config saved = config_parse(file_read_text(config_path), config_path);
+  const Config saved =
+      checkpoint_file_read(dir, [&] { return config_parse(file_read_text(config_path), config_path); });
   Config config = saved;
   if (std::string run = run_dir_of(dir); !run.empty()) config.train.run_dir = run;
   const Config before_sets = config;
@@ -93,7 +94,9 @@ ResumePoint resume_prepare_from(const std::string& dir, const std::vector<std::s
     log_info("resume", "train.precision switches from {} (checkpoint {}) to {}: the fp32 master weights and AdamW "
              "moments carry over; the products change precision from here on",
              enum_name(saved.train.precision), dir, enum_name(config.train.precision));
-  out.tokenizer_path = tokenizer_of(dir, train_state_parse(file_read_text(state_path), state_path), config);
+  const TrainState state =
+      checkpoint_file_read(dir, [&] { return train_state_parse(file_read_text(state_path), state_path); });
+  out.tokenizer_path = tokenizer_of(dir, state, config);
   out.config = config;
   return out;
 }

@@ -1,8 +1,13 @@
 #include "train/train_run.h"
 
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <optional>
+#include <utility>
+#include <vector>
+
+#include <fmt/ranges.h>
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_dir.h"
@@ -20,6 +25,7 @@
 #include "dist/dist.h"
 #include "model/memory_estimate.h"
 #include "model/model_io.h"
+#include "optim/grad_clip.h"
 #include "train/run_dir_lock.h"
 #include "train/train_data.h"
 #include "train/train_dist.h"
@@ -56,10 +62,40 @@ std::string save_checkpoint(TrainSession& session, const Config& config, const s
   return checkpoint_save(run_dir + "/checkpoints", contents, config.checkpoint);
 }
 
+// A run writes RUN/config.yaml and RUN/metrics.jsonl whole: in a directory that is not a run
+// (train.run_dir=. next to a user's own config.yaml) they would replace the user's files.
+// Files an earlier rfa run wrote (a run that stopped before its first checkpoint) begin as
+// rfa writes them; anything else is refused unless --overwrite.
+void run_dir_foreign_check(const std::string& run_dir) {
+  namespace fs = std::filesystem;
+  const std::pair<const char*, const char*> ours[] = {{"config.yaml", "# rfa configuration"},
+                                                      {"metrics.jsonl", "{\"type\":"}};
+  std::vector<std::string> foreign;
+  for (const auto& [name, start] : ours) {
+    const std::string path = run_dir + "/" + name;
+    std::error_code ec;
+    const fs::file_status st = fs::status(path, ec);
+    if (ec || !fs::exists(st)) continue;
+    if (!fs::is_regular_file(st)) {
+      foreign.push_back(path);
+      continue;
+    }
+    std::ifstream in(path, std::ios::binary);
+    std::string line;
+    std::getline(in, line);
+    if (!line.empty() && !line.starts_with(start)) foreign.push_back(path);
+  }
+  if (!foreign.empty())
+    fail("train.run_dir '{}' holds files that no rfa run wrote and a run would replace with its own: {}; pick "
+         "another directory with --set train.run_dir=..., or pass --overwrite to replace them",
+         run_dir, fmt::join(foreign, ", "));
+}
+
 // A new run must not silently mix with (or prune) an earlier run's checkpoints. Returns
 // true if the directory holds a run that --overwrite allows replacing; the caller deletes
 // it (run_dir_clear) only once the new run has validated and allocated everything.
 bool run_dir_claim(const std::string& run_dir, bool overwrite) {
+  if (!overwrite) run_dir_foreign_check(run_dir);
   const std::string latest = checkpoint_latest(run_dir + "/checkpoints");
   if (latest.empty()) return false;
   if (!overwrite)
@@ -224,7 +260,24 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     state.val_loss = val_loss >= 0 ? val_loss : std::numeric_limits<double>::quiet_NaN();
     state.best_val_loss = result.best_val_loss;
     progress.clear();
-    saved_dir = save_checkpoint(session, config, run_dir, state, stream_ck);
+    // An update that overflowed (an absurd optim.lr) leaves inf weights after a finite loss: such
+    // a checkpoint would become `latest`, prune good ones and only fail when loaded.
+    std::vector<NamedRange> ranges;
+    for (const ParamEntry& e : session.model().table.entries()) ranges.push_back({e.name, e.offset, e.numel});
+    if (auto bad = grad_find_non_finite(session.model().params(), session.model().param_size(), ranges))
+      fail("step {}: the update left weight {}[{}] = {}, so its checkpoint is not written ({}); lower optim.lr", done,
+           bad->name, bad->index, bad->value,
+           saved_dir.empty() ? std::string("no checkpoint of this run exists")
+                             : fmt::format("the previous checkpoint {} is intact", saved_dir));
+    try {
+      saved_dir = save_checkpoint(session, config, run_dir, state, stream_ck);
+    } catch (const Error& e) {  // a full disk, mostly: say what survives and how to go on
+      fail("the checkpoint of step {} was not saved: {}. {}; make room (or fix the cause), then {}", done, e.what(),
+           saved_dir.empty() ? std::string("No checkpoint of this run exists")
+                             : fmt::format("The previous checkpoint {} is intact", saved_dir),
+           saved_dir.empty() ? std::string("start the run again")
+                             : fmt::format("continue with: rfa train --resume {}", run_dir));
+    }
     saved_step = done;
     run_lock->keep();  // a checkpoint exists: the run directory is kept even if the run fails later
     log_info("train", "checkpoint {}", saved_dir);

@@ -201,9 +201,64 @@ TEST_CASE("checkpoint: latest pointer errors and stale temp dirs") {
 
   file_write_durable(root + "/latest", "../../etc\n");
   CHECK_THROWS_WITH_AS(checkpoint_latest(root), doctest::Contains("is corrupted"), Error);
+  // Each names the fix: the newest checkpoint that has its weights.
+  const std::string repair = "point it at the newest checkpoint there with `echo step-000003 > " + root + "/latest`";
+  CHECK_THROWS_WITH_AS(checkpoint_latest(root), doctest::Contains(repair.c_str()), Error);
   file_write_durable(root + "/latest", "step-000999\n");
   CHECK_THROWS_WITH_AS(checkpoint_latest(root), doctest::Contains("step-000999' but that directory is missing"),
                        Error);
+  CHECK_THROWS_WITH_AS(checkpoint_latest(root), doctest::Contains(repair.c_str()), Error);
+  file_write_durable(root + "/latest", std::string("\x01\xff") + std::string(100, 'x'));  // printed escaped, cut
+  CHECK_THROWS_WITH_AS(checkpoint_latest(root), doctest::Contains("ck/\\x01\\xffxxx"), Error);
+  CHECK_THROWS_WITH_AS(checkpoint_latest(root), doctest::Contains("xxx...' but that directory is missing"), Error);
+  fs::remove_all(root + "/step-000001");
+  fs::remove_all(root + "/step-000003");
+  CHECK_THROWS_WITH_AS(checkpoint_latest(root), doctest::Contains(("no checkpoint is left under " + root).c_str()), Error);
   CHECK(checkpoint_name(42) == "step-000042");
   CHECK(checkpoint_name(12345678) == "step-12345678");
+}
+
+TEST_CASE("checkpoint: a missing or damaged file names the other checkpoints to use instead") {
+  test::TempDir tmp;
+  std::string root = tmp / "ck";
+  test::ToyModel toy(9);
+  checkpoint_save(root, toy.contents(1, 1.0), retention(3, true));
+  const std::string first = checkpoint_save(root, toy.contents(2, 1.0), retention(3, true));
+  const std::string dir = checkpoint_save(root, toy.contents(3, 1.0), retention(3, true));
+  // The fix lists the others, newest first; it was only "No such file or directory".
+  const std::string fix = "checkpoint " + dir + " is damaged: restore the file, or use another checkpoint by naming its "
+                          "directory (newest first: " + first + ", " + root + "/step-000001)";
+  fs::remove(dir + "/state.json");
+  CHECK_THROWS_WITH_AS(checkpoint_load(dir, toy.model_specs(), toy.optimizer_specs()), doctest::Contains(fix.c_str()),
+                       Error);
+  checkpoint_save(root, toy.contents(3, 1.0), retention(3, true));
+  fs::resize_file(dir + "/optimizer.safetensors", 100);
+  CHECK_THROWS_WITH_AS(checkpoint_load(dir, toy.model_specs(), toy.optimizer_specs()), doctest::Contains(fix.c_str()),
+                       Error);
+  fs::remove_all(root + "/step-000001");
+  fs::remove_all(first);
+  CHECK_THROWS_WITH_AS(checkpoint_load(dir, toy.model_specs(), toy.optimizer_specs()),
+                       doctest::Contains("is damaged and has no other checkpoint beside it"), Error);
+}
+
+TEST_CASE("checkpoint: an edited or corrupted config.yaml is refused (state.json records its checksum)") {
+  // A resume trains with the saved config: a changed optim.lr or train.batch_size there went unnoticed.
+  test::TempDir tmp;
+  std::string root = tmp / "ck";
+  test::ToyModel toy(9);
+  checkpoint_save(root, toy.contents(1, 1.0), retention(3, true));
+  const std::string dir = checkpoint_save(root, toy.contents(2, 1.0), retention(3, true));
+  CHECK(toy.matches(checkpoint_load(dir, toy.model_specs(), toy.optimizer_specs())));
+  const std::string yaml = file_read_text(dir + "/config.yaml");
+  file_write_durable(dir + "/config.yaml", yaml + "optim:\n  lr: 1.0\n");
+  CHECK_THROWS_WITH_AS(checkpoint_load(dir, toy.model_specs(), toy.optimizer_specs()),
+                       doctest::Contains("config.yaml: checksum"), Error);
+  CHECK_THROWS_WITH_AS(checkpoint_load(dir, toy.model_specs(), toy.optimizer_specs()),
+                       doctest::Contains(("the saved config was edited or corrupted (a resume trains with it as "
+                                          "saved; --set changes the keys it allows); checkpoint " + dir +
+                                          " is damaged: restore the file, or use another checkpoint")
+                                             .c_str()),
+                       Error);
+  file_write_durable(dir + "/config.yaml", yaml);
+  CHECK(toy.matches(checkpoint_load(dir, toy.model_specs(), toy.optimizer_specs())));
 }

@@ -51,6 +51,7 @@ TEST_CASE("train state: serialise then parse round-trips every field exactly") {
   s.best_val_loss = 2.5;
   s.tokenizer_xxh64 = "0123456789abcdef";
   s.threads = 7;
+  s.config_xxh64 = "fedcba9876543210";
   TrainState r = train_state_parse(train_state_serialize(s), "state.json");
   CHECK(r.format_version == kCheckpointFormatVersion);
   CHECK(r.step == s.step);
@@ -62,6 +63,7 @@ TEST_CASE("train state: serialise then parse round-trips every field exactly") {
   CHECK(r.best_val_loss == s.best_val_loss);
   CHECK(r.tokenizer_xxh64 == s.tokenizer_xxh64);
   CHECK(r.threads == 7);
+  CHECK(r.config_xxh64 == s.config_xxh64);
 }
 
 TEST_CASE("train state: threads is optional (files written before it was recorded read as 0)") {

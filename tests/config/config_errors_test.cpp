@@ -1,6 +1,7 @@
 // Every user mistake must produce a message naming the key, the value, the
 // line where there is one, and what would be accepted.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
@@ -191,6 +192,20 @@ TEST_CASE("config errors: an empty file and a directory are refused by name") {
   }
   std::string dir = std::filesystem::path(temp_file("in_dir.yaml", "model:\n  n_layers: 2\n")).parent_path().string();
   CHECK(has(error_of([&] { config_load(dir, {}); }), "config file '" + dir + "' is a directory; give a YAML file"));
+  // A FIFO with no writer blocked the read forever.
+  const std::string fifo = dir + "/config.fifo";
+  std::filesystem::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  CHECK(has(error_of([&] { config_load(fifo, {}); }), "config file '" + fifo + "' is not a regular file"));
+  std::filesystem::remove(fifo);
+}
+
+TEST_CASE("config errors: nesting past the parser's depth limit says so (it was 'bad file')") {
+  std::string deep = "model: " + std::string(5000, '[');
+  std::string e = error_of([&] { config_load(temp_file("deep.yaml", deep), {}); });
+  CHECK(has(e, "levels deep, past the parser's limit; a config nests two"));
+  e = error_of([&] { config_load("", {"model.n_layers=" + std::string(5000, '[')}); });
+  CHECK(has(e, "--set model.n_layers:1:1: YAML nested"));
 }
 
 TEST_CASE("config errors: a missing file and a YAML syntax error") {

@@ -68,3 +68,26 @@ TEST_CASE("stop signals: SIGINT is a request too, and a new StopSignals starts c
   StopSignals again;
   CHECK_FALSE(stop_requested());
 }
+
+TEST_CASE("stop signals: SIGHUP (a closed terminal) is a request, unless ignored as under nohup") {
+  auto* const before = handler_of(SIGHUP);
+  {
+    StopSignals signals;
+    REQUIRE(kill(getpid(), SIGHUP) == 0);  // killed the trainer without a checkpoint
+    CHECK(wait_for_request());
+    CHECK(stop_signal() == SIGHUP);
+  }
+  CHECK((handler_of(SIGHUP) == before));
+  struct sigaction ignore {}, old {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  REQUIRE(sigaction(SIGHUP, &ignore, &old) == 0);
+  {
+    StopSignals signals;
+    REQUIRE(kill(getpid(), SIGHUP) == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK_FALSE(stop_requested());
+  }
+  CHECK((handler_of(SIGHUP) == SIG_IGN));
+  sigaction(SIGHUP, &old, nullptr);
+}

@@ -1,4 +1,5 @@
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -213,4 +214,18 @@ TEST_CASE("token file: every single-bit flip in the header is refused") {
   std::string path = dir.write("flip.tokens", bytes);
   patch(path, 24, std::string(1, static_cast<char>(bytes[24] ^ 0x01)));
   CHECK_THROWS_WITH_AS(TokenFile::open(path, tok), doctest::Contains("header checksum"), Error);
+}
+
+TEST_CASE("token file: a directory or a FIFO as the token file is refused by what it is") {
+  TempDir dir;
+  std::string corpus = dir.write("corpus.txt", test::corpus_make(100));
+  Tokenizer tok = train(dir, corpus, 340, "bpe.model");
+  // A directory failed mmap with "No such device"; a FIFO with no writer blocked open forever.
+  const std::string sub = dir.file("sub.tokens");
+  std::filesystem::create_directory(sub);
+  CHECK_THROWS_WITH_AS(TokenFile::open(sub, tok), doctest::Contains("sub.tokens is a directory, not a file"), Error);
+  const std::string fifo = dir.file("fifo.tokens");
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  CHECK_THROWS_WITH_AS(TokenFile::open(fifo, tok), doctest::Contains("is a pipe, device or socket, not a file"),
+                       Error);
 }

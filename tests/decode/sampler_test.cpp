@@ -110,4 +110,7 @@ TEST_CASE("sampler: non-finite logits and bad options are errors") {
   wrong = SamplerConfig{};
   wrong.temperature = -1;
   CHECK_THROWS_AS(Sampler(5, wrong), Error);
+  // inf is >= 0: the message says finite, else "--temperature inf must be >= 0" reads false.
+  wrong.temperature = std::numeric_limits<float>::infinity();
+  CHECK_THROWS_WITH_AS(Sampler(5, wrong), doctest::Contains("--temperature inf must be a finite number >= 0"), Error);
 }

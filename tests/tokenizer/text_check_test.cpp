@@ -1,6 +1,7 @@
 // Corpora and --data texts must be UTF-8 text: the first malformed byte or NUL
 // is reported with its offset, also when it lies across a 1 MiB block boundary.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <string>
 
@@ -75,5 +76,12 @@ TEST_CASE("text check: a file is checked block by block, characters cut by a blo
                        doctest::Contains("at byte offset 3"), Error);
   CHECK_THROWS_WITH_AS(text_file_check(dir.write("empty.txt", ""), "corpus"), doctest::Contains("is empty"), Error);
   CHECK_THROWS_WITH_AS(text_file_check(dir.file("missing.txt"), "corpus"), doctest::Contains("cannot open corpus"),
+                       Error);
+  // A FIFO blocked fopen forever; a directory read as a late, vague error.
+  const std::string fifo = dir.file("fifo.txt");
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  CHECK_THROWS_WITH_AS(text_file_check(fifo, "corpus"), doctest::Contains("is a pipe, device or socket, not a text"),
+                       Error);
+  CHECK_THROWS_WITH_AS(text_file_check(dir.path(), "corpus"), doctest::Contains("is a directory, not a text file"),
                        Error);
 }

@@ -101,3 +101,19 @@ TEST_CASE("run dir lock: a path that is a file is refused by name") {
   CHECK_THROWS_WITH_AS(RunDirLock(tmp / "file"), doctest::Contains("exists and is not a directory"), Error);
   CHECK(fs::exists(tmp / "file"));
 }
+
+TEST_CASE("run dir lock: RUN/checkpoints that is not a directory is refused before any step") {
+  // It passed the probe and failed the first save ("cannot create checkpoint directory ...:
+  // Not a directory"), checkpoint.every steps of training later.
+  test::TempDir tmp;
+  const std::string run = tmp / "run";
+  fs::create_directory(run);
+  touch(run + "/checkpoints");
+  CHECK_THROWS_WITH_AS(RunDirLock{run},
+                       doctest::Contains(("holds a 'checkpoints' that is not a directory, so no checkpoint could be "
+                                          "saved; move " + run + "/checkpoints away")
+                                             .c_str()),
+                       Error);
+  CHECK(read(run + "/checkpoints") == "x");  // left as it was
+  CHECK_FALSE(fs::exists(run + "/.lock"));   // and the refused start removed what it made
+}

@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <string>
 
+#include "core/log.h"
 #include "io/json.h"
+#include "support/test_files.h"
 #include "train/train_report.h"
 
 using namespace rfa;
@@ -41,4 +44,18 @@ TEST_CASE("train report: log text and JSON carry the same numbers") {
   JsonValue e = json_parse(eval_log_json(500, 1.5, 3.0), "eval");
   CHECK(e.find("type")->as_string("type") == "eval");
   CHECK(e.find("val_loss")->as_double("v") == 1.5);
+}
+
+TEST_CASE("train report: a metrics line that cannot be written is said once, not dropped in silence") {
+  const std::string log_path = rfa::test::temp_file("metrics_full.log", "");
+  log_add_file(log_path);
+  MetricsFile full("/dev/full");  // every write fails with ENOSPC (a full disk)
+  for (int i = 0; i < 3; ++i) full.write(R"({"type":"train","step":1})");
+  log_flush();
+  std::ifstream in(log_path);
+  std::string line;
+  int warnings = 0;
+  while (std::getline(in, line))
+    warnings += line.find("cannot append to /dev/full: No space left on device") != std::string::npos;
+  CHECK(warnings == 1);
 }
