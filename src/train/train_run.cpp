@@ -11,6 +11,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/train_state.h"
 #include "io/file_io.h"
 #include "io/hash.h"
 #include "config/config_enums.h"
@@ -121,6 +122,15 @@ int saved_grad_accum(const std::string& checkpoint_dir) {
   return config_parse(file_read_text(path), path).train.grad_accum;
 }
 
+// Refuses a resume that changes ranks x grad_accum, from the checkpoint's state.json before
+// its tensors load: a stateful checkpoint's stream shapes (ranks x grad_accum, B) would
+// otherwise refuse it first, naming a tensor instead of the fix.
+void resume_global_batch_check(const std::string& checkpoint_dir, int grad_accum) {
+  const std::string path = checkpoint_dir + "/state.json";
+  train_dist_resume_check(train_state_parse(file_read_text(path), path), saved_grad_accum(checkpoint_dir),
+                          grad_accum, checkpoint_dir);
+}
+
 void run_dir_clear(const std::string& run_dir) {
   const std::string checkpoints = run_dir + "/checkpoints";
   log_warn("train", "--overwrite: deleting the earlier run's checkpoints in {}", checkpoints);
@@ -210,6 +220,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   int64_t start = 0, tokens_seen = 0;
   double wall_before = 0;  // training wall time of the run before this process
   if (resuming) {
+    resume_global_batch_check(options.resume_checkpoint, tc.grad_accum);
     const TrainState saved = resume_load(session, options.resume_checkpoint, stream_ck);
     if (saved.tokenizer_xxh64 != state.tokenizer_xxh64)
       fail("checkpoint {} records tokenizer checksum {} but the run's tokenizer has {}",
@@ -222,8 +233,6 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
       log_warn("train", "checkpoint {} was trained with {} threads and this run has {}: it continues correctly but "
                "not bit-identically to an uninterrupted run (sums are split by thread); pass --threads {} for that",
                options.resume_checkpoint, saved.threads, state.threads, saved.threads);
-    train_dist_resume_check(saved, saved_grad_accum(options.resume_checkpoint), tc.grad_accum,
-                            options.resume_checkpoint);
     start = saved.step;
     if (options.stop_after > 0 && options.stop_after <= start)
       fail("--stop-after {} is not after the checkpoint's step {}; pass a later step", options.stop_after, start);

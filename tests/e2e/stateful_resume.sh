@@ -6,7 +6,8 @@
 #      flight is dropped), resumed to 3 steps later, against a straight run to that step.
 # The weights, AdamW moments, stream offsets and carried states (stream.safetensors) and the
 # train and eval lines must be identical. Then: the checkpoint evaluates with `rfa eval
-# perplexity` in one pass, softmax refuses the option, a resume cannot switch it off.
+# perplexity` in one pass, softmax refuses the option, a resume cannot switch it off nor change
+# ranks x grad_accum.
 # Usage: stateful_resume.sh <path-to-rfa> <source-dir>
 set -euo pipefail
 source "$(dirname "$0")/lib/common.bash"
@@ -78,4 +79,11 @@ if "$rfa" train --resume "$A" --set train.stateful=false --set train.steps=20 2>
   fail "a resume switched train.stateful off"
 fi
 expect_in "$tmp/off.log" "--resume: train.stateful is 'true' in checkpoint"
+# Another ranks x grad_accum cuts the split into other streams: refused naming the global batch and
+# the fix, before the stream tensors' shapes (which differ too) are compared.
+if "$rfa" train --resume "$A" --set train.grad_accum=1 --set train.steps=20 2>"$tmp/accum.log"; then
+  fail "a resume changed ranks x grad_accum of a stateful run"
+fi
+expect_in "$tmp/accum.log" "was trained on 1 rank(s) x train.grad_accum 2 = 2 micro-batches per step"
+expect_in "$tmp/accum.log" "Pass --set train.grad_accum=2"
 echo "stateful_resume: ok"
