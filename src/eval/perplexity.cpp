@@ -96,6 +96,7 @@ PerplexityPlan perplexity_plan(const ModelSpec& s, int64_t tokens, const Perplex
   PerplexityPlan p;
   if (o.window < 0) fail("perplexity: window {} must be positive (0 = the training context)", o.window);
   p.decoder.precision = o.precision;
+  p.context = s.model.context_length;
   p.recurrent = !attention_state_grows(s.attn) && !o.sliding && o.window == 0;
   if (p.recurrent) {
     p.segment = static_cast<int>(std::min<int64_t>(o.segment, tokens - 1));
@@ -104,8 +105,9 @@ PerplexityPlan perplexity_plan(const ModelSpec& s, int64_t tokens, const Perplex
   } else {
     p.window = o.window > 0 ? o.window : s.model.context_length;
     p.stride = o.stride > 0 ? std::min(o.stride, p.window) : std::max(1, p.window / 2);
-    p.decoder.max_segment = p.window;
-    p.decoder.max_positions = p.window;
+    // A window past the text holds only the text's tokens - 1 inputs (nll_windows).
+    p.decoder.max_segment = static_cast<int>(std::min<int64_t>(p.window, tokens - 1));
+    p.decoder.max_positions = p.decoder.max_segment;
   }
   return p;
 }

@@ -176,3 +176,29 @@ TEST_CASE("perplexity: token_nll and input errors") {
   CHECK_THROWS_AS(perplexity_evaluate(model, std::vector<int32_t>{1}, 10, o), Error);
   CHECK_THROWS_AS(perplexity_evaluate(model, std::vector<int32_t>{1, kV}, 10, o), Error);
 }
+
+TEST_CASE("perplexity: a window past the text holds the text; the default window is named the training context") {
+  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
+    INFO(enum_name(kind));
+    Model<float> model(spec_of(kind, 8));
+    model_init(model, 4);
+    const std::vector<int32_t> x = text(30);
+    PerplexityOptions o;
+    o.progress = false;
+    o.sliding = true;
+    const PerplexityPlan context = perplexity_plan(model.spec, 30, o);
+    CHECK(context.window == 8);
+    CHECK(perplexity_method(context).find("(the training context)") != std::string::npos);
+    // A window of 10^8 over 30 tokens: one window of 29 inputs, sized so (it used to be refused
+    // for memory, the decoder sized for 10^8 positions).
+    o.window = 100000000;
+    const PerplexityPlan wide = perplexity_plan(model.spec, 30, o);
+    CHECK(wide.window == 100000000);
+    CHECK(wide.decoder.max_segment == 29);
+    CHECK(wide.decoder.max_positions == 29);
+    CHECK(perplexity_method(wide).find("training context") == std::string::npos);
+    const double sum = perplexity_evaluate(model, x, 30, o).nll_sum;
+    o.window = 29;
+    CHECK(perplexity_evaluate(model, x, 30, o).nll_sum == sum);
+  }
+}
