@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -49,13 +50,19 @@ TrainBenchResult train_bench(const Config& config, int steps, int warmup) {
   if (steps < 1 || warmup < 0) fail("bench --steps {} must be >= 1 and --warmup {} >= 0", steps, warmup);
   const ModelSpec spec = model_spec_make(config.model, config.attention);
   const int B = config.train.batch_size, T = spec.model.context_length;
-  // Random tokens: the step's cost does not depend on the text.
-  const int64_t n_tokens = int64_t(B) * (T + 1) * 64;
-  std::vector<uint16_t> tokens(static_cast<size_t>(n_tokens));
-  RFA_ASSERT(spec.V <= 65536, "bench token buffer is 16-bit; V = {}", spec.V);
+  // Random tokens: the step's cost does not depend on the text. At least 64 windows, and
+  // one window per stateful stream (ranks x grad_accum x B streams of T+1 tokens or more).
+  const int64_t micro_batches = int64_t(config.train.grad_accum) * dist_size();
+  const int64_t n_tokens = int64_t(B) * (T + 1) * std::max<int64_t>(64, micro_batches);
+  // Token ids as a token file stores them: 2 bytes, or 4 past 65536 (little-endian).
+  const int width = spec.V <= 65536 ? 2 : 4;
+  std::vector<unsigned char> tokens(static_cast<size_t>(n_tokens * width));
   CounterRng rng(config.train.seed, 0xbe7c);
-  for (auto& t : tokens) t = static_cast<uint16_t>(rng.below(static_cast<uint64_t>(spec.V)));
-  TokenSplit split(reinterpret_cast<const unsigned char*>(tokens.data()), 2, n_tokens, n_tokens);
+  for (int64_t i = 0; i < n_tokens; ++i) {
+    const uint32_t t = static_cast<uint32_t>(rng.below(static_cast<uint64_t>(spec.V)));
+    std::memcpy(tokens.data() + i * width, &t, static_cast<size_t>(width));
+  }
+  TokenSplit split(tokens.data(), width, n_tokens, n_tokens);
   TrainSession session(config, spec);
   BatchSampler sampler(split, B, T, config.train.seed);
   std::optional<StreamSampler> streams;  // train.stateful: the carried states cost their copy-in and out

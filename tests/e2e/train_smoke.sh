@@ -36,6 +36,15 @@ done
   2>"$tmp/bench.log" || { cat "$tmp/bench.log" >&2; fail "bench"; }
 expect_in "$tmp/bench.log" "ms/step"
 expect_in "$tmp/bench.log" "of the measured sgemm peak"
+# Any vocabulary a run may have (token ids past 16 bits), and stateful streams past the 64 windows
+# the bench draws by default (ranks x grad_accum x B streams): both once failed inside the bench.
+"$rfa" --threads 1 bench train --config "$tmp/rfa_gate.yaml" --set model.vocab_size=70000 --steps 1 --warmup 0 \
+  2>"$tmp/bench_v.log" || { cat "$tmp/bench_v.log" >&2; fail "bench with V 70000"; }
+expect_in "$tmp/bench_v.log" "V=70000"
+"$rfa" --threads 1 bench train --config "$tmp/rfa_gate.yaml" --set model.vocab_size=50 --set train.stateful=true \
+  --set train.batch_size=2 --set train.grad_accum=65 --steps 1 --warmup 0 2>"$tmp/bench_s.log" ||
+  { cat "$tmp/bench_s.log" >&2; fail "bench stateful with 130 streams"; }
+expect_in "$tmp/bench_s.log" "ms/step"
 
 # A config naming a missing corpus fails with its path.
 sed "s#$tmp/corpus.txt#$tmp/nope.txt#; s#$tmp/data/#$tmp/data2/#g; s#run-softmax#run-missing#" "$tmp/softmax.yaml" \
