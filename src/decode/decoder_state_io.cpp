@@ -19,6 +19,16 @@ namespace {
 
 std::string state_name(int l) { return "layers." + std::to_string(l) + ".state"; }
 
+// What the sums in a state mean besides the weights (which model_checksum covers): the
+// positions q and k were rotated by and the time discount the written features were scaled
+// by. The same weights can meet another config (a checkpoint from before state.json recorded
+// config.yaml's checksum, edited to add a horizon as docs/feature-gate.md did; weights copied
+// into another run); continuing a state under another form would mix two weightings of the text.
+std::string state_form(const AttentionSpec& a) {
+  std::string out = a.rope ? fmt::format("rope theta {}", a.rope_theta) : std::string("no positions");
+  if (!a.rfa.time_discount) return out + ", no time discount";
+  return out + fmt::format(", time discount log(t + {}), horizon {}", a.rfa.discount_c, a.rfa.discount_horizon);
+}
 
 }  // namespace
 
@@ -47,7 +57,8 @@ void decoder_state_save(const std::string& path, const Decoder<float>& dec, cons
     safetensors_write(temp, refs,
                       {{"rfa.content", "decode-state"},
                        {"position", std::to_string(dec.position())},
-                       {"model_checksum", model_sum}});
+                       {"model_checksum", model_sum},
+                       {"attention", state_form(dec.spec().attn)}});
   } catch (const Error& e) {
     std::error_code ignored;
     std::filesystem::remove(temp, ignored);
@@ -98,6 +109,12 @@ void decoder_state_restore(const std::vector<uint8_t>& bytes, const std::string&
     fail("{} was saved from another model (weights checksum {}, this model {}); continue with the model that "
          "wrote it",
          path, meta("model_checksum"), model_sum);
+  // Files written before the form was recorded have no entry: their weights checksum stands alone.
+  if (auto it = f.metadata.find("attention"); it != f.metadata.end() && it->second != state_form(dec.spec().attn))
+    fail("{} was saved with {}, and this model's config has {}; the state's sums are weighted by the former. "
+         "Continue with the config that wrote it (attention.positions, attention.rope_theta, "
+         "attention.time_discount, attention.time_discount_c, attention.time_discount_horizon)",
+         path, it->second, state_form(dec.spec().attn));
   std::vector<TensorSpec> expected;
   for (size_t l = 0; l < dec.attention_states().size(); ++l)
     expected.push_back({state_name(static_cast<int>(l)), DType::F32, attention_state_shape(dec.attention_states()[l])});

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -115,4 +116,60 @@ TEST_CASE("decoder state: a file with a bad position or a non-finite value is re
                        doctest::Contains("tensor 'logits' holds nan at index 0"), Error);
   CHECK_THROWS_WITH_AS(decoder_state_load(write("inf.safetensors", "1", INFINITY), into, sum),
                        doctest::Contains("tensor 'logits' holds inf at index 0"), Error);
+}
+
+TEST_CASE("decoder state: the same weights under another time discount or positions are refused") {
+  // The same weights under another config (an older checkpoint's config.yaml edited, weights
+  // copied into another run): the weights checksum matches, but the state's sums were weighted
+  // by the discount (or rotated by the positions) of the config that wrote it.
+  test::TempDir dir;
+  const std::string path = dir.file("state.safetensors");
+  auto model_with = [](void (*edit)(Config&)) {
+    Config c = test::tiny_config(AttentionKind::rfa_gate,
+                                 {.vocab = 29, .context = 16, .num_features = 5, .chunk_size = 4, .init_std = 0.3});
+    c.attention.time_discount = TimeDiscountKind::log;
+    edit(c);
+    auto model = std::make_unique<Model<float>>(test::tiny_spec(c));
+    model_init(*model, 5);
+    return model;
+  };
+  auto saved = model_with([](Config&) {});
+  const std::string sum = model_checksum(*saved);
+  Decoder<float> first(*saved, DecoderOptions{});
+  run(first, {1, 7, 3}, 5);
+  decoder_state_save(path, first, sum);
+  Decoder<float> same(*saved, DecoderOptions{});
+  decoder_state_load(path, same, sum);
+  CHECK(same.position() == 8);
+
+  const std::vector<void (*)(Config&)> edits = {
+      [](Config& c) { c.attention.time_discount = TimeDiscountKind::none; },
+      [](Config& c) { c.attention.time_discount_c = 3.0; },
+      [](Config& c) { c.attention.time_discount_horizon = 64; },
+      [](Config& c) { c.attention.positions = PositionKind::rope; },
+  };
+  for (size_t i = 0; i < edits.size(); ++i) {
+    CAPTURE(i);
+    auto other = model_with(edits[i]);
+    REQUIRE(model_checksum(*other) == sum);  // the weights are the same
+    DecoderOptions o;
+    o.max_positions = 32;  // RoPE's table
+    Decoder<float> into(*other, o);
+    CHECK_THROWS_WITH_AS(decoder_state_load(path, into, sum),
+                         doctest::Contains("was saved with no positions, time discount log(t + 2), horizon 0, and "
+                                           "this model's config has"),
+                         Error);
+  }
+
+  // A file from before the form was recorded: the weights checksum alone decides, as then.
+  SafetensorsFile f = safetensors_read(path);
+  std::vector<TensorRef> refs;
+  for (Tensor& t : f.tensors) refs.push_back({t.name, t.dtype, t.shape, t.bytes.data()});
+  std::map<std::string, std::string> meta = f.metadata;
+  meta.erase("attention");
+  safetensors_write(dir.file("old.safetensors"), refs, meta);
+  auto other = model_with(edits[0]);
+  Decoder<float> into(*other, DecoderOptions{});
+  decoder_state_load(dir.file("old.safetensors"), into, sum);
+  CHECK(into.position() == 8);
 }
