@@ -78,6 +78,25 @@ void stdout_finish() {
             err != 0 ? std::strerror(err) : "an earlier write failed");
 }
 
+// "rfa bench decode": the command the words on the command line chose.
+std::string chosen_command(CLI::App& app) {
+  std::string path = "rfa";
+  for (std::vector<CLI::App*> chosen = app.get_subcommands(); !chosen.empty();
+       chosen = chosen.front()->get_subcommands())
+    path += " " + chosen.front()->get_name();
+  return path;
+}
+
+// Only training is data parallel (docs/distributed.md). Under mpirun -np N any other command
+// would run N times over: N copies of its output interleaved on one terminal, N writers of the
+// same files (--save-state, the token file).
+void single_process_check(const std::string& command) {
+  if (rfa::dist_size() == 1 || command == "rfa train" || command == "rfa bench train") return;
+  rfa::fail("'{}' runs in one process, but mpirun started {} ranks, each of which would run it in full; run it "
+            "without mpirun (only `rfa train` and `rfa bench train` are data parallel)",
+            command, rfa::dist_size());
+}
+
 // An error on one rank leaves the others waiting in their next collective: end them all.
 int exit_code(int code) {
   if (rfa::dist_size() > 1) rfa::dist_abort(code);
@@ -121,6 +140,7 @@ int main(int argc, char** argv) {
     // Rank 0 speaks for the run; the other ranks report only their errors.
     log_setup(dist_is_root() ? log_level_parse(log_level) : LogLevel::error, dist_is_root() ? log_file : "");
     thread_count_set(threads_default(threads));
+    single_process_check(chosen_command(app));
     if (action) action();
     stdout_finish();
     log_flush();
