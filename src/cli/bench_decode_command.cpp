@@ -152,7 +152,8 @@ void run_bench_decode(const BenchDecodeArgs& a) {
   for (int64_t p : a.positions)
     if (p < 1) fail("--positions: {} must be >= 1", p);
   if (a.steps < 1 || a.repeats < 1) fail("--steps {} and --repeats {} must be >= 1", a.steps, a.repeats);
-  if (a.precision == Precision::bf16) bf16_require("--precision bf16");
+  if (a.precision == Precision::bf16)
+    bf16_require("--precision bf16", "pass --precision fp32 (the default) on this machine");
   const Config cfg = config_load(a.config, a.sets);
   const ModelConfig& m = cfg.model;
   log_info("bench", "decode: {} layers, width {}, {} heads, vocab {}, D {}, {} threads; {} steps x {} repeats; {} "

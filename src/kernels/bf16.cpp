@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -33,18 +34,27 @@ void convert_scalar(uint16_t* out, const float* x, int64_t n) {
 // Elements per parallel item: 64 KiB of floats, a few microseconds of work.
 constexpr int64_t kBlock = 16384;
 
+// Test hook, honoured only in RFA_TEST_HOOKS builds (the default when the tests are built):
+// RFA_TEST_NO_AVX512BF16 in the environment makes this CPU look like one without AVX512-BF16,
+// so that the refusals are tested on machines that have it (tests/e2e/bf16_smoke.sh).
+bool bf16_hidden_by_test() {
+#ifdef RFA_TEST_HOOKS
+  return std::getenv("RFA_TEST_NO_AVX512BF16") != nullptr;
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 bool bf16_native() {
-  static const bool native = __builtin_cpu_supports("avx512bf16");
+  static const bool native = __builtin_cpu_supports("avx512bf16") && !bf16_hidden_by_test();
   return native;
 }
 
-void bf16_require(const char* what) {
+void bf16_require(const char* what, const char* fix) {
   if (!bf16_native())
-    fail("{} asks for bf16, but this CPU has no AVX512-BF16 (see avx512_bf16 in /proc/cpuinfo); "
-         "use fp32 on this machine",
-         what);
+    fail("{} asks for bf16, but this CPU has no AVX512-BF16 (see avx512_bf16 in /proc/cpuinfo); {}", what, fix);
 }
 
 void bf16_from_float_serial(uint16_t* out, const float* x, int64_t n) {

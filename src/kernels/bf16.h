@@ -37,9 +37,9 @@ inline float bf16_to_float(uint16_t h) {
 // Without it, train.precision bf16 and --precision bf16 are refused.
 bool bf16_native();
 
-// One clear error naming `what` (the option that asked for bf16) when the CPU lacks
-// AVX512-BF16; nothing otherwise.
-void bf16_require(const char* what);
+// One clear error naming `what` (the option that asked for bf16) and `fix` (how to ask for
+// fp32 instead) when the CPU lacks AVX512-BF16; nothing otherwise.
+void bf16_require(const char* what, const char* fix);
 
 // out[i] = bf16(x[i]) for i in [0, n), as bf16_from_float_reference. Vectorised
 // (VCVTNEPS2BF16 on AVX512-BF16 CPUs, the scalar loop elsewhere); large arrays

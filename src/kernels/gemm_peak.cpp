@@ -57,7 +57,7 @@ GemmPeak gemm_peak(int64_t M, int64_t N, int64_t K, int repeats) {
 
 GemmPeak gemm_peak_bf16(int64_t M, int64_t N, int64_t K, int repeats) {
   check_sizes("gemm_peak_bf16", M, N, K, repeats);
-  bf16_require("the bf16 matmul peak");
+  bf16_require("the bf16 matmul peak", "measure the fp32 peak only on this machine");
   std::vector<float> A(M * K), B(K * N), C(M * N);
   CounterRng rng(0x9e44, M, N, K);
   for (auto& a : A) a = static_cast<float>(rng.uniform() - 0.5);

@@ -96,7 +96,8 @@ LoadedModel model_load_from(const std::string& dir, Precision precision) {
 }  // namespace
 
 LoadedModel model_load(const std::string& run_or_checkpoint, Precision precision) {
-  if (precision == Precision::bf16) bf16_require("--precision bf16");
+  if (precision == Precision::bf16)
+    bf16_require("--precision bf16", "pass --precision fp32 (the default) on this machine");
   return checkpoint_read_retrying(run_or_checkpoint,
                                   [&](const std::string& dir) { return model_load_from(dir, precision); });
 }

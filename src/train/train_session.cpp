@@ -29,11 +29,17 @@ DecayMask mask_from_table(const ParamTable& t) {
 }
 
 Precision precision_checked(Precision p) {
-  if (p == Precision::bf16) bf16_require("train.precision bf16");
+  train_precision_require(p);
   return p;
 }
 
 }  // namespace
+
+void train_precision_require(Precision p) {
+  if (p == Precision::bf16)
+    bf16_require("train.precision bf16",
+                 "set train.precision: fp32 on this machine (a resume switches with --set train.precision=fp32)");
+}
 
 TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
     : config_(config),

@@ -39,6 +39,10 @@ struct StepStats {
   bool stopped = false;
 };
 
+// Throws Error naming the key and its fix when train.precision is bf16 on a CPU without
+// AVX512-BF16 (TrainSession checks it too; train_run asks first, before any data is prepared).
+void train_precision_require(Precision precision);
+
 class TrainSession {
  public:
   // spec.V must be resolved (from the tokenizer). Initialises the model from config.train.seed.
