@@ -143,7 +143,8 @@ void register_eval_command(CLI::App& app, CommandAction& action) {
       ->capture_default_str()
       ->check(cli_integer<int>(0));
   cmd->add_option("--window", args->options.window,
-                  "Sliding windows of N tokens (0 = the training context); RFA kinds then slide too")
+                  "Sliding windows of N tokens, for RFA kinds too (0 = softmax: the training context; RFA "
+                  "kinds: one pass unless --sliding)")
       ->capture_default_str()
       ->check(cli_integer<int>(0));
   cmd->add_flag("--sliding", args->options.sliding,
