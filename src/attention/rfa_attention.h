@@ -43,6 +43,12 @@ inline T rfa_discount(const RfaConfig& c, int64_t t) {
 inline int rfa_feature_count(const RfaConfig& c) {
   return c.feature_map == FeatureMapKind::gaussian ? 2 * c.num_features : c.num_features;
 }
+// Rows per chunk of a call over T tokens: chunk_size, but never more than T (a chunk longer than
+// the sequence computes the same single chunk and would only size the saved P and the scratch
+// by chunk_size² instead of T²).
+inline int rfa_chunk_len(const RfaConfig& c, const AttentionDims& d) {
+  return d.T > 0 && d.T < c.chunk_size ? d.T : c.chunk_size;
+}
 // Gate values per head and token: F with the feature gate, else 1.
 inline int rfa_gate_width(const RfaConfig& c) { return c.feature_gate ? rfa_feature_count(c) : 1; }
 

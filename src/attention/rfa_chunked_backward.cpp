@@ -103,7 +103,7 @@ struct RfaHeadBackward {
   }
 
   void chunk_enter(int chunk) {
-    const int Cc = c.chunk_size;
+    const int Cc = int(sd.Cc);
     const size_t FE = static_cast<size_t>(L.F) * L.E;
     ci = chunk, t0 = ci * Cc, n = std::min(Cc, d.T - t0);
     bht0 = static_cast<size_t>(bh) * d.T + t0;
@@ -152,7 +152,7 @@ struct RfaHeadBackward {
   // dA = dP ⊙ M with dP = dY V'ᵀ (Y_i = sum_j P_ij v'_j, P saved by the forward), in
   // blocks of 4 rows; 0 right of the diagonal, and the transposes Pᵀ, dAᵀ are 0 below it.
   void chunk_score_grads() {
-    const int Cc = c.chunk_size, E = L.E;
+    const int Cc = int(sd.Cc), E = L.E;
     const size_t EP = sd.EP, CP = sd.CP;
     for (int i0 = 0; i0 < n; i0 += 4) {
       const int m = std::min(4, n - i0), cols = i0 + m;
@@ -179,7 +179,7 @@ struct RfaHeadBackward {
 
   // Intra-chunk: dq̂_i = sum_{j<=i} dA_ij k̃_j,  dv'_j = sum_{i>=j} P_ij dy_i,  dk̃_j = sum_{i>=j} dA_ij q̂_i.
   void chunk_intra_grads() {
-    const int Cc = c.chunk_size, Dh = d.Dh, F = L.F, E = L.E;
+    const int Cc = int(sd.Cc), Dh = d.Dh, F = L.F, E = L.E;
     const size_t FP = sd.FP, EP = sd.EP;
     for (int i0 = 0; i0 < n; i0 += 4) {
       const int m = std::min(4, n - i0);
@@ -224,7 +224,7 @@ struct RfaHeadBackward {
   // dS_prev = e^{G_C} dS + (Q̂ ⊙ eG)ᵀ dY; not needed before the first chunk (the entering state is a constant).
   void chunk_carry_state_grad() {
     if (ci == 0) return;
-    const int Cc = c.chunk_size, F = L.F, E = L.E;
+    const int Cc = int(sd.Cc), F = L.F, E = L.E;
     const size_t FP = sd.FP, EP = sd.EP;
     const T decay = s.eG[n - 1];
     for (int i = 0; i < n; ++i)
@@ -258,7 +258,7 @@ struct RfaHeadBackward {
 
   // Feature maps (as products), then per token: sigma, normalisation, values.
   void chunk_input_grads() {
-    const int Cc = c.chunk_size, Dh = d.Dh, D = c.num_features, E = L.E;
+    const int Cc = int(sd.Cc), Dh = d.Dh, D = c.num_features, E = L.E;
     feature_map_backward_rows(s.Wq, s.DU, s.dQ, phiq, s.Wp, c.feature_map, n, D, Dh);
     feature_map_backward_rows(s.Wq + size_t(Cc) * Dh, s.DU, s.dK, phik, s.Wp, c.feature_map, n, D, Dh);
     for (int i = 0; i < n; ++i) {

@@ -53,7 +53,7 @@ void rfa_feature_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>&
                           const RfaParams<T>& p, const RfaConfig& c, const AttentionDims& d) {
   const RfaSavedLayout L = rfa_saved_layout(c, d);
   const RfaScratchDims sd = rfa_scratch_dims(c, d);
-  const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C(), D = c.num_features, F = L.F, E = L.E, Cc = c.chunk_size;
+  const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C(), D = c.num_features, F = L.F, E = L.E, Cc = int(sd.Cc);
   const size_t FP = sd.FP, EP = sd.EP, CP = sd.CP, HF = size_t(H) * F, FE = size_t(F) * E;
   const int threads = thread_count();
   RFA_ASSERT(workspace.size >= rfa_workspace_size(c, d, threads), "rfa workspace {} < {}", workspace.size,

@@ -36,7 +36,7 @@ void rfa_feature_forward(T* out, T* saved, Workspace<T> workspace, const RfaInpu
                          const RfaConfig& c, const AttentionDims& d, const T* state_in, T* state_out) {
   const RfaSavedLayout L = rfa_saved_layout(c, d);
   const RfaScratchDims sd = rfa_scratch_dims(c, d);
-  const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C(), D = c.num_features, F = L.F, E = L.E, Cc = c.chunk_size;
+  const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C(), D = c.num_features, F = L.F, E = L.E, Cc = int(sd.Cc);
   const size_t CP = sd.CP, EP = sd.EP, HF = size_t(H) * F;
   const int threads = thread_count();
   RFA_ASSERT(workspace.size >= rfa_workspace_size(c, d, threads), "rfa workspace {} < {}", workspace.size,

@@ -27,7 +27,8 @@ inline RfaSavedLayout rfa_saved_layout(const RfaConfig& c, const AttentionDims& 
   RfaSavedLayout l;
   l.F = rfa_feature_count(c);
   l.E = d.Dh + 1;
-  l.n_chunks = (d.T + c.chunk_size - 1) / c.chunk_size;
+  const size_t Cc = rfa_chunk_len(c, d);
+  l.n_chunks = (d.T + int(Cc) - 1) / int(Cc);
   const size_t bh = static_cast<size_t>(d.B) * d.H, bht = bh * d.T;
   size_t at = 0;
   auto take = [&](size_t n) { size_t o = at; at += n; return o; };
@@ -39,7 +40,7 @@ inline RfaSavedLayout rfa_saved_layout(const RfaConfig& c, const AttentionDims& 
   l.den = take(bht);
   l.states = take(bh * l.n_chunks * l.F * l.E);
   l.state_flags = take(bh);
-  l.P = take(bh * l.n_chunks * c.chunk_size * c.chunk_size);
+  l.P = take(bh * l.n_chunks * Cc * Cc);
   l.total = at;
   return l;
 }

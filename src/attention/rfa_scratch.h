@@ -24,7 +24,7 @@ struct RfaScratchDims {
 };
 inline RfaScratchDims rfa_scratch_dims(const RfaConfig& c, const AttentionDims& d) {
   RfaScratchDims s;
-  s.F = rfa_feature_count(c), s.E = d.Dh + 1, s.Cc = c.chunk_size, s.D = c.num_features, s.Dh = d.Dh;
+  s.F = rfa_feature_count(c), s.E = d.Dh + 1, s.Cc = rfa_chunk_len(c, d), s.D = c.num_features, s.Dh = d.Dh;
   s.FP = pad16(int(s.F)), s.EP = pad16(int(s.E)), s.CP = pad16(int(s.Cc));
   s.W = feature_map_packed_size(c.num_features, d.Dh);
   return s;

@@ -151,3 +151,31 @@ TEST_CASE("rfa: edge shapes (one token, one chunk exactly, chunk longer than T)"
     rfa::test::check_close("chunked vs recurrent", p.out.data(), ref.data(), ref.size(), 1e-10, 1e-12);
   }
 }
+
+TEST_CASE("rfa: a chunk longer than the sequence is one chunk of T (same outputs and gradients, T² saved, not chunk²)") {
+  for (bool feature_gate : {false, true}) {
+    CAPTURE(feature_gate);
+    const AttentionDims d{2, 37, 2, 4};
+    RfaConfig long_chunk;
+    long_chunk.num_features = 6, long_chunk.feature_gate = feature_gate, long_chunk.chunk_size = 4096;
+    RfaConfig exact = long_chunk;
+    exact.chunk_size = d.T;
+    // The saved scores are (B, H, 1, T, T) either way; before, chunk_size 4096 sized them 4096².
+    CHECK(rfa_saved_size(long_chunk, d) == rfa_saved_size(exact, d));
+    CHECK(rfa_workspace_size(long_chunk, d, 2) == rfa_workspace_size(exact, d, 2));
+    RfaProblem<double> a(long_chunk, d, 31), b(exact, d, 31);
+    a.forward(), b.forward();
+    CHECK(a.out == b.out);
+    const size_t act = size_t(d.B) * d.T * d.C();
+    auto grads = [&](RfaProblem<double>& p) {
+      std::vector<double> dq(act), dk(act), dv(act), dn(act), ds(p.sigma.size()), dgw(p.gate_w.size()),
+          dgb(p.gate_b.size());
+      const std::vector<double> dout(p.v);  // any fixed upstream gradient
+      rfa_backward(RfaInputGrads<double>{dq.data(), dk.data(), dv.data(), dn.data()},
+                   RfaParamGrads<double>{ds.data(), dgw.data(), dgb.data()}, p.workspace(), dout.data(),
+                   p.out.data(), p.saved.data(), p.inputs(), p.params(), p.cfg, p.d);
+      return std::vector<std::vector<double>>{dq, dk, dv, dn, ds, dgw, dgb};
+    };
+    CHECK(grads(a) == grads(b));
+  }
+}
