@@ -49,7 +49,7 @@ EvalText text_load(const EvalArgs& a, const LoadedModel& m) {
   EvalText t;
   const Tokenizer& tok = *m.tokenizer;
   if (!a.data.empty()) {
-    const std::string text = file_read_text(a.data);
+    const std::string text = file_read_user_text(a.data, "--data");
     // SentencePiece would encode any bytes (invalid UTF-8 as byte tokens) and give a perplexity of noise.
     if (text.starts_with(std::string_view(kTokenFileMagic, sizeof kTokenFileMagic)))
       fail("--data {} is a token file, not text; evaluate it with --tokens {} --split val (or train)", a.data,

@@ -51,7 +51,7 @@ void run_generate(const GenerateArgs& a) {
   LoadedModel loaded = model_load(a.model, a.precision);
   Model<float>& model = *loaded.model;
   const Tokenizer& tok = *loaded.tokenizer;
-  const std::string text = a.prompt_file.empty() ? a.prompt : file_read_text(a.prompt_file);
+  const std::string text = a.prompt_file.empty() ? a.prompt : file_read_user_text(a.prompt_file, "--prompt-file");
   const std::vector<int32_t> prompt = tok.encode(text);
   if (prompt.empty() && a.load_state.empty())
     fail("the prompt is empty; give --prompt TEXT or --prompt-file FILE (the model has no start token)");
@@ -145,7 +145,7 @@ void register_generate_command(CLI::App& app, CommandAction& action) {
   CLI::App* cmd = app.add_subcommand("generate", "Generate text from a trained model (streams to stdout)");
   cmd->add_option("model", args->model, "Run directory or checkpoint directory")->required();
   auto* prompt = cmd->add_option("-p,--prompt", args->prompt, "Prompt text");
-  auto* file = cmd->add_option("-f,--prompt-file", args->prompt_file, "Read the prompt from this file");
+  auto* file = cmd->add_option("-f,--prompt-file", args->prompt_file, "Read the prompt from this file (or a pipe: -f /dev/stdin)");
   prompt->excludes(file);
   cmd->add_option("-n,--n-predict,--max-new-tokens", args->max_new_tokens, "Tokens to generate")
       ->capture_default_str()

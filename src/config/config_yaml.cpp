@@ -18,6 +18,7 @@
 #include "config/config_keys.h"
 #include "config/config_load.h"
 #include "core/error.h"
+#include "io/file_io.h"
 
 namespace rfa {
 namespace {
@@ -201,11 +202,10 @@ std::string read_file(const std::string& path) {
     fail("config file '{}' is a directory; give a YAML file, e.g. --config configs/shakespeare-char-rfa-gate.yaml "
          "(configs/ holds the shipped ones)",
          path);
-  // A FIFO (or device) would block or never end; a config is a file.
+  // A pipe or terminal works too (--config <(envsubst < x.yaml), --config /dev/stdin), read to its
+  // end; an idle FIFO reads as empty instead of waiting (file_read_user_text).
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
-    fail("config file '{}' is not a regular file (a pipe, device or socket); give a YAML file, e.g. --config "
-         "configs/shakespeare-char-rfa-gate.yaml",
-         path);
+    return file_read_user_text(path, "config file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot read config file '{}': {}; check the path (configs/ holds the shipped ones)", path,
                 std::strerror(errno));

@@ -94,6 +94,42 @@ std::string file_read_text(const std::string& path) {
   return std::string(bytes.begin(), bytes.end());
 }
 
+std::string file_read_user_text(const std::string& path, const std::string& what, size_t max_bytes) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return file_read_text(path);
+  if (!S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
+    fail("cannot read {} '{}': a socket or block device; give a file, a pipe or /dev/stdin", what, path);
+  // Non-blocking open: a FIFO with no writer would otherwise wait forever. Then blocking reads,
+  // which end at EOF (the writer closed; for a FIFO that never had one, at once).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) fail("cannot open {} '{}': {}", what, path, reason());
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    const std::string why = reason();
+    ::close(fd);
+    fail("cannot read {} '{}': {}", what, path, why);
+  }
+  std::string text;
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = reason();
+      ::close(fd);
+      fail("cannot read {} '{}': {}", what, path, why);
+    }
+    if (n == 0) break;
+    if (text.size() + size_t(n) > max_bytes) {
+      ::close(fd);
+      fail("{} '{}': more than {} bytes from a pipe; write it to a file first", what, path, max_bytes);
+    }
+    text.append(buffer, size_t(n));
+  }
+  ::close(fd);
+  return text;
+}
+
 void file_copy_durable(const std::string& from, const std::string& to) {
   std::vector<uint8_t> bytes = file_read_bytes(from);
   FileWriter writer(to);

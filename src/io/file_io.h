@@ -30,6 +30,12 @@ class FileWriter {
 void file_write_durable(const std::string& path, std::string_view contents);  // write + fsync
 std::vector<uint8_t> file_read_bytes(const std::string& path);
 std::string file_read_text(const std::string& path);
+// Text the user names on the command line (--config, generate -f, eval --data): a regular file as
+// file_read_text, or a pipe or terminal read to its end, so `--config <(envsubst < x.yaml)` and
+// `-f /dev/stdin` work. A FIFO nobody writes to reads as empty (opened non-blocking), never waits.
+// `what` names the option in messages. More than max_bytes from a stream is refused.
+std::string file_read_user_text(const std::string& path, const std::string& what,
+                                size_t max_bytes = size_t(1) << 30);
 void file_copy_durable(const std::string& from, const std::string& to);
 void dir_fsync(const std::string& path);
 void path_rename(const std::string& from, const std::string& to);  // rename(2), atomic

@@ -2,11 +2,13 @@
 // line where there is one, and what would be accepted.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <thread>
 
 #include "config/config_keys.h"
 #include "config/config_load.h"
@@ -192,12 +194,32 @@ TEST_CASE("config errors: an empty file and a directory are refused by name") {
   }
   std::string dir = std::filesystem::path(temp_file("in_dir.yaml", "model:\n  n_layers: 2\n")).parent_path().string();
   CHECK(has(error_of([&] { config_load(dir, {}); }), "config file '" + dir + "' is a directory; give a YAML file"));
-  // A FIFO with no writer blocked the read forever.
+  // A FIFO with no writer blocked the read forever: now it reads as empty at once.
   const std::string fifo = dir + "/config.fifo";
   std::filesystem::remove(fifo);
   REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
-  CHECK(has(error_of([&] { config_load(fifo, {}); }), "config file '" + fifo + "' is not a regular file"));
+  CHECK(has(error_of([&] { config_load(fifo, {}); }), fifo + ": the config file is empty"));
   std::filesystem::remove(fifo);
+}
+
+TEST_CASE("config: a pipe is read to its end (--config <(cmd), --config /dev/stdin)") {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const std::string yaml = "model:\n  n_layers: 3\n" + std::string(100000, '#') + "\n";  // past one pipe buffer
+  std::thread writer([&] {
+    for (size_t done = 0; done < yaml.size();) {
+      ssize_t n = ::write(fds[1], yaml.data() + done, yaml.size() - done);
+      if (n <= 0) break;
+      done += size_t(n);
+    }
+    ::close(fds[1]);
+  });
+  Config c;
+  const std::string path = "/proc/self/fd/" + std::to_string(fds[0]);
+  CHECK_NOTHROW(c = config_load(path, {}));
+  writer.join();
+  ::close(fds[0]);
+  CHECK(c.model.n_layers == 3);
 }
 
 TEST_CASE("config errors: nesting past the parser's depth limit says so (it was 'bad file')") {

@@ -37,8 +37,20 @@ for kind in rfa_gate softmax; do
 done
 expect_in "$tmp/ppl.txt" "sliding window of 32 tokens"   # softmax says how it covered the text
 
-# An RFA generation saved and continued equals one uninterrupted generation.
+# A prompt and a text given as pipes (-f /dev/stdin, --data <(cmd)) equal the same given as files.
 run="$tmp/run-rfa_gate"
+printf 'Line 9' >"$tmp/prompt.txt"
+"$rfa" generate "$run" -f "$tmp/prompt.txt" -n 20 --greedy >"$tmp/from_file.txt" 2>/dev/null
+printf 'Line 9' | "$rfa" generate "$run" -f /dev/stdin -n 20 --greedy >"$tmp/from_pipe.txt" 2>"$tmp/pipe.log" ||
+  { cat "$tmp/pipe.log" >&2; fail "generate -f /dev/stdin"; }
+cmp -s "$tmp/from_file.txt" "$tmp/from_pipe.txt" || fail "generate -f /dev/stdin differs from -f FILE"
+"$rfa" eval perplexity "$run" --data <(cat "$tmp/corpus.txt") --max-tokens 400 >"$tmp/ppl_pipe.txt" 2>/dev/null ||
+  fail "eval --data <(cat FILE)"
+"$rfa" eval perplexity "$run" --data "$tmp/corpus.txt" --max-tokens 400 >"$tmp/ppl_file.txt" 2>/dev/null
+diff <(grep -vE '^(text|time) ' "$tmp/ppl_file.txt") <(grep -vE '^(text|time) ' "$tmp/ppl_pipe.txt") >/dev/null ||
+  fail "eval --data from a pipe differs: $(diff "$tmp/ppl_file.txt" "$tmp/ppl_pipe.txt")"
+
+# An RFA generation saved and continued equals one uninterrupted generation.
 "$rfa" generate "$run" -p "Line 9" -n 50 --seed 5 >"$tmp/whole.txt" 2>/dev/null
 "$rfa" generate "$run" -p "Line 9" -n 20 --seed 5 --save-state "$tmp/state.st" >"$tmp/part1.txt" 2>/dev/null
 "$rfa" generate "$run" -n 30 --seed 5 --load-state "$tmp/state.st" >"$tmp/part2.txt" 2>"$tmp/cont.log" || { cat "$tmp/cont.log" >&2; fail "continue"; }
