@@ -133,7 +133,7 @@ void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, c
             row_max[r] = mx;
           }
           const T m = row_max[r];
-          for (int c = 0; c < kTileLd; ++c) sr[c] = exp_of(sr[c] - m);
+          for (size_t c = 0; c < kTileLd; ++c) sr[c] = exp_of(sr[c] - m);
           std::fill(sr + live, sr + kTileLd, T(0));  // exp_approx(-inf) is 1e-38, not 0
           row_sum[r] += tile_row_sum(sr);
         }
