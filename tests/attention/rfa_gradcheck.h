@@ -76,4 +76,14 @@ inline RfaDenCount rfa_check_gradients(RfaProblem<double>& p, const std::vector<
   return den;
 }
 
+// The gradient check with the denominator floor active on some tokens and not on others (more than
+// 5 of each): it passes only if the floor passes no gradient through den (dden = 0 on the floor).
+inline void rfa_check_gradients_across_floor(RfaProblem<double>& p, const GradCheckTolerance& tol) {
+  const RfaDenCount den = rfa_check_gradients(p, nullptr, tol);
+  CAPTURE(den.floored);
+  CAPTURE(den.free);
+  CHECK(den.floored > 5);
+  CHECK(den.free > 5);
+}
+
 }  // namespace rfa::test
