@@ -16,16 +16,6 @@ source "$(dirname "$0")/lib/common.bash"
 same() {  # what file-a file-b
   diff "$2" "$3" >"$tmp/diff.txt" || { cat "$tmp/diff.txt" >&2; fail "$1"; }
 }
-same_weights() {  # run_a run_b step-dir
-  for f in model.safetensors optimizer.safetensors; do
-    cmp -s "$1/checkpoints/$3/$f" "$2/checkpoints/$3/$f" || fail "$2/checkpoints/$3/$f differs from $1's"
-  done
-}
-train() {  # log-file args...
-  local log=$1
-  shift
-  "$rfa" --threads 2 train "$@" 2>"$log" || { cat "$log" >&2; fail "rfa train $*"; }
-}
 
 corpus_write 1500
 
@@ -34,14 +24,14 @@ for kind in rfa_gate softmax; do
     "run_dir: $tmp/unused, batch_size: 4, grad_accum: 2, steps: 12, log_every: 1, eval_every: 4, eval_batches: 2" \
     "lr: 3.0e-3, warmup_steps: 3" "every: 3, keep_last: 10"
   A=$tmp/$kind-A B=$tmp/$kind-B C=$tmp/$kind-C
-  train "$tmp/A.log" --config "$tmp/$kind.yaml" --set train.run_dir="$A"
+  train_ok "$tmp/A.log" --config "$tmp/$kind.yaml" --set train.run_dir="$A"
   [ "$(grep -c '"type":"train"' "$A/metrics.jsonl")" = 12 ] || fail "$kind: A should log 12 train lines"
 
-  train "$tmp/B1.log" --config "$tmp/$kind.yaml" --set train.run_dir="$B" --stop-after 7
+  train_ok "$tmp/B1.log" --config "$tmp/$kind.yaml" --set train.run_dir="$B" --stop-after 7
   expect_in "$tmp/B1.log" "--stop-after 7: stopped after step 7/12 with checkpoint"
   expect_in "$tmp/B1.log" "continue with: rfa train --resume $B"
   [ "$(cat "$B/checkpoints/latest")" = step-000007 ] || fail "$kind: latest is not step-000007"
-  train "$tmp/B2.log" --resume "$B"
+  train_ok "$tmp/B2.log" --resume "$B"
   expect_in "$tmp/B2.log" "resuming from $B/checkpoints/step-000007 at step 7/12"
   expect_in "$tmp/B2.log" "[train] step 12/12"
   # B's metrics: steps 1-7 from the first process, 8-12 from the second, plus
@@ -55,15 +45,15 @@ for kind in rfa_gate softmax; do
   grep '"type":"eval"' "$tmp/b.jsonl" | grep -v '"step":7,' >"$tmp/b-eval.jsonl"
   same "$kind: resumed eval lines differ from the straight run" "$tmp/a-eval.jsonl" "$tmp/b-eval.jsonl"
   [ "$(wc -l <"$tmp/a-eval.jsonl")" = 3 ] || fail "$kind: expected evals at steps 4, 8, 12"
-  same_weights "$A" "$B" step-000012
+  checkpoint_files_same "$A" "$B" step-000012 model.safetensors optimizer.safetensors
 
   # From an explicit older checkpoint, forked into a new run directory.
-  train "$tmp/C.log" --resume "$B/checkpoints/step-000006" --set train.run_dir="$C"
+  train_ok "$tmp/C.log" --resume "$B/checkpoints/step-000006" --set train.run_dir="$C"
   expect_in "$tmp/C.log" "at step 6/12"
   from_step 7 <"$tmp/a.jsonl" >"$tmp/a-7.jsonl"
   untimed <"$C/metrics.jsonl" >"$tmp/c.jsonl"
   same "$kind: the fork from step 6 differs from the straight run" "$tmp/a-7.jsonl" "$tmp/c.jsonl"
-  same_weights "$A" "$C" step-000012
+  checkpoint_files_same "$A" "$C" step-000012 model.safetensors optimizer.safetensors
   echo "resume: $kind exact"
 done
 
@@ -88,7 +78,7 @@ fi
 if "$rfa" train --resume "$A" 2>"$tmp/done.log"; then fail "resume of a finished run trained"; fi
 expect_in "$tmp/done.log" "is at step 12 and train.steps is 12: nothing to train"
 # Extending the run.
-train "$tmp/ext.log" --resume "$A" --set train.steps=14
+train_ok "$tmp/ext.log" --resume "$A" --set train.steps=14
 expect_in "$tmp/ext.log" "[train] step 14/14"
 [ "$(cat "$A/checkpoints/latest")" = step-000014 ] || fail "extension did not checkpoint step 14"
 expect_in "$A/config.yaml" "steps: 14"

@@ -15,11 +15,7 @@ source "$(dirname "$0")/lib/common.bash"
 frozen=
 trap '[ -n "$frozen" ] && chattr -i "$frozen" 2>/dev/null; [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 
-train() {  # log-file args...: must succeed
-  local log=$1
-  shift
-  "$rfa" --threads 1 train "$@" 2>"$log" || { cat "$log" >&2; fail "rfa train $*"; }
-}
+train_threads=1  # train_ok (lib/common.bash) with one thread, as refused() below
 refused() {  # log-file expected-text args...: must exit non-zero with the text
   local log=$1 text=$2
   shift 2
@@ -37,7 +33,7 @@ val_tokens=$(sed -n 's/.* val \([0-9][0-9]*\) tokens.*/\1/p' "$tmp/prep.log" | h
 
 # --overwrite validates everything before deleting anything.
 A=$tmp/A
-train "$tmp/A.log" --config "$tmp/c.yaml" --set train.run_dir="$A"
+train_ok "$tmp/A.log" --config "$tmp/c.yaml" --set train.run_dir="$A"
 before=$(tree_sum "$A/checkpoints")
 head -c 4096 /dev/urandom >"$tmp/random.tokens"
 refused "$tmp/o1.log" "not an rfa token file" --config "$tmp/c.yaml" --set train.run_dir="$A" --overwrite \
@@ -48,7 +44,7 @@ refused "$tmp/o3.log" "fewer than context_length + 1" --config "$tmp/c.yaml" --s
   --set model.context_length=$((val_tokens + 8))
 refused "$tmp/o4.log" "already holds a run" --config "$tmp/c.yaml" --set train.run_dir="$A"
 [ "$(tree_sum "$A/checkpoints")" = "$before" ] || fail "a refused --overwrite changed $A/checkpoints"
-train "$tmp/o5.log" --config "$tmp/c.yaml" --set train.run_dir="$A" --overwrite --set checkpoint.every=4
+train_ok "$tmp/o5.log" --config "$tmp/c.yaml" --set train.run_dir="$A" --overwrite --set checkpoint.every=4
 [ ! -e "$A/checkpoints/step-000003" ] && [ -d "$A/checkpoints/step-000004" ] || fail "--overwrite kept the old run"
 echo "run_dir: refused --overwrite kept the earlier run; a valid one replaced it"
 
@@ -92,7 +88,7 @@ kill -9 "$pid"
 { wait "$pid"; } 2>/dev/null || true
 pid=
 step=$(sed 's/step-0*//' "$L/checkpoints/latest")
-train "$tmp/l4.log" --resume "$L" --stop-after $((step + 2))
+train_ok "$tmp/l4.log" --resume "$L" --stop-after $((step + 2))
 expect_in "$tmp/l4.log" "stopped after step $((step + 2))"
 echo "run_dir: second trainer refused naming pid; resumed after SIGKILL from step $step"
 
@@ -127,5 +123,5 @@ for edit in 7 2; do
   expect_in "$tmp/e$edit.log" "Restore the original state.json"
 done
 cp "$tmp/state.json" "$state"
-train "$tmp/e.log" --resume "$A" --set train.steps=8
+train_ok "$tmp/e.log" --resume "$A" --set train.steps=8
 echo "run_dir: edited state.json steps refused"

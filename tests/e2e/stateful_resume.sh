@@ -12,32 +12,22 @@
 set -euo pipefail
 source "$(dirname "$0")/lib/common.bash"
 
-files_same() {  # run_a run_b step-dir
-  for f in model.safetensors optimizer.safetensors stream.safetensors; do
-    cmp -s "$1/checkpoints/$3/$f" "$2/checkpoints/$3/$f" || fail "$2/checkpoints/$3/$f differs from $1's"
-  done
-}
-train() {  # log-file args...
-  local log=$1
-  shift
-  "$rfa" --threads 2 train "$@" 2>"$log" || { cat "$log" >&2; fail "rfa train $*"; }
-}
 
 corpus_write 1500
 config_write "$tmp/c.yaml" rfa_gate \
   "run_dir: $tmp/unused, batch_size: 4, grad_accum: 2, steps: 12, log_every: 1, eval_every: 4, eval_batches: 2, stateful: true" \
   "lr: 3.0e-3, warmup_steps: 3" "every: 3, keep_last: 10"
 A=$tmp/A B=$tmp/B
-train "$tmp/A.log" --config "$tmp/c.yaml" --set train.run_dir="$A"
+train_ok "$tmp/A.log" --config "$tmp/c.yaml" --set train.run_dir="$A"
 expect_in "$tmp/A.log" "stateful: 8 streams of"
 [ -f "$A/checkpoints/step-000012/stream.safetensors" ] || fail "no stream.safetensors in A's checkpoint"
-train "$tmp/B1.log" --config "$tmp/c.yaml" --set train.run_dir="$B" --stop-after 7
-train "$tmp/B2.log" --resume "$B"
+train_ok "$tmp/B1.log" --config "$tmp/c.yaml" --set train.run_dir="$B" --stop-after 7
+train_ok "$tmp/B2.log" --resume "$B"
 expect_in "$tmp/B2.log" "resuming from $B/checkpoints/step-000007 at step 7/12"
 untimed <"$A/metrics.jsonl" | grep -v '"step":7,' >"$tmp/a.jsonl"
 untimed <"$B/metrics.jsonl" | sed 's/\("step":7,.*\),"val_loss":[^,}]*/\1/' | grep -v '"step":7,' >"$tmp/b.jsonl"
 diff "$tmp/a.jsonl" "$tmp/b.jsonl" >"$tmp/diff.txt" || { cat "$tmp/diff.txt" >&2; fail "resumed metrics differ"; }
-files_same "$A" "$B" step-000012
+checkpoint_files_same "$A" "$B" step-000012 model.safetensors optimizer.safetensors stream.safetensors
 echo "stateful_resume: --stop-after 7 + resume equals 12 steps straight"
 
 # SIGTERM at an arbitrary moment of a long run, then resume.
@@ -55,10 +45,10 @@ pid=
 expect_in "$tmp/T1.log" "signal 15 received: stopped"
 step=$(state_step "$T/checkpoints/$(cat "$T/checkpoints/latest")")
 to=$((step + 3))
-train "$tmp/T2.log" --resume "$T" --stop-after "$to"
+train_ok "$tmp/T2.log" --resume "$T" --stop-after "$to"
 S=$tmp/S
-train "$tmp/S.log" --config "$tmp/long.yaml" --set train.run_dir="$S" --stop-after "$to"
-files_same "$S" "$T" "$(printf 'step-%06d' "$to")"
+train_ok "$tmp/S.log" --config "$tmp/long.yaml" --set train.run_dir="$S" --stop-after "$to"
+checkpoint_files_same "$S" "$T" "$(printf 'step-%06d' "$to")" model.safetensors optimizer.safetensors stream.safetensors
 diff <(grep '"type":"train"' "$T/metrics.jsonl" | untimed | from_step $((step + 1))) \
   <(grep '"type":"train"' "$S/metrics.jsonl" | untimed | from_step $((step + 1))) >"$tmp/diff.txt" ||
   { cat "$tmp/diff.txt" >&2; fail "losses after SIGTERM + resume differ"; }

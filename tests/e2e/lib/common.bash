@@ -52,3 +52,20 @@ wait_for() {
 
 # state_step <checkpoint dir>: the step its state.json records.
 state_step() { sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$1/state.json"; }
+
+# train_ok <log> args...: `rfa train args` must succeed (stderr to log, shown on failure);
+# --threads $train_threads (default 2).
+train_ok() {
+  local log=$1
+  shift
+  "$rfa" --threads "${train_threads:-2}" train "$@" 2>"$log" || { cat "$log" >&2; fail "rfa train $*"; }
+}
+
+# checkpoint_files_same <run_a> <run_b> <step-dir> <file>...: the files of that checkpoint are byte-identical.
+checkpoint_files_same() {
+  local a=$1 b=$2 step=$3 f
+  shift 3
+  for f in "$@"; do
+    cmp -s "$a/checkpoints/$step/$f" "$b/checkpoints/$step/$f" || fail "$b/checkpoints/$step/$f differs from $a's"
+  done
+}
