@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "dist/dist.h"
+#include "kernels/cpu_target.h"
 
 namespace {
 
@@ -139,6 +140,7 @@ int main(int argc, char** argv) {
     log_file_check(log_file);
     // Rank 0 speaks for the run; the other ranks report only their errors.
     log_setup(dist_is_root() ? log_level_parse(log_level) : LogLevel::error, dist_is_root() ? log_file : "");
+    cpu_target_apply();  // before any kernel: refuses a CPU without the build's instructions
     thread_count_set(threads_default(threads));
     single_process_check(chosen_command(app));
     if (action) action();

@@ -152,6 +152,7 @@ void memory_require_training(const Config& c) {
 }  // namespace
 
 TrainResult train_run(const Config& config_in, const TrainOptions& options) {
+  train_dist_kernels_check();
   train_precision_require(config_in.train.precision);
   memory_require_training(config_in);
   Timer wall;
