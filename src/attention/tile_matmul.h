@@ -21,6 +21,8 @@ inline void tile_matmul(T* C, size_t ldc, const T* A, size_t lda, const T* B, si
     simd_detail::tile_rows<T, kTileRows>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, k, n, alpha, accumulate);
   for (; i + 4 <= m; i += 4)
     simd_detail::tile_rows<T, 4>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, k, n, alpha, accumulate);
+  for (; i + 2 <= m; i += 2)
+    simd_detail::tile_rows<T, 2>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, k, n, alpha, accumulate);
   for (; i < m; ++i) simd_detail::tile_rows<T, 1>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, k, n, alpha, accumulate);
 }
 

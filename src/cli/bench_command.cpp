@@ -38,13 +38,13 @@ struct BenchOptions {
 // rates beside them.
 void bench_profile_report(const TrainBenchResult& r) {
   const double steps = r.timed_steps;
-  log_info("bench", "profile over {} steps (mean {:.2f} ms/step), {} threads; peaks measured in this process: "
+  log_info("bench", "profile over {} steps (mean {:.2f} ms/step), {} threads; roofs measured in this process: "
            "FMA of this build's {}-float vectors {:.1f} GFLOP/s per core ({:.1f} over the pool by wall time), "
-           "sgemm {:.1f} per core ({:.1f} by wall time)",
+           "sgemm {:.1f} per core ({:.1f} by wall time), y = a x + y over two {:.1f} MB buffers {:.1f} GB/s",
            r.timed_steps, r.mean_ms, thread_count(), r.vector_floats, r.fma_peak_gflops_per_core, r.fma_peak_gflops,
-           r.gemm_peak_gflops_per_core, r.gemm_peak_gflops);
-  log_info("bench", "  {:<19} {:>6} {:>8} {:>6} {:>8} {:>9} {:>9} {:>7} {:>8} {:>6}", "kernel", "calls", "ms",
-           "share", "CPU ms", "GFLOP/s", "per core", "% peak", "MB", "GB/s");
+           r.gemm_peak_gflops_per_core, r.gemm_peak_gflops, r.bandwidth_bytes / 1e6, r.bandwidth_gbs);
+  log_info("bench", "  {:<19} {:>6} {:>8} {:>6} {:>8} {:>9} {:>7} {:>8} {:>6} {:>5}", "kernel", "calls", "ms",
+           "share", "CPU ms", "GF/core", "% peak", "MB", "GB/s", "% bw");
   double accounted = 0;
   for (int k = 0; k < kProfiledKernels; ++k) {
     const ProfileRow& row = r.profile[size_t(k)];
@@ -54,21 +54,22 @@ void bench_profile_report(const TrainBenchResult& r) {
     const bool product = static_cast<ProfiledKernel>(k) == ProfiledKernel::gemm;
     const double roof = product ? r.gemm_peak_gflops_per_core : r.fma_peak_gflops_per_core;
     const double per_core = row.cpu_ms > 0 ? row.flop / (row.cpu_ms * 1e6) : 0;
-    const bool counted = row.flop > 0 && row.ms > 0;
-    log_info("bench", "  {:<19} {:>6.1f} {:>8.2f} {:>5.1f}% {:>8.2f} {:>9} {:>9} {:>7} {:>8} {:>6}",
+    const bool counted = row.flop > 0 && row.cpu_ms > 0;
+    const double gbs = row.ms > 0 ? row.bytes / (row.ms * 1e6) : 0;
+    const bool moved = row.bytes > 0 && row.ms > 0 && !product;  // the products are bound by their FLOPs
+    log_info("bench", "  {:<19} {:>6.1f} {:>8.2f} {:>5.1f}% {:>8.2f} {:>9} {:>7} {:>8} {:>6} {:>5}",
              profiled_kernel_name(static_cast<ProfiledKernel>(k)), double(row.calls) / steps, ms,
-             100 * ms / r.mean_ms, row.cpu_ms / steps,
-             counted ? fmt::format("{:.1f}", row.flop / (row.ms * 1e6)) : "-",
-             counted ? fmt::format("{:.1f}", per_core) : "-",
+             100 * ms / r.mean_ms, row.cpu_ms / steps, counted ? fmt::format("{:.1f}", per_core) : "-",
              counted && roof > 0 ? fmt::format("{:.0f}%", 100 * per_core / roof) : "-",
              row.bytes > 0 ? fmt::format("{:.1f}", row.bytes / steps / 1e6) : "-",
-             row.bytes > 0 && row.ms > 0 ? fmt::format("{:.1f}", row.bytes / (row.ms * 1e6)) : "-");
+             moved ? fmt::format("{:.1f}", gbs) : "-",
+             moved && r.bandwidth_gbs > 0 ? fmt::format("{:.0f}%", 100 * gbs / r.bandwidth_gbs) : "-");
   }
   const double other = r.mean_ms - accounted;
   log_info("bench", "  {:<19} {:>6} {:>8.2f} {:>5.1f}%  (the rest of the step: batch, loss sums, stop polls)", "other",
            "", other, 100 * other / r.mean_ms);
-  log_info("bench", "  % peak: GFLOP per CPU-second against the per-core peak (sgemm's for gemm, the FMA's for the "
-           "rest); GB/s by wall time");
+  log_info("bench", "  GF/core: GFLOP per CPU-second inside the calls; % peak: that against the per-core roof (sgemm's "
+           "for gemm, the FMA's for the rest); GB/s by wall time, % bw against the y = a x + y roof");
   if (r.gemm_peak_gflops_per_core > 1.15 * r.fma_peak_gflops_per_core && r.vector_floats >= 16)
     log_warn("bench", "sgemm ran {:.1f} GFLOP/s per core, above the FMA peak {:.1f} of the same vectors: the FMA "
              "probe is wrong", r.gemm_peak_gflops_per_core, r.fma_peak_gflops_per_core);

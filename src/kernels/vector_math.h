@@ -222,11 +222,14 @@ inline constexpr int kTileRows = kVectorRegisters >= 32 ? 8 : 6;
 template <typename T>
 inline void matmul(T* C, size_t ldc, const T* A, size_t lda, const T* B, size_t ldb, int m, int k, int n, T alpha,
                    bool accumulate) {
+  const int m4 = m - m % 4;  // rows in tiles; the rest through vecmat, on every target
   int i = 0;
-  for (; i + kTileRows <= m - m % 4; i += kTileRows)
+  for (; i + kTileRows <= m4; i += kTileRows)
     simd_detail::tile_rows<T, kTileRows>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, k, n, alpha, accumulate);
-  for (; i + 4 <= m; i += 4)
+  for (; i + 4 <= m4; i += 4)
     simd_detail::tile_rows<T, 4>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, k, n, alpha, accumulate);
+  for (; i + 2 <= m4; i += 2)  // after tiles of 6: m4 - 6q is 0, 2 or 4
+    simd_detail::tile_rows<T, 2>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, k, n, alpha, accumulate);
   for (; i < m; ++i) vecmat(C + i * ldc, A + i * lda, B, k, n, ldb, alpha, accumulate);
 }
 

@@ -13,7 +13,7 @@
 #include "core/timer.h"
 #include "dist/dist.h"
 #include "kernels/bf16.h"
-#include "kernels/fma_peak.h"
+#include "kernels/peak_probes.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_peak.h"
 #include "model/model_flops.h"
@@ -97,6 +97,10 @@ TrainBenchResult train_bench(const Config& config, int steps, int warmup, bool p
     r.fma_peak_gflops = peak.gflops;
     r.fma_peak_gflops_per_core = peak.gflops_per_core;
     r.vector_floats = peak.vector_floats;
+    // The largest tensor a row kernel streams: the FFN's (B T, 2 Hf) gate and up projections.
+    const BandwidthPeak bw = bandwidth_peak_measure(int64_t(B) * T * 2 * spec.Hf * int64_t(sizeof(float)));
+    r.bandwidth_gbs = bw.gbs;
+    r.bandwidth_bytes = bw.bytes;
   }
   r.timed_steps = steps;
   for (double ms : total) r.mean_ms += ms / double(steps);

@@ -37,6 +37,8 @@ struct TrainBenchResult {
   double fma_peak_gflops = 0;
   double fma_peak_gflops_per_core = 0;
   int vector_floats = 0;
+  double bandwidth_gbs = 0;      // y = a x + y over two buffers of the largest row kernel's size
+  int64_t bandwidth_bytes = 0;
 };
 
 // config.model.vocab_size must be set (> 0).

@@ -1,14 +1,15 @@
-#include "kernels/fma_peak.h"
+#include "kernels/peak_probes.h"
 
-#include <algorithm>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
 #include "core/parallel.h"
 #include "core/timer.h"
 #include "kernels/vector_math.h"
+#include "tensor/arena.h"
 
 namespace rfa {
 namespace {
@@ -82,6 +83,33 @@ FmaPeak fma_peak_measure(int repeats, double ms_per_repeat) {
   peak.gflops = flop_per_thread * peak.threads / best_s / 1e9;
   peak.gflops_per_core = flop_per_thread / best_cpu_s / 1e9;
   if (sink.load() == 12345.678f) peak.gflops += 0;  // keeps the chains' results observable
+  return peak;
+}
+
+BandwidthPeak bandwidth_peak_measure(int64_t bytes, int repeats) {
+  const int64_t n = std::max<int64_t>(1024, bytes / int64_t(sizeof(float)));
+  Arena<float> x(n), y(n);
+  parallel_for(n, [&](int64_t i) { x.data()[i] = 1.0f, y.data()[i] = 0.5f; });  // first touch by the pool
+  const int64_t block = 1 << 14;
+  const int64_t blocks = (n + block - 1) / block;
+  auto triad = [&] {
+    parallel_for(blocks, [&](int64_t b) {
+      float* __restrict yy = y.data() + b * block;
+      const float* __restrict xx = x.data() + b * block;
+      const int64_t m = std::min(block, n - b * block);
+      for (int64_t i = 0; i < m; ++i) yy[i] = 0.999f * xx[i] + yy[i];
+    });
+  };
+  triad();
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    Timer t;
+    triad();
+    best = std::min(best, t.seconds());
+  }
+  BandwidthPeak peak;
+  peak.bytes = n * int64_t(sizeof(float));
+  peak.gbs = 3.0 * double(peak.bytes) / best / 1e9;
   return peak;
 }
 
