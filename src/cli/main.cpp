@@ -111,7 +111,8 @@ int main(int argc, char** argv) {
   // MPI only under an MPI launcher (dist/dist.h); without one, one rank and no MPI.
   DistScope dist(&argc, &argv);
   CLI::App app{"rfa: train, evaluate and sample Random Feature Attention language models on the CPU"};
-  app.set_version_flag("--version", std::string("rfa ") + RFA_VERSION);
+  app.set_version_flag("--version", std::string("rfa ") + RFA_VERSION + ", kernels for " + cpu_target_name() + " (" +
+                                        cpu_target_vectors() + ")");
   app.require_subcommand(1);
 
   int threads = 0;

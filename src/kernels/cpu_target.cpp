@@ -129,6 +129,8 @@ std::string cpu_target_description() {
                      vector_isa_text(), kVectorBytes, kVectorBytes / 4, kVectorRegisters, gemm_isa_effective());
 }
 
+std::string cpu_target_vectors() { return fmt::format("{}, {}-byte vectors", vector_isa_text(), kVectorBytes); }
+
 std::string cpu_target_missing() {
   std::string missing;
 #if defined(__x86_64__)

@@ -13,7 +13,8 @@
 namespace rfa {
 
 const char* cpu_target_name();         // RFA_ARCH as built: "native", "x86-64-v3", ...
-std::string cpu_target_description();  // "x86-64-v3: 32-byte vectors (8 floats), 16 registers, oneDNN up to avx2"
+std::string cpu_target_description();  // "x86-64-v3: AVX2+FMA vectors of 32 bytes (8 floats), 16 registers; oneDNN runs avx2"
+std::string cpu_target_vectors();      // "AVX2+FMA, 32-byte vectors"
 
 // The instruction sets the build was compiled with that this CPU lacks ("" = none).
 std::string cpu_target_missing();
