@@ -16,14 +16,10 @@
 
 using namespace rfa;
 using rfa::test::error_of;
+using rfa::test::has;
 using rfa::test::temp_file;
 
 namespace {
-bool has(const std::string& message, const std::string& part) {
-  INFO("message: " << message);
-  INFO("expected to contain: " << part);
-  return message.find(part) != std::string::npos;
-}
 std::string load_error(const std::string& yaml, const std::vector<std::string>& sets = {}) {
   std::string path = temp_file("error.yaml", yaml);
   return error_of([&] { config_load(path, sets); });

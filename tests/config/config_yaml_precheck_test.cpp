@@ -8,14 +8,10 @@
 
 using namespace rfa;
 using rfa::test::error_of;
+using rfa::test::has;
 using rfa::test::temp_file;
 
 namespace {
-bool has(const std::string& message, const std::string& part) {
-  INFO("message: " << message);
-  INFO("expected to contain: " << part);
-  return message.find(part) != std::string::npos;
-}
 // The error of loading `yaml` from a file, with the file's path in front of `part`.
 bool refused(const std::string& yaml, const std::string& part) {
   const std::string path = temp_file("precheck.yaml", yaml);

@@ -48,14 +48,22 @@ for sig in TERM INT; do
   echo "signals: SIG$sig stopped at step $step"
 done
 
-# lives_until <file> <text>: $pid runs until a line of the file has the text (60 s); fails if it ends first.
+# lives_until <command...>: until the command succeeds (60 s), failing if $pid ends first.
 lives_until() {
   for _ in $(seq 1 600); do
-    grep -q -- "$2" "$1" 2>/dev/null && return 0
-    kill -0 "$pid" 2>/dev/null || { cat "$tmp/ignored.log" >&2; fail "rfa ended before '$2' in $1"; }
+    "$@" && return 0
+    kill -0 "$pid" 2>/dev/null || { cat "$tmp/ignored.log" >&2; fail "rfa ended before: $*"; }
     sleep 0.1
   done
-  fail "timed out waiting for '$2' in $1"
+  fail "timed out waiting for: $*"
+}
+# signal_and_reap <signal> <expected exit code>: sends the signal to $pid and waits for it to exit so.
+signal_and_reap() {
+  kill -"$1" "$pid"
+  local rc=0
+  wait "$pid" || rc=$?
+  pid=
+  [ "$rc" = "$2" ] || { cat "$tmp/ignored.log" >&2; fail "SIG$1: exit code $rc, expected $2"; }
 }
 # SIGINT inherited as ignored: train keeps it ignored, says so, and goes on; SIGTERM stops it.
 run=$tmp/run-ignored
@@ -64,12 +72,8 @@ pid=$!
 wait_for "$run/metrics.jsonl" '"type":"train"'
 kill -INT "$pid"
 at=$(grep -c '"type":"train"' "$run/metrics.jsonl")
-lives_until "$run/metrics.jsonl" "\"step\":$((at + 3)),"
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
-pid=
-[ "$rc" = 0 ] || { cat "$tmp/ignored.log" >&2; fail "SIGTERM after an ignored SIGINT: exit code $rc, expected 0"; }
+lives_until grep -q "\"step\":$((at + 3))," "$run/metrics.jsonl"
+signal_and_reap TERM 0
 expect_in "$tmp/ignored.log" "SIGINT was inherited as ignored (nohup, or a script's background job) and stays ignored; SIGTERM (kill -TERM"
 expect_in "$tmp/ignored.log" "signal 15 received: stopped"
 grep -q "signal 2 received" "$tmp/ignored.log" && fail "an ignored SIGINT was taken: $(grep "signal 2" "$tmp/ignored.log")"
@@ -79,31 +83,15 @@ echo "signals: SIGINT inherited as ignored left train running; SIGTERM stopped i
 generate_long() {  # generate_long <env args...>: a long sample of run-TERM into $tmp/gen.out, in the background
   env "$@" "$rfa" --threads 1 generate "$tmp/run-TERM" -p "Line" -n 100000000 >"$tmp/gen.out" 2>"$tmp/ignored.log" &
   pid=$!
-  for _ in $(seq 1 600); do
-    [ -s "$tmp/gen.out" ] && return 0
-    sleep 0.1
-  done
-  fail "generate wrote nothing in 60 s"
+  lives_until test -s "$tmp/gen.out"
 }
+larger_than() { [ "$(stat -c %s "$1")" -gt "$2" ]; }  # larger_than <file> <bytes>
 generate_long --default-signal=INT
-kill -INT "$pid"
-rc=0
-wait "$pid" || rc=$?
-pid=
-[ "$rc" = 130 ] || { cat "$tmp/ignored.log" >&2; fail "generate after SIGINT: exit code $rc, expected 130"; }
+signal_and_reap INT 130
 generate_long --ignore-signal=INT
 kill -INT "$pid"
-size=$(stat -c %s "$tmp/gen.out")
-for _ in $(seq 1 600); do
-  kill -0 "$pid" 2>/dev/null || { cat "$tmp/ignored.log" >&2; fail "an inherited-ignored SIGINT ended rfa generate"; }
-  [ "$(stat -c %s "$tmp/gen.out")" -gt "$size" ] && break
-  sleep 0.1
-done
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
-pid=
-[ "$rc" = 143 ] || { cat "$tmp/ignored.log" >&2; fail "generate after SIGTERM: exit code $rc, expected 143"; }
+lives_until larger_than "$tmp/gen.out" "$(stat -c %s "$tmp/gen.out")"
+signal_and_reap TERM 143
 echo "signals: generate ends on SIGINT, and keeps an inherited ignore of it"
 
 # A second signal while the first is being honoured quits at once (killed by
