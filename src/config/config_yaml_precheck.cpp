@@ -93,15 +93,15 @@ class Precheck {
     }
     flow_plain_line_ = 0;
 
-    bool at_start = true;     // a scalar or collection may start here
+    bool at_start = true;      // a scalar or collection may start here
     bool after_quote = false;  // the last token was a quoted scalar ({"a":1} needs no blank after ':')
     bool last_plain = false;   // the last token was a plain scalar
     std::string scalar;        // the last scalar read: a key when ':' follows
     std::string value_key;     // the key path whose value is read now
-    Token first = Token::none;
-    bool key_found = false;  // block: the row's first 'key:' at depth 0
+    Token first = Token::none;  // the row's first token
+    bool key_found = false;     // block: the row has a 'key:' at depth 0, the first of which is row_key
     std::string row_key;
-    bool row_value = false;
+    bool row_value = false;  // a token follows that first 'key:'
     auto token = [&](Token kind) {
       if (first == Token::none) first = kind;
       if (key_found) row_value = true;
