@@ -52,7 +52,7 @@ struct AttentionConfig {
 };
 
 struct TokenizerConfig {
-  std::string path = "data/kjv-bpe2048.model";  // trained from `corpus` when missing
+  std::string path = "";  // trained from `corpus` when missing; "" = next to it (config_tokenizer_path)
   TokenizerKind kind = TokenizerKind::bpe;
   int vocab_size = 2048;                       // bpe/unigram: exact V; char: upper bound
   std::string corpus = "";                     // "" = data.corpus
@@ -134,6 +134,10 @@ inline const std::string& config_tokenizer_corpus(const Config& c) {
 inline std::string config_tokens_path(const DataConfig& d) {
   return d.tokens.empty() ? d.corpus + ".tokens" : d.tokens;
 }
+// The tokenizer model file; "" means next to the corpus it trains on, named after it, the kind and
+// the vocab: data/kjv.txt -> data/kjv-bpe2048.model. A tokenizer then follows the corpus as the
+// token file does, and another corpus (or kind, or vocab) never reuses it. (config_paths.cpp)
+std::string config_tokenizer_path(const Config& c);
 inline PositionKind config_positions(const AttentionConfig& a) {
   if (a.positions != PositionKind::automatic) return a.positions;
   return a.kind == AttentionKind::softmax ? PositionKind::rope : PositionKind::none;

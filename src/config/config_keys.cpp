@@ -55,7 +55,9 @@ const ConfigKey kKeys[] = {
     {RFA_FIELD(attention, time_discount_c), above(1), "c of the time discount log(t + c)"},
     {RFA_FIELD(attention, time_discount_horizon), at_least(0), "the discount's t held past this position; 0 = no cap"},
 
-    {RFA_FIELD(tokenizer, path), kNonEmpty, "SentencePiece model file; trained from the corpus when missing"},
+    {RFA_FIELD(tokenizer, path), kAny,
+     "SentencePiece model file, trained from the corpus when missing; \"\" = next to the corpus, named after it, "
+     "the kind and the vocab (data/kjv.txt: data/kjv-bpe2048.model)"},
     {RFA_FIELD(tokenizer, kind), kAny, "SentencePiece model type"},
     {RFA_FIELD(tokenizer, vocab_size), in_range(kTokenizerMinVocab, kMaxVocab),
      "V to train, with 3 control + 256 byte tokens; char: an upper bound"},

@@ -47,7 +47,7 @@ std::string run_dir_of(const std::string& checkpoint_dir) {
 // checks it against state.json), else the config's path if its checksum matches.
 std::string tokenizer_of(const std::string& dir, const TrainState& state, const Config& config) {
   const std::string copy = dir + "/tokenizer.model";
-  const std::string& path = config.tokenizer.path;
+  const std::string path = config_tokenizer_path(config);
   checkpoint_tokenizer_verify(dir, state, path);
   if (fs::exists(copy)) return copy;
   if (state.tokenizer_xxh64.empty() || !fs::exists(path))

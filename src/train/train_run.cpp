@@ -259,6 +259,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   train_dist_weights_check(session.model().params(), session.model().param_size(), 0);
   ProgressLine progress;
   StopSignals signals;
+  if (const std::string note = signals.ignored_note(); !note.empty()) log_info("train", "{}", note);
   int64_t saved_step = resuming ? start : -1;  // the newest checkpoint on disk: its step and directory
   std::string saved_dir = options.resume_checkpoint;
   bool evaluated = false;  // by this process

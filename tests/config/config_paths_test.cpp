@@ -1,0 +1,26 @@
+// The paths a config derives when left "": the tokenizer follows its corpus as the token file does.
+#include <doctest/doctest.h>
+
+#include "config/config.h"
+#include "config/config_load.h"
+
+using namespace rfa;
+
+TEST_CASE("config paths: tokenizer.path \"\" is next to the corpus, named after it, the kind and the vocab") {
+  Config c;
+  CHECK(c.tokenizer.path.empty());
+  CHECK(config_tokenizer_path(c) == "data/kjv-bpe2048.model");  // the file the default always named
+  c.data.corpus = "mytext.txt";  // the newcomer's corpus once got data/kjv-bpe2048.model
+  CHECK(config_tokenizer_path(c) == "mytext-bpe2048.model");
+  CHECK(config_tokens_path(c.data) == "mytext.txt.tokens");
+  c.data.corpus = "/srv/texts/novel.v2.txt";
+  c.tokenizer.kind = TokenizerKind::character;
+  c.tokenizer.vocab_size = 384;
+  CHECK(config_tokenizer_path(c) == "/srv/texts/novel.v2-char384.model");
+  c.tokenizer.corpus = "other/tok.txt";  // the tokenizer's own corpus, when given
+  CHECK(config_tokenizer_path(c) == "other/tok-char384.model");
+  c.tokenizer.path = "models/mine.model";  // a path that is set is kept
+  CHECK(config_tokenizer_path(c) == "models/mine.model");
+  // "" is allowed now, from a file and from --set.
+  CHECK(config_load("", {"tokenizer.path=", "data.corpus=a/b.txt"}).tokenizer.path.empty());
+}
