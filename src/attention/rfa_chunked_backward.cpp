@@ -97,6 +97,8 @@ struct RfaHeadBackward {
   const T* phik = nullptr;    // (c, F) saved
   const T* S_prev = nullptr;  // (F, E) saved chunk-entry state
   const T* P = nullptr;       // (c, c) saved (Q̂ K̃ᵀ) ⊙ M
+  const T* Qp = nullptr;      // (c, FP) q̂: the saved rows themselves when F is a whole number of
+                              // registers (FP == F), else s.Qp, a copy padded to FP
 
   size_t row_of(int i) const {
     return (static_cast<size_t>(b) * d.T + t0 + i) * d.C() + static_cast<size_t>(h) * d.Dh;
@@ -126,8 +128,9 @@ struct RfaHeadBackward {
         __builtin_prefetch(in.k + row_of(i) + e);
       }
     gate_rows(s.g, s.beta, s.eG, c.gated ? saved + L.gate_a + bht0 : nullptr, n);
+    Qp = FP == size_t(F) ? phiq : s.Qp;
     for (int i = 0; i < n; ++i) {
-      std::copy_n(phiq + size_t(i) * F, F, s.Qp + i * FP);
+      if (FP != size_t(F)) std::copy_n(phiq + size_t(i) * F, F, s.Qp + i * FP);
       std::copy_n(in.v + row_of(i), Dh, s.Vp + size_t(i) * E);
       s.Vp[size_t(i) * E + Dh] = T(1);
       // out = num / max(den, eps_d): above the floor dnum = dh/den, dden = -(dh·out)/den;
@@ -149,54 +152,44 @@ struct RfaHeadBackward {
     }
   }
 
-  // dA = dP ⊙ M with dP = dY V'ᵀ (Y_i = sum_j P_ij v'_j, P saved by the forward), in
-  // blocks of 4 rows; 0 right of the diagonal, and the transposes Pᵀ, dAᵀ are 0 below it.
+  // dA = dP ⊙ M with dP = dY V'ᵀ (Y_i = sum_j P_ij v'_j, P saved by the forward), over the
+  // whole chunk as one product (as the forward's P), then 0 right of the diagonal.
   void chunk_score_grads() {
     const int Cc = int(sd.Cc), E = L.E;
     const size_t EP = sd.EP, CP = sd.CP;
-    for (int i0 = 0; i0 < n; i0 += 4) {
-      const int m = std::min(4, n - i0), cols = i0 + m;
-      matmul(s.dA + size_t(i0) * Cc, Cc, s.dY + i0 * EP, EP, s.VpT, CP, m, E, cols, T(1), false);
-      for (int i = i0; i < cols; ++i) {
-        T* dAi = s.dA + size_t(i) * Cc;
-        if (c.gated) {
-          // M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i: no exp, no overflow.
-          T* Mi = s.M + size_t(i) * Cc;
-          for (int j = 0; j < i; ++j) Mi[j] = s.M[size_t(i - 1) * Cc + j] * s.g[i];
-          Mi[i] = T(1);
-          for (int j = 0; j <= i; ++j) dAi[j] *= Mi[j];
-        }
-        for (int j = i + 1; j < cols; ++j) dAi[j] = T(0);
+    matmul(s.dA, Cc, s.dY, EP, s.VpT, CP, n, E, n, T(1), false);
+    for (int i = 0; i < n; ++i) {
+      T* dAi = s.dA + size_t(i) * Cc;
+      if (c.gated) {
+        // M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i: no exp, no overflow.
+        T* Mi = s.M + size_t(i) * Cc;
+        for (int j = 0; j < i; ++j) Mi[j] = s.M[size_t(i - 1) * Cc + j] * s.g[i];
+        Mi[i] = T(1);
+        for (int j = 0; j <= i; ++j) dAi[j] *= Mi[j];
       }
-    }
-    for (int j = 0; j < n; ++j) {
-      T* PTj = s.PT + size_t(j) * Cc;
-      T* dATj = s.dAT + size_t(j) * Cc;
-      for (int i = j / 4 * 4; i < j; ++i) PTj[i] = T(0), dATj[i] = T(0);  // read by the 4-row blocks below
-      for (int i = j; i < n; ++i) PTj[i] = P[size_t(i) * Cc + j], dATj[i] = s.dA[size_t(i) * Cc + j];
+      for (int j = i + 1; j < n; ++j) dAi[j] = T(0);
     }
   }
 
-  // Intra-chunk: dq̂_i = sum_{j<=i} dA_ij k̃_j,  dv'_j = sum_{i>=j} P_ij dy_i,  dk̃_j = sum_{i>=j} dA_ij q̂_i.
+  // Intra-chunk: dq̂_i = sum_{j<=i} dA_ij k̃_j,  dv'_j = sum_{i>=j} P_ij dy_i,  dk̃_j = sum_{i>=j} dA_ij q̂_i,
+  // each one product over the whole chunk (the zeros right of the diagonals stand in for the
+  // limits); dv' and dk̃ read P and dA by columns (matmul_at: no transposed copies).
   void chunk_intra_grads() {
     const int Cc = int(sd.Cc), Dh = d.Dh, F = L.F, E = L.E;
     const size_t FP = sd.FP, EP = sd.EP;
-    for (int i0 = 0; i0 < n; i0 += 4) {
-      const int m = std::min(4, n - i0);
-      matmul(s.dQ + size_t(i0) * F, F, s.dA + size_t(i0) * Cc, Cc, s.Kt, FP, m, i0 + m, F, T(1), false);
-      // (only dv's first Dh columns are needed: the last entry of v' is the constant 1)
-      matmul(s.dV + size_t(i0) * E, E, s.PT + size_t(i0) * Cc + i0, Cc, s.dY + i0 * EP, EP, m, n - i0, Dh, T(1),
-             false);
-      matmul(s.dK + size_t(i0) * F, F, s.dAT + size_t(i0) * Cc + i0, Cc, s.Qp + i0 * FP, FP, m, n - i0, F, T(1),
-             false);
-    }
+    matmul(s.dQ, F, s.dA, Cc, s.Kt, FP, n, n, F, T(1), false);
+    // (only dv's first Dh columns are needed: the last entry of v' is the constant 1)
+    matmul_at(s.dV, E, P, Cc, s.dY, EP, n, n, Dh, T(1), false);
+    matmul_at(s.dK, F, s.dA, Cc, Qp, FP, n, n, F, T(1), false);
   }
 
   // Y_i += eG_i q̂_iᵀ S_prev:  dq̂_i += eG_i S_prev dy_i (when the chunk entered with a state).
   void chunk_state_in_grads() {
     const int F = L.F, E = L.E;
     const size_t FP = sd.FP, EP = sd.EP, FE = static_cast<size_t>(F) * E;
-    if ((ci > 0 || saved[L.state_flags + bh] != T(0)) && !all_zero(S_prev, FE)) {
+    // After the first chunk there is always a state (and a product with zeros adds zeros);
+    // an entering state given to the first chunk may be all zeros (stateful training's first step).
+    if (ci > 0 || (saved[L.state_flags + bh] != T(0) && !all_zero(S_prev, FE))) {
       for (int f = 0; f < F; ++f)
         for (int e = 0; e < E; ++e) s.SpT[e * FP + f] = S_prev[size_t(f) * E + e];
       for (int i = 0; i < n; ++i)
@@ -224,14 +217,15 @@ struct RfaHeadBackward {
   // dS_prev = e^{G_C} dS + (Q̂ ⊙ eG)ᵀ dY; not needed before the first chunk (the entering state is a constant).
   void chunk_carry_state_grad() {
     if (ci == 0) return;
-    const int Cc = int(sd.Cc), F = L.F, E = L.E;
+    const int F = L.F, E = L.E;
     const size_t FP = sd.FP, EP = sd.EP;
     const T decay = s.eG[n - 1];
+    T* Qe = s.Qe;  // (c, F) Q̂ ⊙ eG, read transposed by matmul_at
     for (int i = 0; i < n; ++i)
-      for (int f = 0; f < F; ++f) s.QeT[size_t(f) * Cc + i] = s.Qp[i * FP + f] * s.eG[i];
+      for (int f = 0; f < F; ++f) Qe[size_t(i) * F + f] = Qp[i * FP + f] * s.eG[i];
     if (!dS_zero)
       for (size_t x = 0; x < size_t(F) * EP; ++x) s.dS[x] *= decay;
-    matmul(s.dS, EP, s.QeT, Cc, s.dY, EP, F, n, E, T(1), !dS_zero);
+    matmul_at(s.dS, EP, Qe, F, s.dY, EP, F, n, E, T(1), !dS_zero);
     dS_zero = false;
   }
 
@@ -248,7 +242,7 @@ struct RfaHeadBackward {
     for (int i = n - 1; i >= 0; --i) {
       T* dKi = s.dK + size_t(i) * F;
       const T k_dk = dot(s.Kt + i * FP, dKi, F);
-      dlambda += dot(s.Qp + i * FP, s.dQ + size_t(i) * F, F) - k_dk;  // dG_t
+      dlambda += dot(Qp + i * FP, s.dQ + size_t(i) * F, F) - k_dk;  // dG_t
       // lambda = logsigmoid(a), k̃ = delta beta phi(k), beta = 1 - sigmoid(a):
       //   da = beta dlambda - g (dk̃·k̃)
       da[bht0 + i] = s.beta[i] * dlambda - s.g[i] * k_dk;

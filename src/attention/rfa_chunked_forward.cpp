@@ -40,7 +40,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
     RfaForwardScratch<T> sc;
     sc.carve(scratch, sd);
     T *xbar = sc.xbar, *SX = sc.SX, *U = sc.U, *beta = sc.beta, *g = sc.g, *Kt = sc.Kt, *KtT = sc.KtT,
-      *KwT = sc.KwT, *Vp = sc.Vp, *Y = sc.Y, *arow = sc.arow, *eG = sc.eG, *mrow = sc.mrow, *S = sc.S,
+      *Kw = sc.Kw, *Vp = sc.Vp, *Y = sc.Y, *arow = sc.arow, *eG = sc.eG, *mrow = sc.mrow, *S = sc.S,
       *Wt = sc.Wt, *Qe = sc.Qe;
 
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
@@ -96,29 +96,27 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
           KtT[f * CP + j] = Kt[size_t(j) * F + f];
         }
 
-      // P = (Q̂ K̃ᵀ) ⊙ M, in blocks of 4 rows; entries right of the diagonal (up to the
-      // block's last column) are set to 0 so that Y's products can run to the block's end.
-      for (int i0 = 0; i0 < n; i0 += 4) {
-        const int m = std::min(4, n - i0), cols = i0 + m;
-        matmul(P + size_t(i0) * Cc, Cc, phiq + size_t(i0) * F, F, KtT, CP, m, F, cols, T(1), false);
-        for (int i = i0; i < cols; ++i) {
-          T* Pi = P + size_t(i) * Cc;
-          if (c.gated) {  // ungated: M = 1 on the lower triangle
-            // Row i of M from row i-1: M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i.
-            for (int j = 0; j < i; ++j) mrow[j] *= g[i];
-            mrow[i] = T(1);
-            for (int j = 0; j <= i; ++j) Pi[j] *= mrow[j];
-          }
-          for (int j = i + 1; j < cols; ++j) Pi[j] = T(0);
+      // P = (Q̂ K̃ᵀ) ⊙ M over the whole chunk, then 0 right of the diagonal (the backward reads
+      // P's columns too). One product of n rows keeps the register tiles at full height: the
+      // triangle in blocks of 4 rows did half the multiply-adds at a third of the rate.
+      matmul(P, Cc, phiq, F, KtT, CP, n, F, n, T(1), false);
+      for (int i = 0; i < n; ++i) {
+        T* Pi = P + size_t(i) * Cc;
+        if (c.gated) {  // ungated: M = 1 on the lower triangle
+          // Row i of M from row i-1: M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i.
+          for (int j = 0; j < i; ++j) mrow[j] *= g[i];
+          mrow[i] = T(1);
+          for (int j = 0; j <= i; ++j) Pi[j] *= mrow[j];
         }
-        // Y = P V' + diag(exp G) Q̂ S_prev: the numerator columns as a product, and the
-        // denominator column (V' ends in a column of ones) as row sums of P.
-        matmul(Y + size_t(i0) * E, E, P + size_t(i0) * Cc, Cc, Vp, EP, m, cols, Dh, T(1), false);
-        for (int i = i0; i < cols; ++i) {
-          T den = 0;
-          for (int j = 0; j <= i; ++j) den += P[size_t(i) * Cc + j];
-          Y[size_t(i) * E + Dh] = den;
-        }
+        for (int j = i + 1; j < n; ++j) Pi[j] = T(0);
+      }
+      // Y = P V' + diag(exp G) Q̂ S_prev: the numerator columns as a product, and the
+      // denominator column (V' ends in a column of ones) as row sums of P.
+      matmul(Y, E, P, Cc, Vp, EP, n, n, Dh, T(1), false);
+      for (int i = 0; i < n; ++i) {
+        T den = 0;
+        for (int j = 0; j <= i; ++j) den += P[size_t(i) * Cc + j];
+        Y[size_t(i) * E + Dh] = den;
       }
       if (!state_zero) {  // Y += diag(exp G) Q̂ S_prev
         for (int i = 0; i < n; ++i)
@@ -140,11 +138,11 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
       if (ci + 1 < L.n_chunks || state_out) {
         const T decay = eG[n - 1];
         gate_suffix(mrow, g, n);  // after the P loop, so mrow's use as a row of M is over
-        for (int f = 0; f < F; ++f)
-          for (int j = 0; j < n; ++j) KwT[f * CP + j] = KtT[f * CP + j] * mrow[j];
+        for (int j = 0; j < n; ++j)
+          for (int f = 0; f < F; ++f) Kw[size_t(j) * F + f] = Kt[size_t(j) * F + f] * mrow[j];
         if (!state_zero)
           for (size_t x = 0; x < size_t(F) * EP; ++x) S[x] *= decay;
-        matmul(S, EP, KwT, CP, Vp, EP, F, n, E, T(1), !state_zero);
+        matmul_at(S, EP, Kw, F, Vp, EP, F, n, E, T(1), !state_zero);  // S (F, E) += Kwᵀ V'
         state_zero = false;
       }
     }

@@ -58,10 +58,10 @@ struct RfaForwardScratch {
   T* phik_scratch;  // (c, F)     phi(k) when nothing is saved
   T* Kt;            // (c, F)     k̃ = beta phi(k)
   T* KtT;           // (F, CP)    K̃ᵀ
-  T* KwT;           // (F, CP)    (K̃ ⊙ exp(G_C - G))ᵀ
+  T* Kw;            // (c, F)     K̃ ⊙ exp(G_C - G) (read transposed)
   T* Vp;            // (c, EP)    [v, 1]
   T* Y;             // (c, E)     [num, den]
-  T* P_scratch;     // (c, c)     (Q̂ K̃ᵀ) ⊙ M, lower triangle, when nothing is saved
+  T* P_scratch;     // (c, c)     (Q̂ K̃ᵀ) ⊙ M, lower triangle (0 above it), when nothing is saved
   T* arow;          // (c)        gate pre-activations a
   T* eG;            // (c)        exp(G)
   T* mrow;          // (c)        one row of M, or exp(G_C - G)
@@ -79,7 +79,7 @@ struct RfaForwardScratch {
     k.take(phik_scratch, s.Cc * s.F);
     k.take(Kt, s.Cc * s.F);
     k.take(KtT, s.F * s.CP);
-    k.take(KwT, s.F * s.CP);
+    k.take(Kw, s.Cc * s.F);
     k.take(Vp, s.Cc * s.EP);
     k.take(Y, s.Cc * s.E);
     k.take(P_scratch, s.Cc * s.Cc);
@@ -108,9 +108,7 @@ struct RfaBackwardScratch {
   T* dQ;     // (c, F)    dq̂
   T* dK;     // (c, F)    dk̃
   T* dV;     // (c, E)    dv'
-  T* dA;     // (c, c)    (dY V'ᵀ) ⊙ M, lower
-  T* PT;     // (c, c)    Pᵀ, upper
-  T* dAT;    // (c, c)    dAᵀ, upper
+  T* dA;     // (c, c)    (dY V'ᵀ) ⊙ M, lower (0 right of the diagonal)
   T* M;      // (c, c)    exp(G_i - G_j), lower
   T* eG;     // (c)
   T* beta;   // (c)
@@ -120,7 +118,7 @@ struct RfaBackwardScratch {
   T* dS;     // (F, EP)   gradient of the state leaving the current chunk
   T* dST;    // (E, FP)
   T* SpT;    // (E, FP)   S_prev transposed
-  T* QeT;    // (F, c)    (Q̂ ⊙ exp G)ᵀ
+  T* Qe;     // (c, F)    Q̂ ⊙ exp G (read transposed)
   T* Wp;     // (D, pad16(Dh)) this head's W, packed
   T* tmp;    // (c, max(FP, EP)) a diag-scaled copy for one product
   size_t carve(T* base, const RfaScratchDims& s) {
@@ -138,8 +136,6 @@ struct RfaBackwardScratch {
     k.take(dK, s.Cc * s.F);
     k.take(dV, s.Cc * s.E);
     k.take(dA, s.Cc * s.Cc);
-    k.take(PT, s.Cc * s.Cc);
-    k.take(dAT, s.Cc * s.Cc);
     k.take(M, s.Cc * s.Cc);
     k.take(eG, s.Cc);
     k.take(beta, s.Cc);
@@ -149,7 +145,7 @@ struct RfaBackwardScratch {
     k.take(dS, s.F * s.EP);
     k.take(dST, s.E * s.FP);
     k.take(SpT, s.E * s.FP);
-    k.take(QeT, s.F * s.Cc);
+    k.take(Qe, s.Cc * s.F);
     k.take(Wp, s.W);
     k.take(tmp, s.Cc * std::max(s.FP, s.EP));
     return k.taken();

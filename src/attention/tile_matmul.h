@@ -16,14 +16,15 @@ namespace rfa {
 template <typename T>
 inline void tile_matmul(T* C, size_t ldc, const T* A, size_t lda, const T* B, size_t ldb, int m, int k, int n,
                         T alpha, bool accumulate) {
+  const simd_detail::MatView av{lda, 1};
   int i = 0;
   for (; i + kTileRows <= m; i += kTileRows)
-    simd_detail::tile_rows<T, kTileRows>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, k, n, alpha, accumulate);
+    simd_detail::tile_rows<T, kTileRows>(C + i * ldc, ldc, A + i * lda, av, B, ldb, k, n, alpha, accumulate);
   for (; i + 4 <= m; i += 4)
-    simd_detail::tile_rows<T, 4>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, k, n, alpha, accumulate);
+    simd_detail::tile_rows<T, 4>(C + i * ldc, ldc, A + i * lda, av, B, ldb, k, n, alpha, accumulate);
   for (; i + 2 <= m; i += 2)
-    simd_detail::tile_rows<T, 2>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, k, n, alpha, accumulate);
-  for (; i < m; ++i) simd_detail::tile_rows<T, 1>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, k, n, alpha, accumulate);
+    simd_detail::tile_rows<T, 2>(C + i * ldc, ldc, A + i * lda, av, B, ldb, k, n, alpha, accumulate);
+  for (; i < m; ++i) simd_detail::tile_rows<T, 1>(C + i * ldc, ldc, A + i * lda, av, B, ldb, k, n, alpha, accumulate);
 }
 
 }  // namespace rfa

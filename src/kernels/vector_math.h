@@ -127,9 +127,10 @@ inline void tile_store(T* out, const typename Simd<T>::V& acc, int cols_left, T 
 
 // vecmat's columns [j0, j0 + NV W): four accumulators over p per register of columns
 // (4 NV independent FMA chains, enough to cover the FMA latency on two ports).
+// a[p] is read at a[p * as] (as = 1: a row; a column of a row-major matrix otherwise).
 template <typename T, int NV>
-inline void vecmat_block(T* out, const T* a, const T* B, int k, int n, size_t ldb, T alpha, bool accumulate,
-                         int j0) {
+inline void vecmat_block(T* out, const T* a, size_t as, const T* B, int k, int n, size_t ldb, T alpha,
+                         bool accumulate, int j0) {
   using V = typename Simd<T>::V;
   constexpr int W = Simd<T>::W;
   V acc[4][NV] = {};
@@ -138,23 +139,29 @@ inline void vecmat_block(T* out, const T* a, const T* B, int k, int n, size_t ld
   for (; p + 4 <= k; p += 4, b += 4 * ldb)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      acc[0][v] += a[p] * simd_load(b + v * W);
-      acc[1][v] += a[p + 1] * simd_load(b + ldb + v * W);
-      acc[2][v] += a[p + 2] * simd_load(b + 2 * ldb + v * W);
-      acc[3][v] += a[p + 3] * simd_load(b + 3 * ldb + v * W);
+      acc[0][v] += a[p * as] * simd_load(b + v * W);
+      acc[1][v] += a[(p + 1) * as] * simd_load(b + ldb + v * W);
+      acc[2][v] += a[(p + 2) * as] * simd_load(b + 2 * ldb + v * W);
+      acc[3][v] += a[(p + 3) * as] * simd_load(b + 3 * ldb + v * W);
     }
   for (; p < k; ++p, b += ldb)
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[0][v] += a[p] * simd_load(b + v * W);
+    for (int v = 0; v < NV; ++v) acc[0][v] += a[p * as] * simd_load(b + v * W);
 #pragma GCC unroll 4
   for (int v = 0; v < NV; ++v)
     tile_store(out + j0 + v * W, (acc[0][v] + acc[1][v]) + (acc[2][v] + acc[3][v]), n - j0 - v * W, alpha, accumulate);
 }
 
+// A's entry (row r, column p) is A[r * ar + p * ap]: (lda, 1) for a row-major A,
+// (1, lda) for the transpose of one (A stored (k, m)).
+struct MatView {
+  size_t ar, ap;
+};
+
 // Rows [0, R) of C by columns [j0, j0 + NV W): R NV accumulators, NV loads of B and R
 // broadcasts of A per R NV FMAs; each output sums p in order (0, 1, ..., k-1).
 template <typename T, int R, int NV>
-inline void tile_block(T* C, size_t ldc, const T* A, size_t lda, const T* B, size_t ldb, int k, int n, int j0,
+inline void tile_block(T* C, size_t ldc, const T* A, MatView av, const T* B, size_t ldb, int k, int n, int j0,
                        T alpha, bool accumulate) {
   using V = typename Simd<T>::V;
   constexpr int W = Simd<T>::W;
@@ -170,7 +177,7 @@ inline void tile_block(T* C, size_t ldc, const T* A, size_t lda, const T* B, siz
     for (int v = 0; v < NV; ++v) bv[v] = simd_load(b + v * W);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const T ar = A[r * lda + p];
+      const T ar = A[r * av.ar + p * av.ap];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[r][v] += ar * bv[v];
     }
@@ -184,13 +191,19 @@ inline void tile_block(T* C, size_t ldc, const T* A, size_t lda, const T* B, siz
 
 // Rows [0, R) of C, all n columns: two registers of columns at a time, one for the last odd one.
 template <typename T, int R>
-inline void tile_rows(T* C, size_t ldc, const T* A, size_t lda, const T* B, size_t ldb, int k, int n, T alpha,
+inline void tile_rows(T* C, size_t ldc, const T* A, MatView av, const T* B, size_t ldb, int k, int n, T alpha,
                       bool accumulate) {
   constexpr int W = Simd<T>::W;
   int j0 = 0;
-  for (; j0 + W < n; j0 += 2 * W) tile_block<T, R, 2>(C, ldc, A, lda, B, ldb, k, n, j0, alpha, accumulate);
-  if (j0 < n) tile_block<T, R, 1>(C, ldc, A, lda, B, ldb, k, n, j0, alpha, accumulate);
+  for (; j0 + W < n; j0 += 2 * W) tile_block<T, R, 2>(C, ldc, A, av, B, ldb, k, n, j0, alpha, accumulate);
+  if (j0 < n) tile_block<T, R, 1>(C, ldc, A, av, B, ldb, k, n, j0, alpha, accumulate);
 }
+
+// The rows of matmul and matmul_at: tiles of kTileRows, 4 and 2 rows over the first
+// m - m % 4 rows (each output summing p in order), vecmat for the rest.
+template <typename T>
+inline void matmul_rows(T* C, size_t ldc, const T* A, MatView av, const T* B, size_t ldb, int m, int k, int n,
+                        T alpha, bool accumulate);
 }  // namespace simd_detail
 
 // out[0:n] (+)= alpha * sum_p a[p] B[p, 0:n], B row-major with leading dimension
@@ -201,11 +214,13 @@ inline void tile_rows(T* C, size_t ldc, const T* A, size_t lda, const T* B, size
 // through memory). Each output sums p in four interleaved partial sums
 // whatever the width of the tile.
 template <typename T>
-inline void vecmat(T* out, const T* a, const T* B, int k, int n, size_t ldb, T alpha, bool accumulate) {
+inline void vecmat(T* out, const T* a, const T* B, int k, int n, size_t ldb, T alpha, bool accumulate,
+                   size_t a_stride = 1) {
   constexpr int W = Simd<T>::W;
   int j0 = 0;
-  for (; j0 + W < n; j0 += 2 * W) simd_detail::vecmat_block<T, 2>(out, a, B, k, n, ldb, alpha, accumulate, j0);
-  if (j0 < n) simd_detail::vecmat_block<T, 1>(out, a, B, k, n, ldb, alpha, accumulate, j0);
+  for (; j0 + W < n; j0 += 2 * W)
+    simd_detail::vecmat_block<T, 2>(out, a, a_stride, B, k, n, ldb, alpha, accumulate, j0);
+  if (j0 < n) simd_detail::vecmat_block<T, 1>(out, a, a_stride, B, k, n, ldb, alpha, accumulate, j0);
 }
 
 // Rows of C per register tile: as many as keep 2 R accumulators, 2 loads of B and a
@@ -222,15 +237,29 @@ inline constexpr int kTileRows = kVectorRegisters >= 32 ? 8 : 6;
 template <typename T>
 inline void matmul(T* C, size_t ldc, const T* A, size_t lda, const T* B, size_t ldb, int m, int k, int n, T alpha,
                    bool accumulate) {
+  simd_detail::matmul_rows(C, ldc, A, simd_detail::MatView{lda, 1}, B, ldb, m, k, n, alpha, accumulate);
+}
+
+// C[0:m, 0:n] (+)= alpha * Aᵀ B with A stored (k, m), leading dimension lda: the
+// product matmul would give on a transposed copy of A, bit for bit, without the copy
+// (the tiles broadcast A's entries from wherever they are).
+template <typename T>
+inline void matmul_at(T* C, size_t ldc, const T* A, size_t lda, const T* B, size_t ldb, int m, int k, int n,
+                      T alpha, bool accumulate) {
+  simd_detail::matmul_rows(C, ldc, A, simd_detail::MatView{1, lda}, B, ldb, m, k, n, alpha, accumulate);
+}
+
+template <typename T>
+inline void simd_detail::matmul_rows(T* C, size_t ldc, const T* A, MatView av, const T* B, size_t ldb, int m, int k,
+                                     int n, T alpha, bool accumulate) {
   const int m4 = m - m % 4;  // rows in tiles; the rest through vecmat, on every target
   int i = 0;
   for (; i + kTileRows <= m4; i += kTileRows)
-    simd_detail::tile_rows<T, kTileRows>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, k, n, alpha, accumulate);
-  for (; i + 4 <= m4; i += 4)
-    simd_detail::tile_rows<T, 4>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, k, n, alpha, accumulate);
+    tile_rows<T, kTileRows>(C + i * ldc, ldc, A + i * av.ar, av, B, ldb, k, n, alpha, accumulate);
+  for (; i + 4 <= m4; i += 4) tile_rows<T, 4>(C + i * ldc, ldc, A + i * av.ar, av, B, ldb, k, n, alpha, accumulate);
   for (; i + 2 <= m4; i += 2)  // after tiles of 6: m4 - 6q is 0, 2 or 4
-    simd_detail::tile_rows<T, 2>(C + i * ldc, ldc, A + i * lda, lda, B, ldb, k, n, alpha, accumulate);
-  for (; i < m; ++i) vecmat(C + i * ldc, A + i * lda, B, k, n, ldb, alpha, accumulate);
+    tile_rows<T, 2>(C + i * ldc, ldc, A + i * av.ar, av, B, ldb, k, n, alpha, accumulate);
+  for (; i < m; ++i) vecmat(C + i * ldc, A + i * av.ar, B, k, n, ldb, alpha, accumulate, av.ap);
 }
 
 // Nearest integer, as a float-to-int conversion the vectoriser accepts (std::floor
