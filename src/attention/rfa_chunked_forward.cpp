@@ -110,14 +110,10 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
         }
         for (int j = i + 1; j < n; ++j) Pi[j] = T(0);
       }
-      // Y = P V' + diag(exp G) Q̂ S_prev: the numerator columns as a product, and the
-      // denominator column (V' ends in a column of ones) as row sums of P.
-      matmul(Y, E, P, Cc, Vp, EP, n, n, Dh, T(1), false);
-      for (int i = 0; i < n; ++i) {
-        T den = 0;
-        for (int j = 0; j <= i; ++j) den += P[size_t(i) * Cc + j];
-        Y[size_t(i) * E + Dh] = den;
-      }
+      // Y = P V' + diag(exp G) Q̂ S_prev; V' ends in a column of ones, so the product's last
+      // column is the denominator, P's row sums (in the order a plain loop would add them,
+      // without that loop's chain of dependent adds).
+      matmul(Y, E, P, Cc, Vp, EP, n, n, E, T(1), false);
       if (!state_zero) {  // Y += diag(exp G) Q̂ S_prev
         for (int i = 0; i < n; ++i)
           for (int f = 0; f < F; ++f) Qe[size_t(i) * F + f] = eG[i] * phiq[size_t(i) * F + f];
