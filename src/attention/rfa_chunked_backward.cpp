@@ -19,6 +19,7 @@
 #include "attention/feature_map.h"
 #include "attention/rfa_attention.h"
 #include "attention/rfa_feature_gate.h"
+#include "attention/rfa_gate_products.h"
 #include "attention/rfa_layout.h"
 #include "attention/rfa_scratch.h"
 #include "kernels/vector_math.h"
@@ -32,39 +33,6 @@ bool all_zero(const T* x, size_t n) {
   bool nonzero = false;  // no early exit: the loop vectorises
   for (size_t i = 0; i < n; ++i) nonzero |= x[i] != T(0);
   return !nonzero;
-}
-
-// The gate's gradients once every (b, h) has its da (B,H,T), split over the B*T
-// token rows (a split over batch rows would leave threads idle at B = 1, the
-// long-context shape):
-//   a = gate_w[h]·n_t + gate_b[h]:  dn_t = sum_h da gate_w[h] (head 0 overwrites: no zeroing);
-//   dgate_w[h] += sum da n_t;  dgate_b[h] += sum da
-// dgate goes to each thread's partial sums (threads, H, C+1): [dgate_w[h], dgate_b[h]] rows.
-template <typename T>
-void gate_backward(T* dn, T* parts, const T* da, const T* n, const T* gate_w, const AttentionDims& d,
-                   int max_threads) {
-  const int Tn = d.T, H = d.H, C = d.C();
-  const int64_t N = int64_t(d.B) * Tn;
-  parallel_region([&](int thread, int threads) {
-    RFA_ASSERT(thread < max_threads, "thread {} but gate partials sized for {} threads", thread, max_threads);
-    T* partial = parts + static_cast<size_t>(thread) * H * (C + 1);
-    for (int64_t bt = N * thread / threads; bt < N * (thread + 1) / threads; ++bt) {
-      const int64_t b = bt / Tn, t = bt % Tn;
-      const size_t row = static_cast<size_t>(bt) * C;
-      for (int h = 0; h < H; ++h) {
-        const T s = da[(static_cast<size_t>(b) * H + h) * Tn + t];
-        T* dw = partial + static_cast<size_t>(h) * (C + 1);
-        axpy(dw, s, n + row, C);
-        dw[C] += s;
-        if (dn && h == 0) {
-#pragma omp simd
-          for (int c = 0; c < C; ++c) dn[row + c] = s * gate_w[c];
-        } else if (dn) {
-          axpy(dn + row, s, gate_w + static_cast<size_t>(h) * C, C);
-        }
-      }
-    }
-  });
 }
 
 // One (b, h) of the backward, chunk by chunk in reverse; each step below is one
@@ -81,7 +49,7 @@ struct RfaHeadBackward {
   const T* dout;   // (B, T, C)
   const T* out;    // (B, T, C)
   const T* saved;
-  T* da;           // (B, H, T)
+  T* da;           // (B, T, H)
   // This (b, h) and its scratch.
   int b, h;
   int64_t bh;
@@ -127,7 +95,9 @@ struct RfaHeadBackward {
         __builtin_prefetch(in.q + row_of(i) + e);
         __builtin_prefetch(in.k + row_of(i) + e);
       }
-    gate_rows(s.g, s.beta, s.eG, c.gated ? saved + L.gate_a + bht0 : nullptr, n);
+    if (c.gated)  // the forward's gate pre-activations, (B, T, H)
+      for (int i = 0; i < n; ++i) s.arow[i] = saved[L.gate_a + (static_cast<size_t>(b) * d.T + t0 + i) * d.H + h];
+    gate_rows(s.g, s.beta, s.eG, c.gated ? s.arow : nullptr, n);
     Qp = FP == size_t(F) ? phiq : s.Qp;
     for (int i = 0; i < n; ++i) {
       if (FP != size_t(F)) std::copy_n(phiq + size_t(i) * F, F, s.Qp + i * FP);
@@ -245,7 +215,7 @@ struct RfaHeadBackward {
       dlambda += dot(Qp + i * FP, s.dQ + size_t(i) * F, F) - k_dk;  // dG_t
       // lambda = logsigmoid(a), k̃ = delta beta phi(k), beta = 1 - sigmoid(a):
       //   da = beta dlambda - g (dk̃·k̃)
-      da[bht0 + i] = s.beta[i] * dlambda - s.g[i] * k_dk;
+      da[(static_cast<size_t>(b) * d.T + t0 + i) * d.H + h] = s.beta[i] * dlambda - s.g[i] * k_dk;
       for (int f = 0; f < F; ++f) dKi[f] *= s.kscale[i];  // dphi(k) = delta beta dk̃
     }
   }
@@ -297,7 +267,6 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && pgrads.dgate_w && pgrads.dgate_b), "gated RFA needs n and gate grads");
   RfaBackwardShared<T> shared;
   const size_t shared_size = shared.carve(workspace.data, c, d, threads);
-  std::fill(shared.gate_parts, shared.gate_parts + static_cast<size_t>(threads) * H * (C + 1), T(0));
   T* thread_slices = workspace.data + shared_size;
 
   attention_tasks_run(int64_t(d.B) * H, thread_slices, rfa_thread_scratch_size(c, d), threads,
@@ -322,21 +291,16 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
       hb.chunk_input_grads();
     }
   });
-  if (c.gated) gate_backward(grads.dn, shared.gate_parts, shared.da, in.n, p.gate_w, d, threads);
+  // a = n gate_wᵀ + gate_b, from every (b, h)'s da
+  if (c.gated)
+    rfa_gate_param_grads(grads.dn, pgrads.dgate_w, pgrads.dgate_b, shared.da, in.n, p.gate_w, int64_t(d.B) * d.T, H,
+                         C);
 
   // dsigma[h] += sum_b partials (serial: H*B*Dh adds).
   for (int h = 0; h < H; ++h)
     for (int b = 0; b < d.B; ++b)
       axpy(pgrads.dsigma + static_cast<size_t>(h) * Dh, T(1),
            shared.dsigma_parts + (static_cast<size_t>(b) * H + h) * Dh, Dh);
-  if (c.gated) {
-    for (int t = 0; t < threads; ++t)
-      for (int h = 0; h < H; ++h) {
-        const T* part = shared.gate_parts + (static_cast<size_t>(t) * H + h) * (C + 1);
-        axpy(pgrads.dgate_w + static_cast<size_t>(h) * C, T(1), part, C);
-        pgrads.dgate_b[h] += part[C];
-      }
-  }
 }
 
 #define RFA_INSTANTIATE(T)                                                                               \

@@ -11,6 +11,7 @@
 #include "attention/feature_map.h"
 #include "attention/rfa_attention.h"
 #include "attention/rfa_feature_gate.h"
+#include "attention/rfa_gate_products.h"
 #include "attention/rfa_layout.h"
 #include "attention/rfa_scratch.h"
 #include "kernels/vector_math.h"
@@ -32,7 +33,13 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
   const T eps_n = T(c.eps_n), eps_d = T(c.eps_d);
   const size_t per_thread = rfa_thread_scratch_size(c, d);
-  T* thread_slices = workspace.data + rfa_shared_scratch_size(c, d, threads);
+  RfaBackwardShared<T> shared;  // the forward uses its gate_a when nothing is saved
+  T* thread_slices = workspace.data + shared.carve(workspace.data, c, d, threads);
+  T* gate_a = nullptr;  // (B, T, H) every row's and head's gate pre-activation: one gemm
+  if (c.gated) {
+    gate_a = saved ? saved + L.gate_a : shared.gate_a;
+    rfa_gate_preact(gate_a, in.n, p.gate_w, p.gate_b, int64_t(d.B) * Tn, H, C);
+  }
   const size_t FE = static_cast<size_t>(F) * E;
 
   attention_tasks_run(int64_t(d.B) * H, thread_slices, per_thread, threads, [&](int64_t bh, T* scratch) {
@@ -45,7 +52,6 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
 
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
     feature_map_pack_forward(Wt, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
-    const T* gate_w = c.gated ? p.gate_w + static_cast<size_t>(h) * C : nullptr;
     bool state_zero = state_in == nullptr;
     if (saved) saved[L.state_flags + bh] = state_zero ? T(0) : T(1);
     if (!state_zero)
@@ -78,10 +84,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
 #pragma omp simd
         for (int e = 0; e < Dh; ++e) SX[size_t(Cc + i) * Dh + e] = sigma[e] * xbar[e];
         if (saved) saved[L.r_k + bht0 + i] = r;
-        if (c.gated) {
-          arow[i] = dot(gate_w, in.n + (static_cast<size_t>(b) * Tn + t0 + i) * C, C) + p.gate_b[h];
-          if (saved) saved[L.gate_a + bht0 + i] = arow[i];
-        }
+        if (c.gated) arow[i] = gate_a[(static_cast<size_t>(b) * Tn + t0 + i) * H + h];
         std::copy(in.v + row, in.v + row + Dh, Vp + i * EP);
         Vp[i * EP + Dh] = T(1);
       }

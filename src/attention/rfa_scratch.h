@@ -113,6 +113,7 @@ struct RfaBackwardScratch {
   T* eG;     // (c)
   T* beta;   // (c)
   T* g;      // (c)
+  T* arow;   // (c)       this head's gate pre-activations a, gathered from (B, T, H)
   T* kscale; // (c)       delta beta: k̃ = kscale phi(k)
   T* w;      // (c)       exp(G_C - G_j)
   T* dS;     // (F, EP)   gradient of the state leaving the current chunk
@@ -140,6 +141,7 @@ struct RfaBackwardScratch {
     k.take(eG, s.Cc);
     k.take(beta, s.Cc);
     k.take(g, s.Cc);
+    k.take(arow, s.Cc);
     k.take(kscale, s.Cc);
     k.take(w, s.Cc);
     k.take(dS, s.F * s.EP);
@@ -152,22 +154,19 @@ struct RfaBackwardScratch {
   }
 };
 
-// The backward's part shared by all threads, before the slices.
+// The part shared by all threads, before the slices.
 template <typename T>
 struct RfaBackwardShared {
-  T* dsigma_parts;  // (B, H, Dh)        per (b, h) partial dsigma
-  T* da;            // (B, H, T)         gate pre-activation gradients
-  T* gate_parts;    // (threads, H, C+1) per-thread [dgate_w[h], dgate_b[h]] partial sums
-  // Feature gate: da is (B, T, H, F) and gate_parts unused (the gate's gradients are two
-  // gemms); gate_a (B, T, H, F) holds the forward's gate pre-activations when nothing is saved.
-  T* gate_a;
-  size_t carve(T* base, const RfaConfig& c, const AttentionDims& d, int threads) {
+  T* dsigma_parts;  // (B, H, Dh)        per (b, h) partial dsigma (the backward)
+  T* da;            // (B, T, H, W)      gate pre-activation gradients, the gate product's layout
+                    //                   (W = rfa_gate_width: 1 for the scalar gate, F for the feature gate)
+  T* gate_a;        // (B, T, H, W)      the forward's gate pre-activations when nothing is saved
+  size_t carve(T* base, const RfaConfig& c, const AttentionDims& d, int /*threads*/) {
     ScratchCarver<T> k(base);
     const size_t bh = static_cast<size_t>(d.B) * d.H;
     k.take(dsigma_parts, bh * d.Dh);
     k.take(da, bh * d.T * rfa_gate_width(c));
-    k.take(gate_parts, c.feature_gate ? 0 : static_cast<size_t>(threads) * d.H * (d.C() + 1));
-    k.take(gate_a, c.feature_gate ? bh * d.T * rfa_feature_count(c) : 0);
+    k.take(gate_a, c.gated ? bh * d.T * rfa_gate_width(c) : 0);
     return k.taken();
   }
 };
