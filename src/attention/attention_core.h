@@ -1,32 +1,35 @@
 #pragma once
 // The one interface to attention. Only src/attention/ knows which attention is in
-// use: every function here switches on spec.kind once and calls the softmax
-// baseline (softmax_flash.h, softmax_kv_cache.h) or the RFA / RFA-Gate cores
-// (rfa_attention.h, rfa_recurrent.h). model/ and decode/ call only this file.
-// The math: docs/rfa-attention.md.
+// use: every function here looks the layer's kind up in the table of kinds
+// (attention_kind.h; one table per kind, registered in attention_kinds.cpp) and
+// calls it. model/ and decode/ call only this file; they see named parameters and
+// an opaque decoding state, never a kind's fields. The math: docs/rfa-attention.md;
+// what a new kind must provide: docs/attention-kinds.md.
 //
 // What a kind brings:
-//   parameters      per layer, under "layers.{l}.attn.": RFA sigma (H, Dh); RFA-Gate also
-//                   gate_w (H, C) and gate_b (H), with the feature gate (H, F, C) and (H, F)
-//                   (names, shapes, init, weight decay)
-//   random matrices per layer (H, D, Dh), drawn not trained (RFA kinds; none for softmax)
-//   positions       RoPE on q and k when spec.rope, applied here (the core owns its table)
-//   training        forward (saving what the backward reads) and backward
-//   decoding        a state per layer (RFA: S (B, H, F, Dh+1), fixed size; softmax: a KV
-//                   cache that grows, or a ring window), prefill of a segment from the
-//                   state, one step of one token, and the state's tensors for save/load
+//   parameters      per layer, under "layers.{l}.attn.": named tensors with shapes, init, decay
+//                   (RFA: sigma (H, Dh); RFA-Gate also gate_w, gate_b; softmax: none)
+//   random matrices per layer, drawn not trained (RFA kinds (H, D, Dh); none for softmax)
+//   positions       RoPE on q and k when spec.rope, applied here for every kind
+//   training        forward (saving what the backward reads) and backward; the state carried
+//                   between training segments (stateful training), as a per-row shape
+//   decoding        a state of named per-row tensors (RFA: S; softmax: a KV cache, whole or a
+//                   ring window), prefill of a segment, one step of one token per row, any rows
+//   memory          the saved activations, the scratch, and what decoding reserves (attention_memory.h)
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "attention/attention_dims.h"
 #include "attention/attention_spec.h"
-#include "attention/rfa_recurrent.h"
-#include "attention/softmax_kv_cache.h"
 #include "layers/rope.h"
 #include "tensor/param_table.h"
 
 namespace rfa {
+
+struct AttentionKindDef;  // attention_kind.h (src/attention/ only)
 
 // ---- Parameters -------------------------------------------------------------
 
@@ -39,41 +42,55 @@ struct AttentionParam {
 };
 std::vector<AttentionParam> attention_params(const AttentionSpec& spec);
 
-// Views of one layer's own parameters (or of their gradients); null where the kind has none.
+// The most tensors a kind may own per layer (AttentionWeights' capacity).
+inline constexpr int kAttentionMaxParams = 8;
+
+// Views of one layer's own parameters (or of their gradients), in attention_params order:
+// the kind reads them by its own names; a caller only passes them on.
 template <typename T>
 struct AttentionWeights {
-  T* sigma = nullptr;   // (H, Dh)  RFA kinds
-  T* gate_w = nullptr;  // (H, C)   RFA-Gate; feature gate (H, F, C)
-  T* gate_b = nullptr;  // (H)      RFA-Gate; feature gate (H, F)
+  std::array<T*, kAttentionMaxParams> tensors{};  // null past the kind's count
+  T* operator[](int i) const { return tensors[static_cast<size_t>(i)]; }
 };
-// layer_prefix: "layers.{l}.attn."; base: the flat parameter (or gradient) array.
+// layer_prefix: "layers.{l}.attn."; base: the flat parameter (or gradient) array. Throws Error
+// naming a tensor of attention_params(spec) the table lacks.
 template <typename T>
-AttentionWeights<T> attention_weights_view(const ParamTable& table, const std::string& layer_prefix, T* base);
+AttentionWeights<T> attention_weights_view(const AttentionSpec& spec, const ParamTable& table,
+                                           const std::string& layer_prefix, T* base);
 
-// Random matrices of one layer: (H, D, Dh), or nothing (0 elements) for softmax.
+// Random matrices of one layer (RFA kinds: (H, D, Dh)), or nothing (0 elements).
 int64_t attention_random_size(const AttentionSpec& spec);
 std::vector<int64_t> attention_random_shape(const AttentionSpec& spec);
-// out (H, D, Dh): the draw keyed by (seed, step, layer, h); no-op when the kind has none.
+// out (attention_random_size): the draw keyed by (seed, step, layer, h); no-op when the kind has none.
 template <typename T>
 void attention_random_draw(const AttentionSpec& spec, uint64_t seed, uint64_t step, int layer, T* out);
 
 // ---- The core ---------------------------------------------------------------
 
 // A spec and the RoPE table for up to max_positions positions (built when
-// spec.rope; allocates, so build it outside the hot loop).
+// spec.rope; allocates, so build it outside the hot loop). Cores of layers with the
+// same head size and theta may share one table (attention_cores_make).
 class AttentionCore {
  public:
   AttentionCore() = default;
   AttentionCore(const AttentionSpec& spec, int64_t max_positions);
+  AttentionCore(const AttentionSpec& spec, std::shared_ptr<const RopeTable> rope);
   const AttentionSpec& spec() const { return spec_; }
-  const RopeTable& rope() const { return rope_; }
+  const RopeTable& rope() const { return *rope_; }
+  const std::shared_ptr<const RopeTable>& rope_table() const { return rope_; }
   // Positions a call may reach (pos0 + T): the rope table's length, or 0 = no limit.
-  int64_t position_limit() const { return spec_.rope ? rope_.max_positions : 0; }
+  int64_t position_limit() const { return spec_.rope ? rope_->max_positions : 0; }
+  const AttentionKindDef& kind() const { return *kind_; }
 
  private:
   AttentionSpec spec_;
-  RopeTable rope_;
+  const AttentionKindDef* kind_ = nullptr;
+  std::shared_ptr<const RopeTable> rope_;
 };
+
+// One core per layer spec, layers with RoPE of the same head size and theta sharing one
+// table of max_positions positions.
+std::vector<AttentionCore> attention_cores_make(const std::vector<AttentionSpec>& specs, int64_t max_positions);
 
 // The backward writes dn (the gate reads the normed block input n): the caller
 // must add its other contributions to dn after attention_backward, not before.
@@ -86,14 +103,21 @@ bool attention_state_grows(const AttentionSpec& spec);
 // (the attention core only, not the projections): for reports.
 double attention_forward_flops_per_token(const AttentionSpec& spec, int64_t T);
 
-// Elements of one layer's state carried between training segments (AttentionCall::state_in):
-// RFA kinds (B, H, F, Dh+1); 0 for softmax, which has no fixed-size state.
+// The state one layer carries between training segments (AttentionCall::state_in), one
+// row's shape (RFA kinds (H, F, Dh+1)); empty when the kind carries none (softmax).
+std::vector<int64_t> attention_carry_shape(const AttentionSpec& spec);
+// Elements of that state for B rows: (B, carry shape...); 0 when the kind carries none.
 int64_t attention_carry_size(const AttentionSpec& spec, int B);
 
 // Elements of the activations one layer saves between forward and backward.
 int64_t attention_saved_size(const AttentionSpec& spec, int B, int T);
 // Elements of the scratch forward and backward share (one call at a time), for `threads` threads.
 int64_t attention_scratch_size(const AttentionSpec& spec, int B, int T, int threads);
+// The kind's keys that shrink those, with values ("attention.chunk_size (64), attention.num_features
+// (32)"), for memory messages; "" when the kind has none of its own.
+std::string attention_activation_keys(const AttentionSpec& spec);
+// The same for the random matrices and a decoding state that does not grow ("attention.num_features (32)").
+std::string attention_state_keys(const AttentionSpec& spec);
 
 // Inputs of one call, each (B, T, C) in head layout. q and k are rotated in place
 // by the forward when spec.rope (the backward then reads the rotated ones, as saved).
@@ -114,16 +138,22 @@ struct AttentionInputGrads {  // each (B, T, C); the backward overwrites them al
 template <typename T>
 struct AttentionCall {
   int B = 0, T_len = 0;
-  int64_t pos0 = 0;           // absolute position of row t = 0 (RoPE, the time discount)
-  const T* random = nullptr;  // (H, D, Dh) this layer's random matrices
-  T* saved = nullptr;         // attention_saved_size elements; null = no backward follows
-  Workspace<T> scratch;       // attention_scratch_size elements
-  // Stateful training (RFA kinds; null for softmax): the state before row t = 0
-  // (null = empty) and where the state after the last row goes (null = nowhere),
+  int64_t pos0 = 0;             // absolute position of row t = 0 (RoPE, the time discount)
+  const int64_t* row_pos0 = nullptr;  // (B) decoding: each row's own pos0 (rows at different
+                                      // positions); null = pos0 for every row
+  const T* random = nullptr;    // this layer's random matrices (attention_random_size)
+  T* saved = nullptr;           // attention_saved_size elements; null = no backward follows
+  Workspace<T> scratch;         // attention_scratch_size elements
+  // Stateful training (kinds with a carry shape; null otherwise): the state before row
+  // t = 0 (null = empty) and where the state after the last row goes (null = nowhere),
   // each attention_carry_size elements; they may alias. The backward treats the
   // entering state as a constant (no gradient crosses the segment boundary).
   const T* state_in = nullptr;
   T* state_out = nullptr;
+  // Document boundaries (not implemented yet; must be null): (B, T), nonzero at a document's
+  // first token, where a recurrent state restarts empty and softmax masks what came before.
+  const uint8_t* segment_start = nullptr;
+  int64_t pos0_of(int b) const { return row_pos0 ? row_pos0[b] : pos0; }
 };
 
 // out: (B, T, C) overwritten.
@@ -142,67 +172,107 @@ void attention_backward(const AttentionCore& core, const AttentionWeights<T>& w,
 // ---- Decoding -----------------------------------------------------------------
 
 struct AttentionStateOptions {
-  int B = 1;                  // sequences in lockstep
+  int B = 1;                  // rows (sequences), each at its own position
   int64_t max_positions = 0;  // growing state: cache slots (no window); else unused
   int window = 0;             // growing state: a ring of min(window, max_positions) slots; 0 = linear
 };
 
-// One layer's decoding state. RFA kinds: `rfa` (S, its step scratch) and the
-// layer's fixed random matrices transposed for the step (random_t (H, Dh, D));
-// softmax: `kv`. Allocated once, at creation.
-template <typename T>
-struct AttentionState {
-  int B = 0;  // rows
-  RfaState<T> rfa;
-  std::vector<T> random_t;
-  KvCache<T> kv;
+// One tensor of a decoding state, per row: the state holds it as (B, shape...), row-major,
+// so one row's slice is contiguous. Saved files name it "layers.{l}.<name>".
+struct AttentionStateTensor {
+  std::string name;
+  std::vector<int64_t> shape;  // one row's
+  int64_t size() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
 };
 
-// random: (H, D, Dh) the layer's fixed evaluation matrices (ignored for softmax).
 template <typename T>
-AttentionState<T> attention_state_create(const AttentionSpec& s, const T* random, const AttentionStateOptions& o);
-template <typename T>
-void attention_state_reset(AttentionState<T>& state);  // empty: position 0
-// Moves a state back to position p (a KV cache truncated; a ring only while it has not
-// wrapped). A recurrent state holds no positions: p is the caller's to track.
-template <typename T>
-void attention_state_truncate(AttentionState<T>& state, int64_t p);
-template <typename T>
-int64_t attention_state_bytes(const AttentionState<T>& state);     // in use now
-template <typename T>
-int64_t attention_state_capacity(const AttentionState<T>& state);  // reserved (bytes)
+struct AttentionStateView;  // attention_kind.h: what a kind's prefill and step read
 
-// Positions the state can take (0 = no limit): a linear cache's length.
+// One layer's decoding state for B rows, allocated once, at creation: the kind's per-row
+// tensors (each (B, ...)), its constants (RFA: the layer's fixed random matrices
+// transposed for the step) and the step's scratch. Opaque: callers move rows (reset,
+// save, restore) and hand the state to prefill and step; only the kind reads its tensors.
+// Positions are the caller's (the decoder's), passed to every call.
 template <typename T>
-int64_t attention_state_position_limit(const AttentionState<T>& state);
+class AttentionState {
+ public:
+  AttentionState() = default;
+  // random: the layer's fixed evaluation matrices (ignored when the kind draws none).
+  AttentionState(const AttentionSpec& spec, const T* random, const AttentionStateOptions& options);
 
-// Scratch of attention_prefill for segments of up to S rows, `threads` threads.
+  int rows() const { return options_.B; }
+  const AttentionSpec& spec() const { return spec_; }
+  const AttentionStateOptions& options() const { return options_; }
+  const std::vector<AttentionStateTensor>& tensors() const { return tensors_; }
+  // Row b of tensor i (tensors()[i].size() elements).
+  T* tensor_row(int i, int b);
+  const T* tensor_row(int i, int b) const;
+  // Elements of one row over all tensors: what row_save writes and row_restore reads.
+  int64_t row_size() const { return row_size_; }
+  void row_save(int b, T* out) const;  // no allocation
+  void row_restore(int b, const T* in);
+  void row_reset(int b);  // row b empty: as at position 0; the other rows untouched
+  int64_t scratch_size() const { return static_cast<int64_t>(scratch_.size()); }  // the step's, elements
+
+  // Internal to src/attention/: rows [b0, b0 + n) as the kind reads them.
+  AttentionStateView<T> view(int b0, int n);
+
+ private:
+  AttentionSpec spec_;
+  const AttentionKindDef* kind_ = nullptr;
+  AttentionStateOptions options_;
+  std::vector<AttentionStateTensor> tensors_;
+  std::vector<int64_t> offsets_;  // tensor i starts at data_ + offsets_[i], (B, size_i)
+  int64_t row_size_ = 0;
+  std::vector<T> data_;
+  std::vector<T> constants_;
+  std::vector<T> scratch_;        // (B, scratch per row)
+  int64_t scratch_per_row_ = 0;
+};
+
+// Bytes of the state in use with its rows at positions pos (B): a recurrent state's
+// whole size; a KV cache the slots its rows have filled.
 template <typename T>
-int64_t attention_prefill_scratch_size(const AttentionCore& core, const AttentionState<T>& state, int B, int S,
+int64_t attention_state_bytes(const AttentionState<T>& state, const int64_t* pos);
+template <typename T>
+int64_t attention_state_capacity(const AttentionState<T>& state);  // reserved (bytes) by the per-row tensors
+
+// Positions a row can take (0 = no limit): a linear cache's length.
+int64_t attention_state_position_limit(const AttentionSpec& spec, const AttentionStateOptions& options);
+// "" when a row at position `from` can be moved to `to` (a state restored, a cache
+// truncated: a linear cache to any position it holds, a ring only while it has not
+// wrapped; a recurrent state holds no positions: any); else why not, for the user.
+std::string attention_state_move_refusal(const AttentionSpec& spec, const AttentionStateOptions& options,
+                                         int64_t from, int64_t to);
+
+// Scratch of attention_prefill for segments of up to S rows over B rows, `threads` threads.
+int64_t attention_prefill_scratch_size(const AttentionSpec& spec, const AttentionStateOptions& options, int B, int S,
                                        int threads);
 
-// Runs a segment (B, T, C) from the state and leaves the state after its last
-// row. call.saved is ignored (no backward), call.random the layer's fixed matrices.
+// Runs a segment (B, T, C) for rows [b0, b0 + call.B) of the state, each continuing
+// from its own position (call.pos0_of(b)), and leaves the rows' state after their last
+// token; the other rows are untouched. call.saved is ignored (no backward), call.random
+// the layer's fixed matrices.
 template <typename T>
-void attention_prefill(const AttentionCore& core, const AttentionWeights<T>& w, AttentionState<T>& state,
+void attention_prefill(const AttentionCore& core, const AttentionWeights<T>& w, AttentionState<T>& state, int b0,
                        T* out, const AttentionInputs<T>& in, const AttentionCall<T>& call);
 
-// One token per row: q, k rotated at position pos (when spec.rope), then one
-// recurrent step (pos is also the time discount's t). out, in.q/k/v/n: (B, C).
+// One token per listed row (AttentionRows, attention_dims.h): q, k rotated at the row's position (when spec.rope), then
+// one recurrent step (the position is also the time discount's t). out, in.q/k/v/n: (n, C).
 template <typename T>
 void attention_step(const AttentionCore& core, const AttentionWeights<T>& w, AttentionState<T>& state, T* out,
-                    const AttentionInputs<T>& in, int64_t pos);
+                    const AttentionInputs<T>& in, const AttentionRows& rows);
 
 // ---- Saving a decoding state ---------------------------------------------------
 
-// "" when the state can be saved and continued; else why not (for the user).
+// "" when the state can be saved to a file and continued; else why not (for the user).
 std::string attention_state_save_refusal(const AttentionSpec& spec);
-// The one tensor a saveable state consists of: its shape and data.
-template <typename T>
-std::vector<int64_t> attention_state_shape(const AttentionState<T>& state);
-template <typename T>
-T* attention_state_data(AttentionState<T>& state);
-template <typename T>
-const T* attention_state_data(const AttentionState<T>& state);
+// What a saved state's sums depend on besides the weights (positions, time discount),
+// recorded with it and compared on load: "no positions, no time discount".
+std::string attention_state_form(const AttentionSpec& spec);
 
 }  // namespace rfa

@@ -1,168 +1,151 @@
-// attention_core.h, decoding side: a layer's state, prefill from it, one step,
-// and what a saved state holds. RFA kinds: rfa_recurrent.h (rfa_prefill, the
-// fused rfa_decode_step); softmax: softmax_kv_cache.h and softmax_cache_prefill.h.
+// attention_core.h, decoding side: a layer's state (the kind's per-row tensors, carved
+// from one allocation), its rows, prefill and step through the kind's table, RoPE at
+// each row's position, and what a saved state holds.
 #include <algorithm>
+#include <cstring>
 
 #include "attention/attention_core.h"
-#include "attention/softmax_cache_prefill.h"
+#include "attention/attention_kind.h"
 #include "core/error.h"
 
 namespace rfa {
 
 template <typename T>
-AttentionState<T> attention_state_create(const AttentionSpec& s, const T* random, const AttentionStateOptions& o) {
+AttentionState<T>::AttentionState(const AttentionSpec& s, const T* random, const AttentionStateOptions& o)
+    : spec_(s), kind_(&attention_kind_def(s.kind)), options_(o) {
   if (o.B <= 0) fail("decoder: batch {} must be positive", o.B);
-  AttentionState<T> st;
-  st.B = o.B;
-  switch (s.kind) {
-    case AttentionKind::softmax: {
-      if (o.max_positions <= 0)
-        fail("decoder: a softmax model needs max_positions (prompt + tokens to generate) for its KV cache, got {}",
-             o.max_positions);
-      if (o.max_positions > (int64_t(1) << 31) - 1) fail("decoder: max_positions {} too large", o.max_positions);
-      if (o.window < 0) fail("decoder: window {} must be >= 0 (0 = the whole text)", o.window);
-      // Windowed: W slots allocated once, whatever the length of the text.
-      const bool ring = o.window > 0;
-      const int slots = static_cast<int>(ring ? std::min<int64_t>(o.window, o.max_positions) : o.max_positions);
-      st.kv = kv_cache_create<T>(o.B, s.H, s.Dh, slots, ring);
-      break;
-    }
-    case AttentionKind::rfa:
-    case AttentionKind::rfa_gate:
-      RFA_ASSERT(random != nullptr, "an RFA decoding state needs the layer's random matrices");
-      st.rfa = rfa_state_create<T>(s.rfa, o.B, s.H, s.Dh);
-      st.random_t.resize(static_cast<size_t>(attention_random_size(s)));
-      rfa_random_transpose(st.random_t.data(), random, s.H, s.D, s.Dh);
-      break;
+  const AttentionStateLayout layout = kind_->state_layout(s, o);  // validates the options
+  RFA_ASSERT(layout.tensors.size() <= size_t(kAttentionMaxStateTensors), "{} state tensors, at most {}",
+             layout.tensors.size(), kAttentionMaxStateTensors);
+  tensors_ = layout.tensors;
+  int64_t at = 0;
+  for (const AttentionStateTensor& t : tensors_) {
+    offsets_.push_back(at);
+    at += int64_t(o.B) * t.size();
+    row_size_ += t.size();
   }
-  return st;
+  data_.assign(static_cast<size_t>(at), T(0));
+  constants_.assign(static_cast<size_t>(layout.constants), T(0));
+  scratch_per_row_ = layout.scratch_per_row;
+  scratch_.assign(static_cast<size_t>(int64_t(o.B) * scratch_per_row_), T(0));
+  kind_->kernels<T>().state_init(s, view(0, o.B), constants_.data(), random);
 }
 
 template <typename T>
-void attention_state_reset(AttentionState<T>& st) {
-  rfa_state_reset(st.rfa);  // (no-op on the kind's unused member)
-  kv_cache_reset(st.kv);
+AttentionStateView<T> AttentionState<T>::view(int b0, int n) {
+  RFA_ASSERT(b0 >= 0 && n >= 0 && b0 + n <= options_.B, "state rows [{}, {}) of {}", b0, b0 + n, options_.B);
+  AttentionStateView<T> v;
+  v.B = n;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    v.sizes[i] = tensors_[i].size();
+    v.tensors[i] = data_.data() + offsets_[i] + b0 * v.sizes[i];
+  }
+  v.constants = constants_.data();
+  v.scratch = scratch_.data() + b0 * scratch_per_row_;
+  v.scratch_per_row = scratch_per_row_;
+  v.options = options_;
+  return v;
 }
 
 template <typename T>
-void attention_state_truncate(AttentionState<T>& st, int64_t p) {
-  KvCache<T>& kv = st.kv;
-  if (kv.max_len == 0) return;  // a recurrent state: nothing indexed by position
-  if (p > kv.len) fail("decoder: cannot move to position {} with only {} cached", p, kv.len);
-  // A ring that wrapped has overwritten the positions an earlier one would need.
-  if (kv.ring && p < kv.len && kv.len > kv.max_len)
-    fail("decoder: cannot move back to position {} from {}: the window of {} has moved on", p, kv.len, kv.max_len);
-  kv.len = static_cast<int>(p);  // truncating a cache gives exactly the state at p
+T* AttentionState<T>::tensor_row(int i, int b) {
+  RFA_ASSERT(i >= 0 && size_t(i) < tensors_.size() && b >= 0 && b < options_.B, "state tensor {} row {}", i, b);
+  return data_.data() + offsets_[static_cast<size_t>(i)] + b * tensors_[static_cast<size_t>(i)].size();
 }
 
 template <typename T>
-int64_t attention_state_bytes(const AttentionState<T>& st) {
-  const KvCache<T>& kv = st.kv;
-  const int64_t n = static_cast<int64_t>(st.rfa.S.size()) + 2 * int64_t(kv.B) * kv.H * kv_cache_filled(kv) * kv.Dh;
+const T* AttentionState<T>::tensor_row(int i, int b) const {
+  return const_cast<AttentionState<T>*>(this)->tensor_row(i, b);
+}
+
+template <typename T>
+void AttentionState<T>::row_save(int b, T* out) const {
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const int64_t n = tensors_[i].size();
+    std::memcpy(out, tensor_row(int(i), b), sizeof(T) * static_cast<size_t>(n));
+    out += n;
+  }
+}
+
+template <typename T>
+void AttentionState<T>::row_restore(int b, const T* in) {
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const int64_t n = tensors_[i].size();
+    std::memcpy(tensor_row(int(i), b), in, sizeof(T) * static_cast<size_t>(n));
+    in += n;
+  }
+}
+
+template <typename T>
+void AttentionState<T>::row_reset(int b) {
+  RFA_ASSERT(b >= 0 && b < options_.B, "state row {} of {}", b, options_.B);
+  kind_->kernels<T>().row_reset(view(0, options_.B), b);
+}
+
+template <typename T>
+int64_t attention_state_bytes(const AttentionState<T>& st, const int64_t* pos) {
+  const AttentionKindDef& kind = attention_kind_def(st.spec().kind);
+  int64_t n = 0;
+  for (int b = 0; b < st.rows(); ++b) n += kind.row_elements_in_use(st.spec(), st.options(), pos[b]);
   return n * static_cast<int64_t>(sizeof(T));
 }
 
 template <typename T>
 int64_t attention_state_capacity(const AttentionState<T>& st) {
-  const int64_t n = static_cast<int64_t>(st.rfa.S.size() + st.kv.k.size() + st.kv.v.size());
-  return n * static_cast<int64_t>(sizeof(T));
+  return int64_t(st.rows()) * st.row_size() * static_cast<int64_t>(sizeof(T));
 }
 
-template <typename T>
-int64_t attention_state_position_limit(const AttentionState<T>& st) {
-  return st.kv.max_len > 0 && !st.kv.ring ? st.kv.max_len : 0;
+int64_t attention_state_position_limit(const AttentionSpec& s, const AttentionStateOptions& o) {
+  return attention_kind_def(s.kind).position_limit(o);
 }
 
-template <typename T>
-int64_t attention_prefill_scratch_size(const AttentionCore& core, const AttentionState<T>& st, int B, int S,
+std::string attention_state_move_refusal(const AttentionSpec& s, const AttentionStateOptions& o, int64_t from,
+                                         int64_t to) {
+  return attention_kind_def(s.kind).move_refusal(o, from, to);
+}
+
+int64_t attention_prefill_scratch_size(const AttentionSpec& s, const AttentionStateOptions& o, int B, int S,
                                        int threads) {
-  const AttentionSpec& s = core.spec();
-  switch (s.kind) {
-    case AttentionKind::softmax:
-      return static_cast<int64_t>(softmax_cache_prefill_scratch(S, st.kv.max_len, st.kv.ring));
-    case AttentionKind::rfa:
-    case AttentionKind::rfa_gate:
-      return static_cast<int64_t>(rfa_workspace_size(s.rfa, AttentionDims{B, S, s.H, s.Dh}, threads));
-  }
-  return 0;
+  return attention_kind_def(s.kind).prefill_scratch_size(s, o, B, S, threads);
 }
 
 template <typename T>
-void attention_prefill(const AttentionCore& core, const AttentionWeights<T>& w, AttentionState<T>& st, T* out,
+void attention_prefill(const AttentionCore& core, const AttentionWeights<T>& w, AttentionState<T>& st, int b0, T* out,
                        const AttentionInputs<T>& in, const AttentionCall<T>& call) {
   const AttentionSpec& s = core.spec();
-  if (s.rope) {  // each row at its absolute position
-    rope_forward(in.q, in.q, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0);
-    rope_forward(in.k, in.k, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0);
-  }
-  switch (s.kind) {
-    case AttentionKind::softmax:
-      softmax_cache_prefill(out, st.kv, call.scratch, in.q, in.k, in.v, call.T_len);
-      return;
-    case AttentionKind::rfa:
-    case AttentionKind::rfa_gate:
-      rfa_prefill(out, st.rfa, call.scratch, RfaInputs<T>{in.q, in.k, in.v, in.n, call.pos0},
-                  RfaParams<T>{w.sigma, w.gate_w, w.gate_b, call.random}, s.rfa,
-                  AttentionDims{call.B, call.T_len, s.H, s.Dh});
-      return;
-  }
+  RFA_ASSERT(call.segment_start == nullptr, "document boundaries (segment_start) are not implemented yet");
+  if (s.rope)  // each row at its absolute positions
+    for (int b = 0; b < call.B; ++b) {
+      const size_t row = static_cast<size_t>(b) * call.T_len * s.C();
+      rope_forward(in.q + row, in.q + row, core.rope(), 1, call.T_len, s.H, s.Dh, call.pos0_of(b));
+      rope_forward(in.k + row, in.k + row, core.rope(), 1, call.T_len, s.H, s.Dh, call.pos0_of(b));
+    }
+  core.kind().kernels<T>().prefill(core, w, st.view(b0, call.B), out, in, call);
 }
 
 template <typename T>
 void attention_step(const AttentionCore& core, const AttentionWeights<T>& w, AttentionState<T>& st, T* out,
-                    const AttentionInputs<T>& in, int64_t pos) {
+                    const AttentionInputs<T>& in, const AttentionRows& rows) {
   const AttentionSpec& s = core.spec();
   if (s.rope) {
-    rope_rows(in.q, core.rope(), st.B, s.H, s.Dh, pos);
-    rope_rows(in.k, core.rope(), st.B, s.H, s.Dh, pos);
+    rope_rows(in.q, core.rope(), rows.n, s.H, s.Dh, rows.pos);
+    rope_rows(in.k, core.rope(), rows.n, s.H, s.Dh, rows.pos);
   }
-  switch (s.kind) {
-    case AttentionKind::softmax:
-      softmax_decode_step(out, st.kv, in.q, in.k, in.v);
-      return;
-    case AttentionKind::rfa:
-    case AttentionKind::rfa_gate:
-      rfa_decode_step(out, st.rfa, RfaInputs<T>{in.q, in.k, in.v, in.n, pos},
-                      RfaParams<T>{w.sigma, w.gate_w, w.gate_b, nullptr}, st.random_t.data(), s.rfa);
-      return;
-  }
+  core.kind().kernels<T>().step(core, w, st.view(0, st.rows()), out, in, rows);
 }
 
-std::string attention_state_save_refusal(const AttentionSpec& s) {
-  if (attention_state_grows(s)) return "a softmax model's state is a KV cache that grows with the text";
-  return "";
-}
+std::string attention_state_save_refusal(const AttentionSpec& s) { return attention_kind_def(s.kind).save_refusal; }
 
-template <typename T>
-std::vector<int64_t> attention_state_shape(const AttentionState<T>& st) {
-  return {st.rfa.B, st.rfa.H, st.rfa.F, st.rfa.Dh + 1};
-}
-
-template <typename T>
-T* attention_state_data(AttentionState<T>& st) {
-  return st.rfa.S.data();
-}
-
-template <typename T>
-const T* attention_state_data(const AttentionState<T>& st) {
-  return st.rfa.S.data();
-}
+std::string attention_state_form(const AttentionSpec& s) { return attention_kind_def(s.kind).state_form(s); }
 
 #define RFA_INSTANTIATE(T)                                                                                       \
-  template AttentionState<T> attention_state_create<T>(const AttentionSpec&, const T*, const AttentionStateOptions&); \
-  template void attention_state_reset<T>(AttentionState<T>&);                                                    \
-  template void attention_state_truncate<T>(AttentionState<T>&, int64_t);                                        \
-  template int64_t attention_state_bytes<T>(const AttentionState<T>&);                                           \
+  template class AttentionState<T>;                                                                              \
+  template int64_t attention_state_bytes<T>(const AttentionState<T>&, const int64_t*);                           \
   template int64_t attention_state_capacity<T>(const AttentionState<T>&);                                        \
-  template int64_t attention_state_position_limit<T>(const AttentionState<T>&);                                  \
-  template int64_t attention_prefill_scratch_size<T>(const AttentionCore&, const AttentionState<T>&, int, int, int); \
-  template void attention_prefill<T>(const AttentionCore&, const AttentionWeights<T>&, AttentionState<T>&, T*,   \
+  template void attention_prefill<T>(const AttentionCore&, const AttentionWeights<T>&, AttentionState<T>&, int, T*, \
                                      const AttentionInputs<T>&, const AttentionCall<T>&);                        \
   template void attention_step<T>(const AttentionCore&, const AttentionWeights<T>&, AttentionState<T>&, T*,      \
-                                  const AttentionInputs<T>&, int64_t);                                           \
-  template std::vector<int64_t> attention_state_shape<T>(const AttentionState<T>&);                              \
-  template T* attention_state_data<T>(AttentionState<T>&);                                                       \
-  template const T* attention_state_data<T>(const AttentionState<T>&);
+                                  const AttentionInputs<T>&, const AttentionRows&);
 RFA_INSTANTIATE(float)
 RFA_INSTANTIATE(double)
 #undef RFA_INSTANTIATE

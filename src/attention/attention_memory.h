@@ -11,14 +11,16 @@
 namespace rfa {
 
 struct AttentionDecodeMemory {
-  double state = 0;          // elements: the RFA state S, or the KV cache with its score row
+  double state = 0;          // elements: the per-row tensors and the step's scratch (the RFA state S,
+                             // or the KV cache with its score row)
   std::string state_name;    // "RFA state" or "KV cache"
   bool state_grows = false;  // the state scales with the positions (a KV cache)
-  double random = 0;         // elements: the random matrices the decoding state keeps (transposed)
+  double random = 0;         // elements: the constants the decoding state keeps (RFA: the random matrices, transposed)
+  std::string keys;          // what shrinks the state when it does not grow: "attention.num_features (32)"
   double scratch = 0;        // elements: the prefill scratch for segments of S tokens
 };
 
-// One layer, B rows in lockstep, segments of at most S tokens.
+// One layer, B rows, segments of at most S tokens.
 AttentionDecodeMemory attention_decode_memory(const AttentionSpec& spec, const AttentionStateOptions& o, int S,
                                               int threads);
 

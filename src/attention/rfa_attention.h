@@ -77,7 +77,9 @@ struct RfaInputs {
   const T* k = nullptr;
   const T* v = nullptr;
   const T* n = nullptr;
-  int64_t pos0 = 0;  // absolute position of row 0 (the time discount's t; a decode step's position)
+  int64_t pos0 = 0;  // absolute position of row 0 (the time discount's t)
+  const int64_t* row_pos0 = nullptr;  // (B) each batch row's own pos0 (decoding rows); null = pos0
+  int64_t pos0_of(int b) const { return row_pos0 ? row_pos0[b] : pos0; }
 };
 
 // Gradients of the inputs, each (B, T, C): backward overwrites them all (no zeroing

@@ -116,7 +116,7 @@ struct RfaHeadBackward {
     }
     for (int j = 0; j < n; ++j) {
       // k̃ = delta beta phi(k); kscale = delta beta (= beta without the time discount)
-      s.kscale[j] = c.time_discount ? s.beta[j] * rfa_discount<T>(c, in.pos0 + t0 + j) : s.beta[j];
+      s.kscale[j] = c.time_discount ? s.beta[j] * rfa_discount<T>(c, in.pos0_of(b) + t0 + j) : s.beta[j];
       for (int f = 0; f < F; ++f) s.Kt[j * FP + f] = s.kscale[j] * phik[size_t(j) * F + f];
       for (int e = 0; e < E; ++e) s.VpT[e * CP + j] = s.Vp[size_t(j) * E + e];
     }

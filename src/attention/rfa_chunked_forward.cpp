@@ -90,7 +90,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
       }
       gate_rows(g, beta, eG, c.gated ? arow : nullptr, n);
       if (c.time_discount)  // k̃_j = delta(t_j) beta_j phi(k_j): beta no longer read on its own below
-        for (int j = 0; j < n; ++j) beta[j] *= rfa_discount<T>(c, in.pos0 + t0 + j);
+        for (int j = 0; j < n; ++j) beta[j] *= rfa_discount<T>(c, in.pos0_of(b) + t0 + j);
       feature_map_forward_rows(phiq, U, SX, Wt, c.feature_map, n, D, Dh);
       feature_map_forward_rows(phik, U, SX + size_t(Cc) * Dh, Wt, c.feature_map, n, D, Dh);
       for (int j = 0; j < n; ++j)

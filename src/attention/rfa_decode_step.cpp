@@ -50,21 +50,23 @@ void rfa_random_transpose(T* Wt, const T* W, int H, int D, int Dh) {
 }
 
 template <typename T>
-void rfa_decode_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaParams<T>& p, const T* Wt,
-                     const RfaConfig& c) {
+void rfa_decode_step(T* out, const RfaStateView<T>& st, const RfaInputs<T>& in, const RfaParams<T>& p, const T* Wt,
+                     const RfaConfig& c, const AttentionRows& rows) {
   const int H = st.H, Dh = st.Dh, C = H * Dh, D = c.num_features, F = st.F, E = Dh + 1;
   RFA_ASSERT(F == rfa_feature_count(c), "state made for {} features, config has {}", F, rfa_feature_count(c));
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
+  RFA_ASSERT(rows.n <= st.B, "{} rows stepped in a state of {}", rows.n, st.B);
   // The state's scratch holds Dh + D + 4F + 2E per (b, h) (rfa_recurrent.cpp's layout).
-  const size_t per_task = st.scratch.size() / (static_cast<size_t>(st.B) * H);
-  RFA_ASSERT(per_task >= static_cast<size_t>(Dh + D + 4 * F + 2 * E), "rfa state scratch too small");
+  const size_t per_task = rfa_step_scratch_size(c, Dh);
   const T eps_d = T(c.eps_d);
   const size_t FE = static_cast<size_t>(F) * E;
   // Work per (b, h): two feature maps (2 D Dh) and one pass over the state (2 F E).
   const int64_t work = 2 * int64_t(D) * Dh + 2 * int64_t(F) * E;
-  parallel_for(int64_t(st.B) * H, parallel_grain(work), [&](int64_t bh) {
-    const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
-    T* at = st.scratch.data() + bh * per_task;
+  parallel_for(int64_t(rows.n) * H, parallel_grain(work), [&](int64_t bh) {
+    // Input row b (of the step's rows) moves state row sb; the scratch is the input row's.
+    const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H), sb = rows.state_row(b);
+    const int64_t pos = rows.pos[b];
+    T* at = st.scratch + bh * per_task;
     T* sx = at;
     T* u = sx + Dh;
     T* phiq = u + D;
@@ -85,7 +87,7 @@ void rfa_decode_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaP
     std::copy(in.v + row, in.v + row + Dh, vp);
     vp[Dh] = T(1);
     std::fill(y, y + E, T(0));
-    T* S = st.S.data() + bh * FE;  // (F, E)
+    T* S = st.S + (int64_t(sb) * H + h) * FE;  // (F, E)
     if (c.feature_gate) {
       // a = gate_w[h] n + gate_b[h] (F dot products of C), g = sigmoid(a), beta = sigmoid(-a);
       // S = diag(g) S + (delta beta ⊙ phi(k)) v'ᵀ.
@@ -97,7 +99,7 @@ void rfa_decode_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaP
       }
       exp_row(fg, F);
       exp_row(fbeta, F);
-      const T delta = rfa_discount<T>(c, in.pos0);
+      const T delta = rfa_discount<T>(c, pos);
       for (int f = 0; f < F; ++f) {
         T* Sf = S + static_cast<size_t>(f) * E;
         const T gf = T(1) / (T(1) + fg[f]), kf = delta * phik[f] / (T(1) + fbeta[f]), qf = phiq[f];
@@ -110,7 +112,7 @@ void rfa_decode_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaP
       }
     }
     const T g = gv.g;
-    if (c.time_discount) gv.beta *= rfa_discount<T>(c, in.pos0);
+    if (c.time_discount) gv.beta *= rfa_discount<T>(c, pos);
     for (int f = 0; f < F && !c.feature_gate; ++f) {
       T* Sf = S + static_cast<size_t>(f) * E;
       const T kf = gv.beta * phik[f], qf = phiq[f];
@@ -127,8 +129,8 @@ void rfa_decode_step(T* out, RfaState<T>& st, const RfaInputs<T>& in, const RfaP
 }
 
 #define RFA_INSTANTIATE(T)                                                                            \
-  template void rfa_decode_step<T>(T*, RfaState<T>&, const RfaInputs<T>&, const RfaParams<T>&, const T*, \
-                                   const RfaConfig&);                                                 \
+  template void rfa_decode_step<T>(T*, const RfaStateView<T>&, const RfaInputs<T>&, const RfaParams<T>&,    \
+                                   const T*, const RfaConfig&, const AttentionRows&);                 \
   template void rfa_random_transpose<T>(T*, const T*, int, int, int);
 RFA_INSTANTIATE(float)
 RFA_INSTANTIATE(double)

@@ -113,7 +113,7 @@ void rfa_feature_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>&
       // Gates and k̃ recomputed.
       feature_gate_rows(s.rows(), gate_a + a_row(0), HF, n, F);
       for (int i = 0; i < n; ++i) {
-        const T delta = s.kscale[i] = rfa_discount<T>(c, in.pos0 + t0 + i);
+        const T delta = s.kscale[i] = rfa_discount<T>(c, in.pos0_of(b) + t0 + i);
         const size_t iF = size_t(i) * F;
         const T *beta = s.beta + iF, *pk = phik + iF, *pq = phiq + iF, *A = s.A + iF, *Ks = s.Ks + iF;
         T *Kt = s.Kt + i * FP, *KK = s.KK + i * FP, *Qp = s.Qp + i * FP, *QA = s.QA + i * FP;

@@ -84,7 +84,7 @@ void rfa_feature_forward(T* out, T* saved, Workspace<T> workspace, const RfaInpu
       feature_map_forward_rows(phiq, sc.U, sc.SX, sc.Wt, c.feature_map, n, D, Dh);
       feature_map_forward_rows(phik, sc.U, sc.SX + size_t(Cc) * Dh, sc.Wt, c.feature_map, n, D, Dh);
       for (int j = 0; j < n; ++j) {
-        const T delta = rfa_discount<T>(c, in.pos0 + t0 + j);
+        const T delta = rfa_discount<T>(c, in.pos0_of(b) + t0 + j);
         const size_t jF = size_t(j) * F;
         const T *beta = sc.beta + jF, *pk = phik + jF, *pq = phiq + jF, *A = sc.A + jF;
         T *Kt = sc.Kt + jF, *QA = sc.QA + jF;

@@ -12,15 +12,12 @@
 #include "core/parallel.h"
 
 namespace rfa {
-namespace {
 
 // Per-(b, h) step scratch: x̄ (Dh), u and sigma ⊙ x̄ (D + Dh), phi_q, phi_k (F), v' (E), y (E),
 // then the feature gate's g and beta (F each).
-size_t step_scratch_size(const RfaConfig& c, int Dh) {
+size_t rfa_step_scratch_size(const RfaConfig& c, int Dh) {
   return static_cast<size_t>(2 * Dh) + c.num_features + 4 * rfa_feature_count(c) + 2 * (Dh + 1);
 }
-
-}  // namespace
 
 template <typename T>
 RfaState<T> rfa_state_create(const RfaConfig& c, int B, int H, int Dh) {
@@ -28,7 +25,7 @@ RfaState<T> rfa_state_create(const RfaConfig& c, int B, int H, int Dh) {
   RfaState<T> s;
   s.B = B, s.H = H, s.F = rfa_feature_count(c), s.Dh = Dh;
   s.S.assign(static_cast<size_t>(B) * H * s.F * (Dh + 1), T(0));
-  s.scratch.assign(static_cast<size_t>(B) * H * step_scratch_size(c, Dh), T(0));
+  s.scratch.assign(static_cast<size_t>(B) * H * rfa_step_scratch_size(c, Dh), T(0));
   return s;
 }
 
@@ -43,7 +40,7 @@ void rfa_step_reference(T* out, RfaState<T>& st, const RfaInputs<T>& in, const R
   RFA_ASSERT(F == rfa_feature_count(c), "state made for {} features, config has {}", F, rfa_feature_count(c));
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
   const T eps_n = T(c.eps_n), eps_d = T(c.eps_d);
-  const size_t per_task = step_scratch_size(c, Dh), FE = static_cast<size_t>(F) * E;
+  const size_t per_task = rfa_step_scratch_size(c, Dh), FE = static_cast<size_t>(F) * E;
   // Work per (b, h): two feature maps (2 D Dh) and the state update and read (2 F E).
   const int64_t work = 2 * int64_t(D) * Dh + 2 * int64_t(FE);
   parallel_for(int64_t(st.B) * H, parallel_grain(work), [&](int64_t bh) {
@@ -99,19 +96,19 @@ void rfa_step_reference(T* out, RfaState<T>& st, const RfaInputs<T>& in, const R
 }
 
 template <typename T>
-void rfa_prefill(T* out, RfaState<T>& state, Workspace<T> workspace, const RfaInputs<T>& in, const RfaParams<T>& p,
-                 const RfaConfig& c, const AttentionDims& d) {
+void rfa_prefill(T* out, const RfaStateView<T>& state, Workspace<T> workspace, const RfaInputs<T>& in,
+                 const RfaParams<T>& p, const RfaConfig& c, const AttentionDims& d) {
   if (d.B != state.B || d.H != state.H || d.Dh != state.Dh)
     fail("rfa prefill: prompt shape B={} H={} Dh={} but the state was made for B={} H={} Dh={}", d.B, d.H, d.Dh,
          state.B, state.H, state.Dh);
-  rfa_forward(out, static_cast<T*>(nullptr), workspace, in, p, c, d, state.S.data(), state.S.data());
+  rfa_forward(out, static_cast<T*>(nullptr), workspace, in, p, c, d, state.S, state.S);
 }
 
 #define RFA_INSTANTIATE(T)                                                                                 \
   template RfaState<T> rfa_state_create<T>(const RfaConfig&, int, int, int);                              \
   template void rfa_state_reset<T>(RfaState<T>&);                                                         \
   template void rfa_step_reference<T>(T*, RfaState<T>&, const RfaInputs<T>&, const RfaParams<T>&, const RfaConfig&); \
-  template void rfa_prefill<T>(T*, RfaState<T>&, Workspace<T>, const RfaInputs<T>&, const RfaParams<T>&,  \
+  template void rfa_prefill<T>(T*, const RfaStateView<T>&, Workspace<T>, const RfaInputs<T>&, const RfaParams<T>&, \
                                const RfaConfig&, const AttentionDims&);
 RFA_INSTANTIATE(float)
 RFA_INSTANTIATE(double)

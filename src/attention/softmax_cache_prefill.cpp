@@ -12,22 +12,23 @@ namespace rfa {
 
 namespace {
 
-// One block of b <= L new tokens (rows t0 .. t0+b-1 of the segment) through a
-// ring cache of L slots holding positions < p0 = cache.len. Row t (position
+// One block of b <= L new tokens (rows t0 .. t0+b-1 of the segment) of batch row bi
+// through its ring of L slots holding positions < p0. Row t (position
 // p0+t) sees the cached positions >= p0+t-L+1 and the block's keys 0..t; the
 // block's keys are read from k, v directly and written to the ring only after
 // every row attended, so no key a row needs is overwritten first. Per (b, h):
 //   P = softmax(mask(Q [K_ring; K_block]ᵀ / sqrt(Dh))) (b, filled + b),
 //   out = P[:, :filled] V_ring + P[:, filled:] V_block.
 template <typename T>
-void ring_prefill_block(T* out, KvCache<T>& cache, T* P, const T* q, const T* k, const T* v, int S, int t0, int b) {
-  const int H = cache.H, Dh = cache.Dh, C = H * Dh, L = cache.max_len, p0 = cache.len;
-  const int filled = std::min(p0, L), n = filled + b;
+void ring_prefill_block(T* out, const KvCacheView<T>& cache, T* P, const T* q, const T* k, const T* v, int S, int bi,
+                        int64_t p0, int t0, int b) {
+  const int H = cache.H, Dh = cache.Dh, C = H * Dh, L = cache.max_len;
+  const int filled = static_cast<int>(std::min<int64_t>(p0, L)), n = filled + b;
   const T scale = T(1) / std::sqrt(T(Dh));
-  for (int64_t task = 0; task < int64_t(cache.B) * H; ++task) {
-    const int bi = static_cast<int>(task / H), h = static_cast<int>(task % H);
-    T* kc = cache.k.data() + static_cast<size_t>(task) * L * Dh;  // (L, Dh) slots
-    T* vc = cache.v.data() + static_cast<size_t>(task) * L * Dh;
+  for (int h = 0; h < H; ++h) {
+    const int64_t task = int64_t(bi) * H + h;
+    T* kc = cache.k + static_cast<size_t>(task) * L * Dh;  // (L, Dh) slots
+    T* vc = cache.v + static_cast<size_t>(task) * L * Dh;
     // Row 0 of the block's (b, Dh) head slice at stride C.
     const size_t head = static_cast<size_t>(bi) * S * C + static_cast<size_t>(t0) * C + static_cast<size_t>(h) * Dh;
     if (filled > 0) gemm<T>(false, true, b, filled, Dh, scale, q + head, C, kc, Dh, T(0), P, n);
@@ -52,33 +53,35 @@ void ring_prefill_block(T* out, KvCache<T>& cache, T* P, const T* q, const T* k,
       std::copy(v + src, v + src + Dh, vc + slot);
     }
   }
-  cache.len = p0 + b;
 }
 
 }  // namespace
 
 template <typename T>
-void softmax_cache_prefill(T* out, KvCache<T>& cache, Workspace<T> scores, const T* q, const T* k, const T* v,
-                           int S) {
+void softmax_cache_prefill(T* out, const KvCacheView<T>& cache, Workspace<T> scores, const T* q, const T* k,
+                           const T* v, int S, const int64_t* len) {
   if (S <= 0) fail("softmax prefill: segment length {} must be positive", S);
   RFA_ASSERT(scores.size >= softmax_cache_prefill_scratch(S, cache.max_len, cache.ring), "prefill scores {} < {}",
              scores.size, softmax_cache_prefill_scratch(S, cache.max_len, cache.ring));
   if (cache.ring) {
-    // Blocks of at most L tokens: a block's keys all lie within the window of its rows.
-    for (int t0 = 0; t0 < S; t0 += cache.max_len)
-      ring_prefill_block(out, cache, scores.data, q, k, v, S, t0, std::min(cache.max_len, S - t0));
+    // Per row, blocks of at most L tokens: a block's keys all lie within the window of its rows.
+    for (int b = 0; b < cache.B; ++b)
+      for (int t0 = 0; t0 < S; t0 += cache.max_len)
+        ring_prefill_block(out, cache, scores.data, q, k, v, S, b, len[b] + t0, t0, std::min(cache.max_len, S - t0));
     return;
   }
-  if (int64_t(cache.len) + S > cache.max_len)
-    fail("kv cache holds {} positions; {} filled + {} new do not fit. Create the decoder with a larger "
-         "max_positions (prompt + tokens to generate)",
-         cache.max_len, cache.len, S);
-  const int H = cache.H, Dh = cache.Dh, C = H * Dh, L = cache.max_len, len0 = cache.len, n = len0 + S;
+  for (int b = 0; b < cache.B; ++b)
+    if (len[b] + S > cache.max_len)
+      fail("kv cache holds {} positions; {} filled + {} new do not fit. Create the decoder with a larger "
+           "max_positions (prompt + tokens to generate)",
+           cache.max_len, len[b], S);
+  const int H = cache.H, Dh = cache.Dh, C = H * Dh, L = cache.max_len;
   const T scale = T(1) / std::sqrt(T(Dh));
   for (int64_t task = 0; task < int64_t(cache.B) * H; ++task) {
     const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
-    T* kc = cache.k.data() + static_cast<size_t>(task) * L * Dh;  // (max_len, Dh)
-    T* vc = cache.v.data() + static_cast<size_t>(task) * L * Dh;
+    const int len0 = static_cast<int>(len[b]), n = len0 + S;
+    T* kc = cache.k + static_cast<size_t>(task) * L * Dh;  // (max_len, Dh)
+    T* vc = cache.v + static_cast<size_t>(task) * L * Dh;
     const size_t head = static_cast<size_t>(b) * S * C + static_cast<size_t>(h) * Dh;  // row 0 of (S, Dh) at stride C
     for (int t = 0; t < S; ++t) {
       std::copy(k + head + size_t(t) * C, k + head + size_t(t) * C + Dh, kc + static_cast<size_t>(len0 + t) * Dh);
@@ -99,12 +102,11 @@ void softmax_cache_prefill(T* out, KvCache<T>& cache, Workspace<T> scores, const
     });
     gemm<T>(false, false, S, Dh, n, T(1), P, n, vc, Dh, T(0), out + head, C);
   }
-  cache.len = n;
 }
 
-template void softmax_cache_prefill<float>(float*, KvCache<float>&, Workspace<float>, const float*, const float*,
-                                          const float*, int);
-template void softmax_cache_prefill<double>(double*, KvCache<double>&, Workspace<double>, const double*,
-                                           const double*, const double*, int);
+template void softmax_cache_prefill<float>(float*, const KvCacheView<float>&, Workspace<float>, const float*,
+                                          const float*, const float*, int, const int64_t*);
+template void softmax_cache_prefill<double>(double*, const KvCacheView<double>&, Workspace<double>, const double*,
+                                           const double*, const double*, int, const int64_t*);
 
 }  // namespace rfa

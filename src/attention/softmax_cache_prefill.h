@@ -1,7 +1,8 @@
 #pragma once
 // Softmax prefill over a KV cache: a segment of S new tokens per batch row is
-// appended to the cache at positions len .. len+S-1, then token t of the segment
-// attends over cache positions 0 .. len+t (causal across the whole history).
+// appended to the cache at positions len .. len+S-1 (len: the row's own length,
+// its position), then token t of the segment attends over cache positions
+// 0 .. len+t (causal across the whole history).
 // With len = 0 this is causal softmax attention over the segment; S = 1 is
 // softmax_attention_step_reference. Per (b, h) two matrix products (gemm):
 //   P = softmax(mask(Q Kᵀ / sqrt(Dh))) (S, len+S),   out = P V
@@ -17,11 +18,12 @@
 namespace rfa {
 
 // out: (B, S, C) overwritten; q, k, v: (B, S, C) (RoPE already applied at their
-// absolute positions). scores: softmax_cache_prefill_scratch(S, cache.max_len,
-// cache.ring) elements. Throws Error if len + S exceeds a linear cache; len += S.
+// absolute positions); len: (B) each row's length before the segment (the caller adds S).
+// scores: softmax_cache_prefill_scratch(S, cache.max_len, cache.ring) elements. Throws
+// Error if a row's len + S exceeds a linear cache (before any row changes).
 template <typename T>
-void softmax_cache_prefill(T* out, KvCache<T>& cache, Workspace<T> scores, const T* q, const T* k, const T* v,
-                           int S);
+void softmax_cache_prefill(T* out, const KvCacheView<T>& cache, Workspace<T> scores, const T* q, const T* k,
+                           const T* v, int S, const int64_t* len);
 
 // Linear: (S, max_len); ring: one block (b, max_len + b) with b = min(S, max_len).
 inline size_t softmax_cache_prefill_scratch(int S, int max_len, bool ring = false) {

@@ -101,7 +101,7 @@ KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeA
     dec.prefill_all(tokens.data(), max_p);
     r.prefill_tokens_per_s = max_p / t.seconds();
   }
-  std::vector<std::vector<float>> snapshot;
+  std::vector<uint8_t> snapshot(static_cast<size_t>(dec.row_bytes()));  // the row after its prefill
   // Longest first: a softmax cache can only be truncated, never extended for free.
   std::vector<size_t> order(a.positions.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -116,20 +116,12 @@ KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeA
       Timer t;
       dec.prefill_all(tokens.data(), p);
       r.prefill_tokens_per_s = std::max(r.prefill_tokens_per_s, p / t.seconds());
-      snapshot.clear();
-      for (const AttentionState<float>& s : dec.attention_states()) {
-        const float* data = attention_state_data(s);
-        int64_t n = 1;
-        for (int64_t d : attention_state_shape(s)) n *= d;
-        snapshot.emplace_back(data, data + n);
-      }
+      dec.row_save(0, snapshot.data());
     }
     std::vector<double> runs, cpu_runs;
     for (int rep = -1; rep < a.repeats; ++rep) {  // rep -1 warms caches up after the prefill; not recorded
-      if (rfa)
-        for (size_t l = 0; l < snapshot.size(); ++l)
-          std::copy(snapshot[l].begin(), snapshot[l].end(), attention_state_data(dec.attention_states()[l]));
-      dec.set_position(p);
+      if (rfa) dec.row_restore(0, snapshot.data());
+      else dec.set_position(0, p);
       const double cpu0 = process_cpu_seconds();
       Timer t;
       for (int i = 0; i < a.steps; ++i) dec.step(&tokens[static_cast<size_t>(p + i)]);
@@ -137,7 +129,7 @@ KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeA
       runs.push_back(t.ms() / a.steps);
       cpu_runs.push_back((process_cpu_seconds() - cpu0) * 1e3 / a.steps);
     }
-    dec.set_position(p);
+    dec.set_position(0, p);
     r.ms[index] = median(runs);
     r.cpu_ms[index] = median(cpu_runs);
     r.state[index] = dec.state_bytes();

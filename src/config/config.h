@@ -9,7 +9,13 @@
 
 namespace rfa {
 
-enum class AttentionKind { softmax, rfa, rfa_gate };
+// Every attention kind, as `attention.kind` spells it, in the order the docs list them. Adding a
+// kind is one line here plus its files in src/attention/ (its table, attention_kind.h; the
+// checklist: docs/attention-kinds.md).
+#define RFA_ATTENTION_KINDS(X) X(softmax) X(rfa) X(rfa_gate)
+#define RFA_ATTENTION_KIND_VALUE(name) name,
+enum class AttentionKind { RFA_ATTENTION_KINDS(RFA_ATTENTION_KIND_VALUE) };
+#undef RFA_ATTENTION_KIND_VALUE
 enum class FeatureMapKind { gaussian, arccos };
 enum class PositionKind { automatic, rope, none };  // automatic: rope for softmax, none for RFA kinds
 enum class TokenizerKind { bpe, unigram, character };

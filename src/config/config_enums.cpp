@@ -3,8 +3,9 @@
 namespace rfa {
 namespace {
 
-constexpr EnumName<AttentionKind> kAttentionKinds[] = {
-    {AttentionKind::softmax, "softmax"}, {AttentionKind::rfa, "rfa"}, {AttentionKind::rfa_gate, "rfa_gate"}};
+#define RFA_ATTENTION_KIND_NAME(name) {AttentionKind::name, #name},
+constexpr EnumName<AttentionKind> kAttentionKinds[] = {RFA_ATTENTION_KINDS(RFA_ATTENTION_KIND_NAME)};
+#undef RFA_ATTENTION_KIND_NAME
 constexpr EnumName<FeatureMapKind> kFeatureMaps[] = {
     {FeatureMapKind::gaussian, "gaussian"}, {FeatureMapKind::arccos, "arccos"}};
 constexpr EnumName<PositionKind> kPositions[] = {

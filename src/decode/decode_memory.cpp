@@ -24,11 +24,8 @@ MemoryEstimate memory_estimate_decoder(const ModelSpec& s, const DecoderOptions&
   const double bf16 = o.precision == Precision::bf16 ? (3 * N * C + N * Hf) / 2 : 0;
   const double elements = 8 * N * C + 2 * N + 3 * N * Hf + N * V + B * V + a.scratch + bf16;
   MemoryEstimate e;
-  e.add(a.state_name, L * a.state * kFloat,
-        a.state_grows ? positions_keys : fmt::format("attention.num_features ({}) of the model", s.attn.D));
-  if (a.random > 0)
-    e.add("random matrices of the decoding state", L * a.random * kFloat,
-          fmt::format("attention.num_features ({}) of the model", s.attn.D));
+  e.add(a.state_name, L * a.state * kFloat, a.state_grows ? positions_keys : a.keys);
+  if (a.random > 0) e.add("random matrices of the decoding state", L * a.random * kFloat, a.keys);
   if (s.attn.rope)
     e.add("RoPE table of the decoded positions", attention_rope_table_bytes(s.attn, double(o.max_positions)),
           positions_keys);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 #include "core/error.h"
@@ -28,20 +29,34 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   so.B = B_;
   so.max_positions = o.max_positions;
   so.window = o.window;
+  const std::vector<AttentionSpec> layers(static_cast<size_t>(s.L), s.attn);
   const int64_t random_per_layer = attention_random_size(s.attn);
   for (int l = 0; l < s.L; ++l)
-    states_.push_back(attention_state_create<T>(s.attn, model_.random_fixed() + l * random_per_layer, so));
-  if (s.attn.rope && o.max_positions <= 0)
-    fail("decoder: a model with RoPE positions needs max_positions (prompt + tokens to generate) for its rotation "
-         "table, got {}",
-         o.max_positions);
-  attention_ = AttentionCore(s.attn, o.max_positions);
-  position_limit_ = attention_.position_limit();
-  const int64_t state_limit = attention_state_position_limit(states_[0]);
-  if (state_limit > 0) position_limit_ = position_limit_ > 0 ? std::min(position_limit_, state_limit) : state_limit;
+    states_.emplace_back(layers[size_t(l)], model_.random_fixed() + l * random_per_layer, so);
+  for (const AttentionSpec& a : layers)
+    if (a.rope && o.max_positions <= 0)
+      fail("decoder: a model with RoPE positions needs max_positions (prompt + tokens to generate) for its rotation "
+           "table, got {}",
+           o.max_positions);
+  cores_ = attention_cores_make(layers, o.max_positions);
+  // The most positions every layer allows: its RoPE table, its cache.
+  auto limit_by = [&](int64_t limit) {
+    if (limit > 0) position_limit_ = position_limit_ > 0 ? std::min(position_limit_, limit) : limit;
+  };
+  for (size_t l = 0; l < layers.size(); ++l) {
+    limit_by(cores_[l].position_limit());
+    limit_by(attention_state_position_limit(layers[l], so));
+  }
+  pos_.assign(static_cast<size_t>(B_), 0);
+  has_logits_.assign(static_cast<size_t>(B_), 0);
+  step_pos_.assign(static_cast<size_t>(B_), 0);
+  step_rows_.assign(static_cast<size_t>(B_), 0);
 
+  int64_t scratch = 0;  // one prefill at a time: the largest layer's
+  for (const AttentionSpec& a : layers)
+    scratch = std::max(scratch, attention_prefill_scratch_size(a, so, B_, S_max_, thread_count()));
+  scratch_.size = static_cast<size_t>(scratch);
   const int64_t N = int64_t(B_) * S_max_, C = s.C, Hf = s.Hf, V = s.V;
-  scratch_.size = static_cast<size_t>(attention_prefill_scratch_size(attention_, states_[0], B_, S_max_, thread_count()));
   ArenaPlan<T> plan;
   BlockActs<T>& a = acts_;
   struct Slot {
@@ -120,28 +135,86 @@ void Decoder<T>::pack_step_weights() {
 
 template <typename T>
 void Decoder<T>::reset() {
-  for (AttentionState<T>& st : states_) attention_state_reset(st);
-  position_ = 0;
-  last_logits_ = nullptr;
+  for (int b = 0; b < B_; ++b) reset_row(b);
+  any_logits_ = false;
 }
 
 template <typename T>
-void Decoder<T>::last_logits_restore(const T* logits) {
-  std::memcpy(last_, logits, sizeof(T) * static_cast<size_t>(B_) * spec_.V);
-  last_logits_ = last_;
+void Decoder<T>::reset_row(int b) {
+  if (b < 0 || b >= B_) fail("decoder: row {} outside the batch of {}", b, B_);
+  for (AttentionState<T>& st : states_) st.row_reset(b);
+  pos_[static_cast<size_t>(b)] = 0;
+  has_logits_[static_cast<size_t>(b)] = 0;
 }
 
 template <typename T>
-void Decoder<T>::set_position(int64_t p) {
-  RFA_ASSERT(p >= 0, "position {}", p);
-  for (AttentionState<T>& st : states_) attention_state_truncate(st, p);
-  position_ = p;
+const T* Decoder<T>::row_logits(int b) const {
+  RFA_ASSERT(b >= 0 && b < B_, "row {} of {}", b, B_);
+  return has_logits_[static_cast<size_t>(b)] ? last_ + int64_t(b) * spec_.V : nullptr;
+}
+
+template <typename T>
+void Decoder<T>::row_logits_restore(int b, const T* logits) {
+  RFA_ASSERT(b >= 0 && b < B_, "row {} of {}", b, B_);
+  std::memcpy(last_ + int64_t(b) * spec_.V, logits, sizeof(T) * static_cast<size_t>(spec_.V));
+  has_logits_[static_cast<size_t>(b)] = 1;
+  any_logits_ = true;
+}
+
+template <typename T>
+void Decoder<T>::set_position(int b, int64_t p) {
+  if (b < 0 || b >= B_) fail("decoder: row {} outside the batch of {}", b, B_);
+  if (p < 0) fail("decoder: position {} must be >= 0", p);
+  for (const AttentionState<T>& st : states_) {
+    const std::string refusal = attention_state_move_refusal(st.spec(), st.options(), position(b), p);
+    if (!refusal.empty()) fail("{}", refusal);
+  }
+  pos_[static_cast<size_t>(b)] = p;
+}
+
+template <typename T>
+int64_t Decoder<T>::row_bytes() const {
+  int64_t n = 2 * int64_t(sizeof(int64_t)) + int64_t(spec_.V) * int64_t(sizeof(T));
+  for (const AttentionState<T>& st : states_) n += st.row_size() * int64_t(sizeof(T));
+  return n;
+}
+
+// [position (int64) | has logits (int64) | logits (V) | every layer's state row]
+template <typename T>
+void Decoder<T>::row_save(int b, uint8_t* out) const {
+  RFA_ASSERT(b >= 0 && b < B_, "row {} of {}", b, B_);
+  const int64_t head[2] = {position(b), int64_t(has_logits_[static_cast<size_t>(b)])};
+  std::memcpy(out, head, sizeof(head));
+  out += sizeof(head);
+  std::memcpy(out, last_ + int64_t(b) * spec_.V, sizeof(T) * static_cast<size_t>(spec_.V));
+  out += sizeof(T) * static_cast<size_t>(spec_.V);
+  for (const AttentionState<T>& st : states_) {
+    st.row_save(b, reinterpret_cast<T*>(out));
+    out += sizeof(T) * static_cast<size_t>(st.row_size());
+  }
+}
+
+template <typename T>
+void Decoder<T>::row_restore(int b, const uint8_t* in) {
+  RFA_ASSERT(b >= 0 && b < B_, "row {} of {}", b, B_);
+  int64_t head[2];
+  std::memcpy(head, in, sizeof(head));
+  in += sizeof(head);
+  std::memcpy(last_ + int64_t(b) * spec_.V, in, sizeof(T) * static_cast<size_t>(spec_.V));
+  in += sizeof(T) * static_cast<size_t>(spec_.V);
+  for (AttentionState<T>& st : states_) {
+    st.row_restore(b, reinterpret_cast<const T*>(in));
+    in += sizeof(T) * static_cast<size_t>(st.row_size());
+  }
+  pos_[static_cast<size_t>(b)] = head[0];
+  has_logits_[static_cast<size_t>(b)] = head[1] != 0;
+  any_logits_ = any_logits_ || head[1] != 0;
 }
 
 template <typename T>
 int64_t Decoder<T>::state_bytes() const {
   int64_t n = 0;
-  for (const AttentionState<T>& st : states_) n += attention_state_bytes(st);
+  for (const AttentionState<T>& st : states_) n += attention_state_bytes(st, pos_.data());
   return n;
 }
 
@@ -153,49 +226,111 @@ int64_t Decoder<T>::state_capacity_bytes() const {
 }
 
 template <typename T>
-const T* Decoder<T>::run(const int32_t* tokens, int S, bool recurrent) {
-  const ModelSpec& s = spec_;
-  const int64_t N = int64_t(B_) * S;
-  if (S <= 0 || S > S_max_) fail("decoder: segment of {} tokens; allowed 1..{} (max_segment)", S, S_max_);
-  for (int64_t i = 0; i < N; ++i)
-    if (tokens[i] < 0 || tokens[i] >= s.V)
-      fail("token id {} at index {} is outside the vocabulary [0, {})", tokens[i], i, s.V);
-  if (position_limit_ > 0 && position_ + S > position_limit_)
-    fail("decoder: position {} + {} tokens exceeds its max_positions {}; raise max_positions", position_, S,
+int64_t Decoder<T>::state_reserved_bytes() const {
+  int64_t n = state_capacity_bytes();
+  for (const AttentionState<T>& st : states_) n += st.scratch_size() * int64_t(sizeof(T));
+  return n;
+}
+
+template <typename T>
+void Decoder<T>::check_tokens(const int32_t* tokens, int64_t n) const {
+  for (int64_t i = 0; i < n; ++i)
+    if (tokens[i] < 0 || tokens[i] >= spec_.V)
+      fail("token id {} at index {} is outside the vocabulary [0, {})", tokens[i], i, spec_.V);
+}
+
+template <typename T>
+void Decoder<T>::check_room(int b, int S) const {
+  if (position_limit_ > 0 && position(b) + S > position_limit_)
+    fail("decoder: position {} + {} tokens exceeds its max_positions {}; raise max_positions", position(b), S,
          position_limit_);
-  if (recurrent)
-    step_layers(tokens);
-  else
-    prefill_layers(tokens, S);
-  position_ += S;
-  if (S == 1) {
-    last_logits_ = logits_;
-  } else {
-    for (int b = 0; b < B_; ++b)
-      std::memcpy(last_ + int64_t(b) * s.V, logits_ + (int64_t(b) * S + S - 1) * s.V, sizeof(T) * s.V);
-    last_logits_ = last_;
+}
+
+template <typename T>
+const T* Decoder<T>::prefill(const int32_t* tokens, int S) {
+  if (S <= 0 || S > S_max_) fail("decoder: segment of {} tokens; allowed 1..{} (max_segment)", S, S_max_);
+  check_tokens(tokens, int64_t(B_) * S);
+  for (int b = 0; b < B_; ++b) check_room(b, S);
+  prefill_layers(tokens, 0, B_, S);
+  for (int b = 0; b < B_; ++b) {
+    std::memcpy(last_ + int64_t(b) * spec_.V, logits_ + (int64_t(b) * S + S - 1) * spec_.V, sizeof(T) * spec_.V);
+    pos_[static_cast<size_t>(b)] += S;
+    has_logits_[static_cast<size_t>(b)] = 1;
   }
+  any_logits_ = true;
+  return logits_;
+}
+
+template <typename T>
+const T* Decoder<T>::prefill_row(int b, const int32_t* tokens, int S) {
+  if (b < 0 || b >= B_) fail("decoder: row {} outside the batch of {}", b, B_);
+  if (S <= 0 || S > S_max_) fail("decoder: segment of {} tokens; allowed 1..{} (max_segment)", S, S_max_);
+  check_tokens(tokens, S);
+  check_room(b, S);
+  prefill_layers(tokens, b, 1, S);
+  std::memcpy(last_ + int64_t(b) * spec_.V, logits_ + int64_t(S - 1) * spec_.V, sizeof(T) * spec_.V);
+  pos_[static_cast<size_t>(b)] += S;
+  has_logits_[static_cast<size_t>(b)] = 1;
+  any_logits_ = true;
+  return logits_;
+}
+
+template <typename T>
+const T* Decoder<T>::step(const int32_t* tokens) {
+  check_tokens(tokens, B_);
+  for (int b = 0; b < B_; ++b) check_room(b, 1);
+  step_layers(tokens, B_, nullptr, pos_.data(), last_);
+  for (int b = 0; b < B_; ++b) {
+    pos_[static_cast<size_t>(b)] += 1;
+    has_logits_[static_cast<size_t>(b)] = 1;
+  }
+  any_logits_ = true;
+  return last_;
+}
+
+template <typename T>
+const T* Decoder<T>::step_rows(const int* rows, int n, const int32_t* tokens) {
+  if (n < 1 || n > B_) fail("decoder: a step of {} rows; allowed 1..{} (the batch)", n, B_);
+  check_tokens(tokens, n);
+  std::fill(step_rows_.begin(), step_rows_.end(), 0);  // marks: each row at most once
+  for (int i = 0; i < n; ++i) {
+    const int b = rows[i];
+    if (b < 0 || b >= B_) fail("decoder: row {} outside the batch of {}", b, B_);
+    if (step_rows_[static_cast<size_t>(b)]++) fail("decoder: row {} listed twice in one step", b);
+    check_room(b, 1);
+    step_pos_[static_cast<size_t>(i)] = position(b);
+  }
+  step_layers(tokens, n, rows, step_pos_.data(), logits_);
+  for (int i = 0; i < n; ++i) {
+    const int b = rows[i];
+    std::memcpy(last_ + int64_t(b) * spec_.V, logits_ + int64_t(i) * spec_.V, sizeof(T) * spec_.V);
+    pos_[static_cast<size_t>(b)] += 1;
+    has_logits_[static_cast<size_t>(b)] = 1;
+  }
+  any_logits_ = true;
   return logits_;
 }
 
 // The training block (model/block.h), every layer on the same buffers: a block's
 // output (without x_mid) goes back into resid_in, and the next norm adds x_mid
-// (resid_pending), as in model_forward.
+// (resid_pending), as in model_forward. Rows [b0, b0 + rows) of the states.
 template <typename T>
-void Decoder<T>::prefill_layers(const int32_t* tokens, int S) {
+void Decoder<T>::prefill_layers(const int32_t* tokens, int b0, int rows, int S) {
   const ModelSpec& s = spec_;
-  const int64_t N = int64_t(B_) * S;
+  const int64_t N = int64_t(rows) * S;
   BlockActs<T>& a = acts_;
   embedding_forward(a.resid_in, tokens, model_.w.tok_embedding, N, s.C);
   BlockContext<T> ctx;
   ctx.spec = &s;
-  ctx.attention = &attention_;
   ctx.attn_scratch = scratch_;
-  ctx.B = B_;
+  ctx.B = rows;
   ctx.T_len = S;
-  ctx.pos0 = position_;
+  ctx.state_row0 = b0;
+  ctx.row_pos0 = pos_.data() + b0;
+  ctx.pos0 = position(b0);
   const int64_t random_per_layer = attention_random_size(s.attn);
   for (int l = 0; l < s.L; ++l) {
+    ctx.attention = &cores_[static_cast<size_t>(l)];
     ctx.random = model_.random_fixed() + l * random_per_layer;
     ctx.state = &states_[static_cast<size_t>(l)];
     ctx.resid_pending = l > 0 ? a.resid_mid : nullptr;
@@ -216,57 +351,51 @@ void Decoder<T>::prefill_layers(const int32_t* tokens, int S) {
 // The mirror of block_forward (model/block.cpp) for one token per row, with the
 // decode row kernels (serial at small sizes: no thread fork, no BLAS call per
 // matrix-vector product) and the attention's one-token step. Same math; the
-// decoder tests pin steps to the prefill.
+// decoder tests pin steps to the prefill. n rows (state rows `rows`, null = 0..n-1)
+// at positions pos; logits (n, V). A bf16 step multiplies B rows (its products are
+// packed for B): rows past n are padding, computed and dropped.
 template <typename T>
-void Decoder<T>::step_layers(const int32_t* tokens) {
+void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, const int64_t* pos, T* logits) {
   const ModelSpec& s = spec_;
-  const int B = B_, C = s.C, Hf = s.Hf;
+  const int M = step_bf16_.empty() ? n : B_, C = s.C, Hf = s.Hf;
   BlockActs<T>& a = acts_;
-  T* x = a.resid_in;  // (B, C) the whole residual stream here
-  T* n = a.attn_norm;
-  // out (B, OC) (+)= in (B, IC) · op(W) on the calling thread: W (OC, IC) read transposed, or
-  // W2 (IC, OC) as stored. bf16: `in` converted, against the packed copy of W.
+  T* x = a.resid_in;  // (M, C) the whole residual stream here
+  T* nrm = a.attn_norm;
+  // Many rows: the products fork to the pool (oneDNN's one-row product forked badly: gemm.h).
+  const GemmThreads threads = n >= 16 ? GemmThreads::pool : GemmThreads::one;
+  // out (M, OC) (+)= in (M, IC) · op(W): W (OC, IC) read transposed, or W2 (IC, OC) as stored.
+  // bf16: `in` converted, against the packed copy of W.
   auto product = [&](T* out, const T* in, const T* W, const void* packed, bool trans, int IC, int OC, bool accumulate) {
     if constexpr (std::is_same_v<T, float>) {
       if (packed) {
-        uint16_t* in_bf16 = IC == C ? acts_bf16_.attn_norm : acts_bf16_.ffn_act;  // (B, IC) scratch
-        bf16_from_float_serial(in_bf16, in, int64_t(B) * IC);
-        gemm_bf16_packed(trans, B, OC, IC, accumulate, in_bf16, packed, out);
+        uint16_t* in_bf16 = IC == C ? acts_bf16_.attn_norm : acts_bf16_.ffn_act;  // (M, IC) scratch
+        bf16_from_float_serial(in_bf16, in, int64_t(M) * IC);
+        gemm_bf16_packed(trans, M, OC, IC, accumulate, in_bf16, packed, out);
         return;
       }
     }
-    gemm<T>(false, trans, B, OC, IC, T(1), in, IC, W, trans ? IC : OC, accumulate ? T(1) : T(0), out, OC,
-            GemmThreads::one);
+    gemm<T>(false, trans, M, OC, IC, T(1), in, IC, W, trans ? IC : OC, accumulate ? T(1) : T(0), out, OC, threads);
   };
-  for (int b = 0; b < B; ++b)
-    std::memcpy(x + int64_t(b) * C, model_.w.tok_embedding + int64_t(tokens[b]) * C, sizeof(T) * C);
+  for (int i = 0; i < M; ++i)  // padding rows (bf16) read token 0
+    std::memcpy(x + int64_t(i) * C, model_.w.tok_embedding + int64_t(i < n ? tokens[i] : 0) * C, sizeof(T) * C);
+  const AttentionRows attn_rows{n, rows, pos};
   for (int l = 0; l < s.L; ++l) {
     const BlockWeights<T>& w = model_.w.layers[static_cast<size_t>(l)];
     const StepWeightsBf16 p = step_bf16_.empty() ? StepWeightsBf16{} : step_bf16_[static_cast<size_t>(l)];
-    rmsnorm_rows(n, x, w.attn_norm, B, C, s.model.norm_eps);
-    product(a.q, n, w.wq, p.wq, true, C, C, false);
-    product(a.k, n, w.wk, p.wk, true, C, C, false);
-    product(a.v, n, w.wv, p.wv, true, C, C, false);
-    attention_step(attention_, w.attn, states_[static_cast<size_t>(l)], a.attn_out,
-                   AttentionInputs<T>{a.q, a.k, a.v, n}, position_);
+    rmsnorm_rows(nrm, x, w.attn_norm, M, C, s.model.norm_eps);
+    product(a.q, nrm, w.wq, p.wq, true, C, C, false);
+    product(a.k, nrm, w.wk, p.wk, true, C, C, false);
+    product(a.v, nrm, w.wv, p.wv, true, C, C, false);
+    attention_step(cores_[static_cast<size_t>(l)], w.attn, states_[static_cast<size_t>(l)], a.attn_out,
+                   AttentionInputs<T>{a.q, a.k, a.v, nrm}, attn_rows);
     product(x, a.attn_out, w.wo, p.wo, true, C, C, true);  // x += att · Woᵀ
-    rmsnorm_rows(n, x, w.ffn_norm, B, C, s.model.norm_eps);
-    product(a.ffn_gate_up, n, w.w13, p.w13, true, C, 2 * Hf, false);
-    swiglu_rows(a.ffn_act, a.ffn_gate_up, B, Hf);
+    rmsnorm_rows(nrm, x, w.ffn_norm, M, C, s.model.norm_eps);
+    product(a.ffn_gate_up, nrm, w.w13, p.w13, true, C, 2 * Hf, false);
+    swiglu_rows(a.ffn_act, a.ffn_gate_up, M, Hf);
     product(x, a.ffn_act, w.w2, p.w2, false, Hf, C, true);  // x += act · W2 (W2 stored (Hf, C))
   }
-  rmsnorm_rows(n, x, model_.w.final_norm, B, C, s.model.norm_eps);
-  product(logits_, n, model_.w.lm_head, step_lm_head_bf16_, true, C, s.V, false);
-}
-
-template <typename T>
-const T* Decoder<T>::prefill(const int32_t* tokens, int S) {
-  return run(tokens, S, false);
-}
-
-template <typename T>
-const T* Decoder<T>::step(const int32_t* tokens) {
-  return run(tokens, 1, true);
+  rmsnorm_rows(nrm, x, model_.w.final_norm, M, C, s.model.norm_eps);
+  product(logits, nrm, model_.w.lm_head, step_lm_head_bf16_, true, C, s.V, false);
 }
 
 template <typename T>
@@ -283,7 +412,7 @@ const T* Decoder<T>::prefill_all(const int32_t* tokens, int64_t T_len) {
       prefill(segment_tokens_.data(), S);
     }
   }
-  return last_logits_;
+  return last_logits();
 }
 
 template class Decoder<float>;

@@ -1,19 +1,22 @@
 #pragma once
-// Autoregressive decoding over the whole model. A prompt is prefilled segment by
-// segment through the training block (model/block.h) with the attention
-// continuing from each layer's state (no activations saved); then every new
-// token is one step per layer:
-//   RFA kinds: state S (B, H, F, Dh+1) per layer, O(F·Dh) work and memory per
+// Autoregressive decoding over the whole model, B independent rows (sequences). A
+// prompt is prefilled segment by segment through the training block (model/block.h)
+// with the attention continuing from each layer's state (no activations saved); then
+// every new token is one step per layer:
+//   RFA kinds: state S (H, F, Dh+1) per layer and row, O(F·Dh) work and memory per
 //              head and token whatever the position; no length limit.
-//   softmax:   a KV cache per layer (B, H, max_positions, Dh), O(t) per token;
-//              with a window W, a ring cache (B, H, W, Dh) of the last W
-//              positions, O(W) per token (softmax_kv_cache.h).
-// The attention (attention/attention_core.h) owns the states, its random
-// matrices (the model's FIXED evaluation set, copied at construction: build the
-// decoder after loading the weights) and its RoPE table. Other weights are read
-// live from the model, except that a bf16 decoder packs the bf16 weight copies
-// for its step at construction too. Everything is allocated by the constructor; prefill()
-// and step() never allocate.
+//   softmax:   a KV cache per layer and row (H, max_positions, Dh), O(t) per token;
+//              with a window W, a ring cache (H, W, Dh) of the last W positions, O(W)
+//              per token (softmax_kv_cache.h).
+// Every row has its own position and its own state: a row can be reset, prefilled,
+// saved and restored without touching the others, and a step moves any subset of the
+// rows (the others stay idle) at their own positions, in one batched product per
+// weight matrix (docs/decoding.md, "Rows").
+// The attention (attention/attention_core.h) owns the states, its random matrices (the
+// model's FIXED evaluation set, copied at construction: build the decoder after loading
+// the weights) and its RoPE tables. Other weights are read live from the model, except
+// that a bf16 decoder packs the bf16 weight copies for its step at construction too.
+// Everything is allocated by the constructor; no other member function allocates.
 #include <cstdint>
 #include <vector>
 
@@ -25,10 +28,10 @@
 namespace rfa {
 
 struct DecoderOptions {
-  int batch = 1;               // B sequences decoded in lockstep
+  int batch = 1;               // B rows (sequences), each at its own position
   int max_segment = 256;       // most tokens per prefill() call (longer prompts go in pieces)
-  int64_t max_positions = 0;   // positions to decode (prompt + generated): the RoPE table and softmax's
-                               // KV cache without a window; 0 for an RFA kind without RoPE (no limit)
+  int64_t max_positions = 0;   // positions a row may reach (prompt + generated): the RoPE table and
+                               // softmax's KV cache without a window; 0 for an RFA kind without RoPE (no limit)
   int window = 0;              // softmax: attend over the last `window` positions (a ring KV cache of
                                // min(window, max_positions) slots); 0 = the whole text. RFA kinds: unused
   Precision precision = Precision::fp32;  // bf16: the matrix products read the model's bf16 weight copies
@@ -42,10 +45,11 @@ class Decoder {
   Decoder(const Decoder&) = delete;
   Decoder& operator=(const Decoder&) = delete;
 
-  void reset();  // empty state, position 0
+  // ---- Every row --------------------------------------------------------------
+  void reset();  // every row empty, at position 0, without logits
 
-  // Runs S <= max_segment tokens per row through the parallel form, continuing
-  // from the current state. tokens: (B, S). Returns the logits (B, S, V), valid
+  // Runs S <= max_segment tokens per row through the parallel form, each row continuing
+  // from its own state and position. tokens: (B, S). Returns the logits (B, S, V), valid
   // until the next call.
   const T* prefill(const int32_t* tokens, int S);
   // One token per row, one recurrent step per layer. tokens: (B). Returns (B, V).
@@ -53,39 +57,65 @@ class Decoder {
   // The whole prompt (B, T) in segments of max_segment; returns the logits of its
   // last position (B, V) (row b at stride V).
   const T* prefill_all(const int32_t* tokens, int64_t T_len);
-  // Logits (B, V) of the last position seen by the latest prefill/step; null before any.
-  const T* last_logits() const { return last_logits_; }
-  // Puts back last-position logits (B, V), e.g. from a saved generation.
-  void last_logits_restore(const T* logits);
+  // Logits (B, V) of each row's last position (row b at stride V); null before any row has some.
+  const T* last_logits() const { return any_logits_ ? last_ : nullptr; }
 
-  int64_t position() const { return position_; }
+  // ---- One row, or some -------------------------------------------------------
+  void reset_row(int b);  // row b empty at position 0; the other rows untouched
+  // S <= max_segment tokens of row b only (the others untouched: e.g. a prompt prefilled in
+  // bounded pieces while other rows keep stepping). Returns the logits (S, V).
+  const T* prefill_row(int b, const int32_t* tokens, int S);
+  // One token for each of the n listed rows (distinct), at their own positions; the other
+  // rows stay idle. tokens: (n). Returns the logits (n, V), row i's at i * V.
+  const T* step_rows(const int* rows, int n, const int32_t* tokens);
+  // Logits (V) of row b's last position; null when the row has none (reset, never run).
+  const T* row_logits(int b) const;
+  // Puts back row b's last-position logits (V), e.g. from a saved generation.
+  void row_logits_restore(int b, const T* logits);
+
+  int64_t position(int b = 0) const { return pos_[static_cast<size_t>(b)]; }
+  // Moves row b to position p (after restoring its states, or to truncate a softmax cache);
+  // throws Error naming the reason when the state cannot (attention_state_move_refusal).
+  void set_position(int b, int64_t p);
+
+  // Bytes of one row's saved form: its position, logits and every layer's state row.
+  int64_t row_bytes() const;
+  void row_save(int b, uint8_t* out) const;  // row_bytes(); no allocation
+  // Restores row b from row_save's bytes (of this decoder's model and options).
+  void row_restore(int b, const uint8_t* in);
+
   int batch() const { return B_; }
   int vocab() const { return spec_.V; }
   int max_segment() const { return S_max_; }
   const ModelSpec& spec() const { return spec_; }
-  // Bytes of per-sequence state in use now (RFA: fixed; softmax: grows with position).
+  // Bytes of state in use now, every row (RFA: fixed; softmax: grows with position).
   int64_t state_bytes() const;
   // Bytes reserved for state (softmax: the whole cache).
   int64_t state_capacity_bytes() const;
+  // The same plus the step's scratch the states hold: what memory_estimate_decoder counts.
+  int64_t state_reserved_bytes() const;
 
   // Each layer's attention state (L), for saving/restoring a generation.
   std::vector<AttentionState<T>>& attention_states() { return states_; }
   const std::vector<AttentionState<T>>& attention_states() const { return states_; }
-  void set_position(int64_t p);  // after restoring states (RFA) / truncating caches (softmax)
 
  private:
-  const T* run(const int32_t* tokens, int S, bool recurrent);
-  void prefill_layers(const int32_t* tokens, int S);  // (B, S)
-  void step_layers(const int32_t* tokens);            // (B)
-  void pack_step_weights();                           // bf16: fills step_bf16_
+  void check_tokens(const int32_t* tokens, int64_t n) const;
+  void check_room(int b, int S) const;  // row b may take S more positions
+  // Runs S tokens of `rows` rows from state row b0 on (rows at pos_[b0..]); logits into logits_.
+  void prefill_layers(const int32_t* tokens, int b0, int rows, int S);
+  void step_layers(const int32_t* tokens, int n, const int* rows, const int64_t* pos, T* logits);
+  void pack_step_weights();  // bf16: fills step_bf16_
 
   Model<T>& model_;
   ModelSpec spec_;
   int B_ = 0, S_max_ = 0;
-  int64_t position_ = 0;
-  int64_t position_limit_ = 0;      // the most positions the states and RoPE table allow; 0 = none
+  std::vector<int64_t> pos_;        // (B) each row's position
+  std::vector<uint8_t> has_logits_;  // (B) the row's last_ holds its latest logits
+  bool any_logits_ = false;
+  int64_t position_limit_ = 0;      // the most positions the states and RoPE tables allow; 0 = none
   std::vector<AttentionState<T>> states_;  // (L)
-  AttentionCore attention_;         // RoPE table for max_positions
+  std::vector<AttentionCore> cores_;       // (L) RoPE tables for max_positions
   Arena<T> arena_;
   BlockActs<T> acts_;     // one segment's block buffers (B, S, ...), shared by every layer
   BlockActsBf16 acts_bf16_;  // bf16 only: the products' inputs (B, S, C) / (B, S, Hf); null in fp32
@@ -98,10 +128,11 @@ class Decoder {
   const void* step_lm_head_bf16_ = nullptr;
   Arena<uint8_t> step_packed_;
   T* logits_ = nullptr;   // (B, S, V)
-  T* last_ = nullptr;     // (B, V) last-position logits of the latest prefill
-  const T* last_logits_ = nullptr;  // last_ or logits_ (after a step)
+  T* last_ = nullptr;     // (B, V) each row's last-position logits
   Workspace<T> scratch_;  // the attention's prefill scratch (RFA chunked form or softmax scores)
   std::vector<int32_t> segment_tokens_;  // (B, S) staging for prefill_all with B > 1
+  std::vector<int64_t> step_pos_;        // (B) a step's rows' positions
+  std::vector<int> step_rows_;           // (B) marks: a row listed in this step
 };
 
 }  // namespace rfa

@@ -102,24 +102,26 @@ void rope_backward(Real* dinp, const Real* dout, const RopeTable& table, int B, 
 }
 
 template <typename T>
-void rope_rows(T* x, const RopeTable& table, int B, int H, int Dh, int64_t pos) {
-  RFA_ASSERT(table.Dh == Dh && pos >= 0 && pos < table.max_positions, "rope position {} outside the table's {}", pos,
-             table.max_positions);
+void rope_rows(T* x, const RopeTable& table, int B, int H, int Dh, const int64_t* pos) {
   const int half = Dh / 2;
-  const T* cs = table.cos_row<T>(pos);
-  const T* sn = table.sin_row<T>(pos);
-  for (int64_t r = 0; r < int64_t(B) * H; ++r) {
-    T* y = x + r * Dh;
-    for (int i = 0; i < half; ++i) {
-      const T x0 = y[2 * i], x1 = y[2 * i + 1];
-      y[2 * i] = x0 * cs[i] - x1 * sn[i];
-      y[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
+  for (int b = 0; b < B; ++b) {
+    RFA_ASSERT(table.Dh == Dh && pos[b] >= 0 && pos[b] < table.max_positions, "rope position {} outside the table's {}",
+               pos[b], table.max_positions);
+    const T* cs = table.cos_row<T>(pos[b]);
+    const T* sn = table.sin_row<T>(pos[b]);
+    for (int64_t r = int64_t(b) * H; r < int64_t(b + 1) * H; ++r) {
+      T* y = x + r * Dh;
+      for (int i = 0; i < half; ++i) {
+        const T x0 = y[2 * i], x1 = y[2 * i + 1];
+        y[2 * i] = x0 * cs[i] - x1 * sn[i];
+        y[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
+      }
     }
   }
 }
 
-template void rope_rows<float>(float*, const RopeTable&, int, int, int, int64_t);
-template void rope_rows<double>(double*, const RopeTable&, int, int, int, int64_t);
+template void rope_rows<float>(float*, const RopeTable&, int, int, int, const int64_t*);
+template void rope_rows<double>(double*, const RopeTable&, int, int, int, const int64_t*);
 template void rope_forward<float>(float*, const float*, const RopeTable&, int, int, int, int, int64_t);
 template void rope_forward<double>(double*, const double*, const RopeTable&, int, int, int, int, int64_t);
 template void rope_backward<float>(float*, const float*, const RopeTable&, int, int, int, int, int64_t);

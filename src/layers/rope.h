@@ -54,9 +54,9 @@ void rope_backward(Real* dinp,        // (B, T, H, Dh) =
                    const Real* dout,  // (B, T, H, Dh)
                    const RopeTable& table, int B, int T, int H, int Dh, int64_t pos_offset);
 
-// rope_forward for one token per row at absolute position `pos`, in place and on
-// the calling thread (the decode step: a thread fork would cost more than the rows).
+// rope_forward for one token per row, row b at its own absolute position pos[b], in place
+// and on the calling thread (the decode step: a thread fork would cost more than the rows).
 template <typename T>
-void rope_rows(T* x /*(B, H, Dh)*/, const RopeTable& table, int B, int H, int Dh, int64_t pos);
+void rope_rows(T* x /*(B, H, Dh)*/, const RopeTable& table, int B, int H, int Dh, const int64_t* pos /*(B)*/);
 
 }  // namespace rfa

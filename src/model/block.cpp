@@ -42,6 +42,7 @@ AttentionCall<T> attention_call(const BlockContext<T>& ctx, BlockActs<T>& a) {
   call.B = ctx.B;
   call.T_len = ctx.T_len;
   call.pos0 = ctx.pos0;
+  call.row_pos0 = ctx.row_pos0;
   call.random = ctx.random;
   call.saved = a.attn_saved;
   call.scratch = ctx.attn_scratch;
@@ -74,7 +75,8 @@ void block_forward(const BlockContext<T>& ctx, const BlockWeights<T>& w, BlockAc
   linear_product<T>(a.k, n, {w.wk, wh.wk}, N, C, C);
   linear_product<T>(a.v, n, {w.wv, wh.wv}, N, C, C);
   if (ctx.state)
-    attention_prefill(*ctx.attention, w.attn, *ctx.state, a.attn_out, attention_inputs(a), attention_call(ctx, a));
+    attention_prefill(*ctx.attention, w.attn, *ctx.state, ctx.state_row0, a.attn_out, attention_inputs(a),
+                      attention_call(ctx, a));
   else
     attention_forward(*ctx.attention, w.attn, a.attn_out, attention_inputs(a), attention_call(ctx, a));
   // x_mid = x + Wo · attn_out

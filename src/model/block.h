@@ -25,9 +25,12 @@ struct BlockContext {
   // (B, T, C) or null. Set: a.resid_in still lacks this residual term (the previous
   // block's x_mid); the first norm pass adds it in place before normalising.
   const T* resid_pending = nullptr;
-  // Decoder prefill: the attention continues from this state, rows at positions
-  // pos0 .. pos0+T-1; a.attn_saved may be null (no backward follows).
+  // Decoder prefill: the attention continues from rows [state_row0, state_row0 + B) of
+  // this state, row b at positions row_pos0[b] .. row_pos0[b]+T-1 (null: pos0 for every
+  // row); a.attn_saved may be null (no backward follows).
   AttentionState<T>* state = nullptr;
+  int state_row0 = 0;
+  const int64_t* row_pos0 = nullptr;
   int64_t pos0 = 0;
   // Stateful training: this layer's entering state and where its final state goes
   // (AttentionCall::state_in / state_out, attention_carry_size elements each), or null.

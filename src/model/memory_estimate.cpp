@@ -67,7 +67,7 @@ MemoryEstimate memory_estimate_model(const ModelSpec& s, Precision precision) {
   // The per-step draw and the fixed one (model.h).
   if (attention_random_size(s.attn) > 0)
     e.add("random feature matrices", 2.0 * s.L * double(attention_random_size(s.attn)) * kFloat,
-          fmt::format("attention.num_features ({}) or model.n_layers ({})", s.attn.D, s.L));
+          fmt::format("{} or model.n_layers ({})", attention_state_keys(s.attn), s.L));
   if (s.attn.rope)
     e.add("RoPE table", attention_rope_table_bytes(s.attn, double(s.model.context_length)),
           fmt::format("model.context_length ({})", s.model.context_length));
@@ -78,11 +78,9 @@ MemoryEstimate memory_estimate_train(const ModelSpec& s, const TrainConfig& trai
   MemoryEstimate e = memory_estimate_model(s, train.precision);
   e.add("AdamW m and v", 2 * memory_param_elements(s) * kFloat, weight_keys(s));
   const int B = train.batch_size, T = s.model.context_length;
-  std::string keys = fmt::format("train.batch_size ({}), model.context_length ({}) or model.n_layers ({})", B, T, s.L);
-  if (attention_random_size(s.attn) > 0)
-    keys = fmt::format("train.batch_size ({}), model.context_length ({}), attention.chunk_size ({}), "
-                       "attention.num_features ({}) or model.n_layers ({})",
-                       B, T, s.attention.chunk_size, s.attn.D, s.L);
+  const std::string kind_keys = attention_activation_keys(s.attn);
+  const std::string keys = fmt::format("train.batch_size ({}), model.context_length ({}){}{} or model.n_layers ({})", B,
+                                       T, kind_keys.empty() ? "" : ", ", kind_keys, s.L);
   // Activations plus the micro-batch's input and target tokens (int32).
   e.add("activations",
         memory_activation_elements(s, B, T, threads, train.precision) * kFloat + 2.0 * B * T * sizeof(int32_t), keys);
@@ -94,9 +92,8 @@ MemoryEstimate memory_estimate_train(const ModelSpec& s, const TrainConfig& trai
     const double micro = double(train.grad_accum);
     e.add("carried states",
           arena(2 * micro * slot * kFloat) + arena(ranks * micro * slot * kFloat) + arena(ranks * micro * B * 8.0),
-          fmt::format("train.batch_size ({}), train.grad_accum ({}), attention.num_features ({}) or model.n_layers "
-                      "({})",
-                      B, train.grad_accum, s.attn.D, s.L));
+          fmt::format("train.batch_size ({}), train.grad_accum ({}), {} or model.n_layers ({})", B, train.grad_accum,
+                      attention_state_keys(s.attn), s.L));
   }
   return e;
 }

@@ -47,7 +47,7 @@ ModelWeights<T> model_weights_view(const ModelSpec& s, const ParamTable& t, T* b
     b.wk = at(layer_name(l, "attn.wk"));
     b.wv = at(layer_name(l, "attn.wv"));
     b.wo = at(layer_name(l, "attn.wo"));
-    b.attn = attention_weights_view(t, layer_name(l, "attn."), base);
+    b.attn = attention_weights_view(s.attn, t, layer_name(l, "attn."), base);
     b.ffn_norm = at(layer_name(l, "ffn_norm"));
     b.w13 = at(layer_name(l, "ffn.w13"));
     b.w2 = at(layer_name(l, "ffn.w2"));

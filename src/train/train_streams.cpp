@@ -29,9 +29,8 @@ StreamCheckpoint::StreamCheckpoint(TrainSession& session, const StreamSampler& s
   const int A = streams.micro_batches(), B = streams.batch_size();
   RFA_ASSERT(slot_ > 0 && A == session.config().train.grad_accum * dist_size(),
              "stream checkpoint: carry slot {}, {} micro-batches", slot_, A);
-  const int64_t per_row = attention_carry_size(s.attn, 1);  // H * F * (Dh+1)
-  const int64_t F = per_row / (int64_t(s.attn.H) * (s.attn.Dh + 1));
-  shape_ = {A, s.L, B, s.attn.H, F, int64_t(s.attn.Dh) + 1};
+  shape_ = {A, s.L, B};
+  for (int64_t d : attention_carry_shape(s.attn)) shape_.push_back(d);  // (H, F, Dh+1) per row
   state_ = Arena<float>(int64_t(A) * slot_);
   offsets_ = Arena<int64_t>(int64_t(A) * B);
 }

@@ -2,6 +2,7 @@
 // softmax_attention_step_reference), serial and threaded sizes alike.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <tuple>
 #include <vector>
 
@@ -27,15 +28,40 @@ void check_rfa_step(const RfaConfig& c, int B, int H, int Dh, double tol) {
   rfa_random_transpose(Wt.data(), W.data(), H, D, Dh);
   RfaState<T> ref = rfa_state_create<T>(c, B, H, Dh), got = rfa_state_create<T>(c, B, H, Dh);
   std::vector<T> out_ref(size_t(B) * C), out_got(out_ref.size());
+  const std::vector<int64_t> pos(size_t(B), 0);
   for (int t = 0; t < 6; ++t) {
     auto q = test::random_vector<T>(size_t(B) * C, 10 + t), k = test::random_vector<T>(size_t(B) * C, 20 + t);
     auto v = test::random_vector<T>(size_t(B) * C, 30 + t), n = test::random_vector<T>(size_t(B) * C, 40 + t);
     RfaInputs<T> in{q.data(), k.data(), v.data(), n.data()};
     rfa_step_reference(out_ref.data(), ref, in, p, c);
-    rfa_decode_step(out_got.data(), got, in, p, Wt.data(), c);
+    rfa_decode_step(out_got.data(), got.view(), in, p, Wt.data(), c, AttentionRows{B, nullptr, pos.data()});
     test::check_close("rfa out", out_got.data(), out_ref.data(), out_ref.size(), tol, tol);
     test::check_close("rfa state", got.S.data(), ref.S.data(), ref.S.size(), tol, tol);
   }
+  // The listed rows only, in another order: input row i moves state row rows[i]; the rest stay.
+  if (B < 2) return;
+  const std::vector<T> before = got.S;
+  const int rows[] = {B - 1, 0};  // the last row and the first
+  std::vector<T> qs(size_t(2) * C), ks(qs.size()), vs(qs.size()), ns(qs.size()), out2(qs.size());
+  auto q = test::random_vector<T>(size_t(B) * C, 50), k = test::random_vector<T>(size_t(B) * C, 51);
+  auto v = test::random_vector<T>(size_t(B) * C, 52), n = test::random_vector<T>(size_t(B) * C, 53);
+  for (int i = 0; i < 2; ++i)
+    for (int x = 0; x < C; ++x) {
+      const size_t from = size_t(rows[i]) * C + x, to = size_t(i) * C + x;
+      qs[to] = q[from], ks[to] = k[from], vs[to] = v[from], ns[to] = n[from];
+    }
+  rfa_step_reference(out_ref.data(), ref, RfaInputs<T>{q.data(), k.data(), v.data(), n.data()}, p, c);
+  rfa_decode_step(out2.data(), got.view(), RfaInputs<T>{qs.data(), ks.data(), vs.data(), ns.data()}, p, Wt.data(), c,
+                  AttentionRows{2, rows, pos.data()});
+  const size_t per_row = size_t(H) * rfa_feature_count(c) * (Dh + 1);
+  for (int i = 0; i < 2; ++i) {
+    test::check_close("rfa listed row out", out2.data() + size_t(i) * C, out_ref.data() + size_t(rows[i]) * C, C, tol,
+                      tol);
+    test::check_close("rfa listed row state", got.S.data() + size_t(rows[i]) * per_row,
+                      ref.S.data() + size_t(rows[i]) * per_row, per_row, tol, tol);
+  }
+  for (int b = 1; b + 1 < B; ++b)  // idle rows: untouched
+    CHECK(std::equal(got.S.begin() + b * per_row, got.S.begin() + (b + 1) * per_row, before.begin() + b * per_row));
 }
 
 }  // namespace
@@ -62,13 +88,18 @@ TEST_CASE("decode step: softmax step equals softmax_attention_step_reference") {
   const int B = 2, H = 3, Dh = 8, C = H * Dh, L = 40;
   KvCache<double> ref = kv_cache_create<double>(B, H, Dh, L), got = kv_cache_create<double>(B, H, Dh, L);
   std::vector<double> out_ref(size_t(B) * C), out_got(out_ref.size());
+  std::vector<int64_t> pos(static_cast<size_t>(B));
   for (int t = 0; t < L; ++t) {
     auto q = test::random_vector<double>(size_t(B) * C, 100 + t), k = test::random_vector<double>(size_t(B) * C, 200 + t);
     auto v = test::random_vector<double>(size_t(B) * C, 300 + t);
     softmax_attention_step_reference(out_ref.data(), ref, q.data(), k.data(), v.data());
-    softmax_decode_step(out_got.data(), got, q.data(), k.data(), v.data());
+    std::fill(pos.begin(), pos.end(), t);
+    softmax_decode_step(out_got.data(), got.view(), q.data(), k.data(), v.data(), AttentionRows{B, nullptr, pos.data()});
     test::check_close("softmax out", out_got.data(), out_ref.data(), out_ref.size(), 1e-12, 1e-12);
   }
   std::vector<double> z(size_t(B) * C);
-  CHECK_THROWS_AS(softmax_decode_step(out_got.data(), got, z.data(), z.data(), z.data()), Error);
+  std::fill(pos.begin(), pos.end(), L);
+  CHECK_THROWS_AS(softmax_decode_step(out_got.data(), got.view(), z.data(), z.data(), z.data(),
+                                      AttentionRows{B, nullptr, pos.data()}),
+                  Error);
 }

@@ -88,7 +88,7 @@ TEST_CASE("rfa: segments with carried state equal one pass; prefill then steps e
         from(full.q, q), from(full.k, k), from(full.v, v), from(full.n, n);
       }
       std::vector<double> ws(rfa_workspace_size(cfg, seg, thread_count()));
-      rfa_prefill(o.data(), state, Workspace<double>{ws.data(), ws.size()}, RfaInputs<double>{q.data(), k.data(), v.data(), n.data()},
+      rfa_prefill(o.data(), state.view(), Workspace<double>{ws.data(), ws.size()}, RfaInputs<double>{q.data(), k.data(), v.data(), n.data()},
                   full.params(), cfg, seg);
       for (int b = 0; b < d.B; ++b)
         std::copy(o.begin() + size_t(b) * seg.T * C, o.begin() + size_t(b + 1) * seg.T * C,
@@ -106,7 +106,7 @@ TEST_CASE("rfa: segments with carried state equal one pass; prefill then steps e
         prompt.q[t] = full.q[s], prompt.k[t] = full.k[s], prompt.v[t] = full.v[s], prompt.n[t] = full.n[s];
       }
     std::vector<double> o(size_t(d.B) * 17 * C);
-    rfa_prefill(o.data(), st, prompt.workspace(), prompt.inputs(), full.params(), cfg, seg);
+    rfa_prefill(o.data(), st.view(), prompt.workspace(), prompt.inputs(), full.params(), cfg, seg);
     auto rest = run_recurrent(full, st, 17, d.T);
     for (int b = 0; b < d.B; ++b)
       for (int t = 17; t < d.T; ++t)
@@ -122,7 +122,7 @@ TEST_CASE("rfa: prefill rejects a state of another shape") {
   AttentionDims d{2, 10, 2, 4};
   RfaProblem<float> p(cfg, d, 1);
   auto st = rfa_state_create<float>(cfg, 3, d.H, d.Dh);
-  CHECK_THROWS_AS(rfa_prefill(p.out.data(), st, p.workspace(), p.inputs(), p.params(), cfg, d), rfa::Error);
+  CHECK_THROWS_AS(rfa_prefill(p.out.data(), st.view(), p.workspace(), p.inputs(), p.params(), cfg, d), rfa::Error);
 }
 
 TEST_CASE("rfa: a reset state decodes like a fresh one") {

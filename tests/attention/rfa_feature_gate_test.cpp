@@ -57,7 +57,8 @@ std::vector<T> run_recurrent(RfaProblem<T>& p, RfaState<T>& state, int t_begin, 
         qt[dst] = p.q[src], kt[dst] = p.k[src], vt[dst] = p.v[src], nt[dst] = p.n[src];
       }
     RfaInputs<T> in{qt.data(), kt.data(), vt.data(), nt.data(), p.pos0 + t};
-    if (fused) rfa_decode_step(ot.data(), state, in, p.params(), Wt.data(), p.cfg);
+    const std::vector<int64_t> pos(size_t(B), p.pos0 + t);
+    if (fused) rfa_decode_step(ot.data(), state.view(), in, p.params(), Wt.data(), p.cfg, AttentionRows{B, nullptr, pos.data()});
     else rfa_step_reference(ot.data(), state, in, p.params(), p.cfg);
     for (int b = 0; b < B; ++b)
       std::copy(ot.begin() + size_t(b) * C, ot.begin() + size_t(b + 1) * C, out.begin() + (size_t(b) * Tn + t) * C);
@@ -192,8 +193,8 @@ TEST_CASE("rfa feature gate / time discount: segments with carried state and pos
     const size_t split = size_t(37) * d.C();
     RfaInputs<double> in1{p.q.data(), p.k.data(), p.v.data(), p.n.data(), 0};
     RfaInputs<double> in2{p.q.data() + split, p.k.data() + split, p.v.data() + split, p.n.data() + split, 37};
-    rfa_prefill(out.data(), state, Workspace<double>{ws.data(), ws.size()}, in1, p.params(), cfg, d1);
-    rfa_prefill(out.data() + split, state, Workspace<double>{ws.data(), ws.size()}, in2, p.params(), cfg, d2);
+    rfa_prefill(out.data(), state.view(), Workspace<double>{ws.data(), ws.size()}, in1, p.params(), cfg, d1);
+    rfa_prefill(out.data() + split, state.view(), Workspace<double>{ws.data(), ws.size()}, in2, p.params(), cfg, d2);
     rfa::test::check_close("segments vs one pass", out.data(), p.out.data(), out.size(), 1e-10, 1e-12);
   }
 }

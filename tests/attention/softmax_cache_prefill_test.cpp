@@ -73,16 +73,21 @@ std::vector<double> ring_decode(const Stream& s, int W, int prefill, int segment
     const int S = std::min(segment, prefill - t0);
     const auto q = s.segment(s.q, t0, S), k = s.segment(s.k, t0, S), v = s.segment(s.v, t0, S);
     std::vector<double> o(q.size());
-    softmax_cache_prefill(o.data(), cache, Workspace<double>{scores.data(), scores.size()}, q.data(), k.data(),
-                          v.data(), S);
+    const std::vector<int64_t> len(size_t(kB), cache.len);
+    softmax_cache_prefill(o.data(), cache.view(), Workspace<double>{scores.data(), scores.size()}, q.data(), k.data(),
+                          v.data(), S, len.data());
+    cache.len += S;
     for (int b = 0; b < kB; ++b)
       for (int t = 0; t < S; ++t)
         std::copy_n(o.begin() + (size_t(b) * S + t) * kC, kC, out.begin() + (size_t(t0 + t) * kB + b) * kC);
   }
-  for (int t = prefill; t < s.T; ++t)
-    softmax_decode_step(out.data() + size_t(t) * kB * kC, cache, s.at(s.q, t), s.at(s.k, t), s.at(s.v, t));
+  for (int t = prefill; t < s.T; ++t) {
+    const std::vector<int64_t> pos(size_t(kB), t);
+    softmax_decode_step(out.data() + size_t(t) * kB * kC, cache.view(), s.at(s.q, t), s.at(s.k, t), s.at(s.v, t),
+                        AttentionRows{kB, nullptr, pos.data()});
+    ++cache.len;
+  }
   CHECK(cache.len == s.T);
-  CHECK(kv_cache_filled(cache) == std::min(s.T, W));
   return out;
 }
 

@@ -45,9 +45,15 @@ TEST_CASE("decode kernels: matvec, rmsnorm, swiglu, rope equal the layer kernels
   swiglu_rows(sgot.data(), gu.data(), B, Hf);
   test::check_close("swiglu", sgot.data(), sref.data(), sref.size(), 1e-6, 1e-7);
   RopeTable table = RopeTable::build(20, Dh);
+  // Each row at its own position (the decoder's rows are independent).
   std::vector<float> rref(x.size());
-  rope_forward(rref.data(), x.data(), table, B, 1, H, Dh, 17);
+  std::vector<int64_t> pos(static_cast<size_t>(B));
+  for (int b = 0; b < B; ++b) {
+    pos[static_cast<size_t>(b)] = (17 + 5 * b) % 20;
+    const size_t row = static_cast<size_t>(b) * H * Dh;
+    rope_forward(rref.data() + row, x.data() + row, table, 1, 1, H, Dh, pos[static_cast<size_t>(b)]);
+  }
   std::vector<float> rgot = x;
-  rope_rows(rgot.data(), table, B, H, Dh, 17);
+  rope_rows(rgot.data(), table, B, H, Dh, pos.data());
   test::check_close("rope", rgot.data(), rref.data(), rref.size(), 1e-6, 1e-7);
 }
