@@ -7,7 +7,7 @@
 //   S_t = g_t S_{t-1} + k̃_t v'_tᵀ          S: (F, Dh+1), last column is the normaliser z
 // With the feature gate (feature_gate) a_t, g_t, beta_t are vectors over the F features
 // (gate_w[h] (F, C), gate_b[h] (F)) and g_t S_{t-1} is diag(g_t) S_{t-1}, beta_t phi(k_t)
-// elementwise: rfa_feature_forward.cpp, rfa_feature_backward.cpp.
+// elementwise: the same chunked algorithm with the gate factors of rfa_feature_gate.h.
 //   [num_t, den_t] = q̂_tᵀ S_t,   out_t = num_t / max(den_t, eps_d)
 // computed chunk by chunk (linear in T). The recurrent (decoding) form is rfa_recurrent.h.
 #include <cmath>
@@ -33,6 +33,7 @@ struct RfaConfig {
   bool time_discount = false; // k̃_t scaled by delta(t) = log(t + discount_c), t the absolute position
   double discount_c = AttentionConfig{}.time_discount_c;
   int64_t discount_horizon = AttentionConfig{}.time_discount_horizon;  // t capped here; 0 = no cap
+  friend bool operator==(const RfaConfig&, const RfaConfig&) = default;
 };
 // The time discount's weight of the feature written at absolute position t (held at the horizon).
 template <typename T>

@@ -1,22 +1,28 @@
-// RFA chunked backward, docs/rfa-attention.md section 4: a reverse pass over chunks carrying
-// dS (the gradient of the state leaving the chunk), with the chunk-entry states,
-// features and masked scores P the forward saved. Per chunk (notation of
-// rfa_chunked_forward.cpp):
-//   Y = P V' + diag(eG) Q̂ S_prev,  P = (Q̂ K̃ᵀ) ⊙ M,  S_next = e^{G_C} S_prev + (K̃ ⊙ e^{G_C-G})ᵀ V'
-//   dP = dY V'ᵀ (lower),  dA = dP ⊙ M
-//   dQ̂ = dA K̃ + diag(eG) dY S_prevᵀ
-//   dK̃ = dAᵀ Q̂ + diag(e^{G_C-G}) V' dSᵀ
-//   dV' = Pᵀ dY + diag(e^{G_C-G}) K̃ dS
-//   dS_prev = e^{G_C} dS + (Q̂ ⊙ eG)ᵀ dY
-// The log-gates enter only through differences G_t - G_s paired with q̂_t·k̃_s (and
-// e^{G_t} q̂_t), so dG_t = q̂_t·dq̂_t - k̃_t·dk̃_t with the full dq̂, dk̃, and
-// dlambda_r = sum_{t>=r} dG_t: a running sum in this reverse pass. Then
-//   da = beta dlambda - g (dk̃·k̃),  dphi(k) = beta dk̃, and the feature maps' backward.
+// RFA chunked backward, docs/rfa-attention.md sections 4 and 5, for both gates: a reverse
+// pass over chunks carrying dS (the gradient of the state leaving the chunk), with the
+// chunk-entry states, features and scores P the forward saved. Per chunk (notation of
+// rfa_chunked_forward.cpp; eG, w and the decay per row, or per (row, feature) with the
+// feature gate):
+//   Y = P V' + (Q̂ ⊙ eG) S_prev,  S_next = e^{G_n} ⊙ S_prev + (K̃ ⊙ w)ᵀ V'
+//   dP = dY V'ᵀ (lower)
+//   scalar gate:  P = (Q̂ K̃ᵀ) ⊙ M,  dA = dP ⊙ M,  dQ̂ = dA K̃,  dK̃ = dAᵀ Q̂
+//   feature gate: dq̂_i = sum_{j<=i} dP_ij k̃_j ⊙ e^{G_i - G_j},  dk̃_j = sum_{i>=j} dP_ij q̂_i ⊙ e^{G_i - G_j}
+//                 (as products over sub-chunks: rfa_feature_gate.h)
+//   dQ̂ += eG ⊙ (dY S_prevᵀ),   dK̃ += w ⊙ (V' dSᵀ)
+//   dV' = Pᵀ dY + (K̃ ⊙ w) dS
+//   dS_prev = e^{G_n} ⊙ dS + (Q̂ ⊙ eG)ᵀ dY
+// The log-gates enter only through differences G_t - G_s paired with q̂_t ⊙ k̃_s (and
+// e^{G_t} q̂_t), so dG_t = q̂_t ⊙ dq̂_t - k̃_t ⊙ dk̃_t with the full dq̂, dk̃ (summed over the
+// features for the scalar gate), and dlambda_r = sum_{t>=r} dG_t: a running sum in this
+// reverse pass. Then
+//   da = beta ⊙ dlambda - g ⊙ (dk̃ ⊙ k̃),  dphi(k) = delta beta ⊙ dk̃, and the feature maps' backward,
+// and a = gate_w n + gate_b gives dn = da gate_w, dgate_w += daᵀ n, dgate_b += sum da (gemms).
 #include <algorithm>
 #include <cmath>
 
 #include "attention/attention_tasks.h"
 #include "attention/feature_map.h"
+#include "attention/rfa_chunk_at.h"
 #include "attention/rfa_attention.h"
 #include "attention/rfa_feature_gate.h"
 #include "attention/rfa_gate_products.h"
@@ -35,48 +41,39 @@ bool all_zero(const T* x, size_t n) {
   return !nonzero;
 }
 
-// One (b, h) of the backward, chunk by chunk in reverse; each step below is one
-// group of the formulas at the top of this file, in the order they run.
-template <typename T>
-struct RfaHeadBackward {
-  // The problem.
-  const RfaConfig& c;
-  const AttentionDims& d;
-  const RfaSavedLayout& L;
-  const RfaScratchDims& sd;
+// One (b, h) of the backward, chunk by chunk in reverse; each step below is one group of
+// the formulas at the top of this file, in the order they run. kFeature: the feature gate
+// (gate values (n, F)); else the scalar gate or none (n).
+template <typename T, bool kFeature>
+struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
+  using At = RfaChunkAt<T, kFeature>;
+  using At::c, At::d, At::L, At::sd, At::b, At::h, At::bh, At::ci, At::t0, At::n, At::bht0, At::chunk_at, At::row_of,
+      At::gate_at, At::gate_row;
+  // The problem (and in the base: the sizes, this (b, h), the chunk).
   const RfaInputGrads<T>& grads;
   const RfaInputs<T>& in;
   const T* dout;   // (B, T, C)
   const T* out;    // (B, T, C)
   const T* saved;
-  T* da;           // (B, T, H)
-  // This (b, h) and its scratch.
-  int b, h;
-  int64_t bh;
+  T* da;           // (B, T, H, W)
+  // This (b, h)'s parameters, gradients and scratch.
   const T* sigma;  // (Dh)
   T* dsigma;       // (Dh) this head's partial
   const RfaBackwardScratch<T>& s;
   bool dS_zero = true;  // dS is all zeros (the state after the last token gets no gradient)
-  T dlambda = 0;        // running sum_{t >= r} dG_t
-  // The chunk.
-  int ci = 0, t0 = 0, n = 0;
-  size_t bht0 = 0;
+  T dlambda = 0;        // scalar gate: running sum_{t >= r} dG_t (the feature gate's is s.dlam)
+  // The chunk's buffers.
   const T* phiq = nullptr;    // (c, F) saved
   const T* phik = nullptr;    // (c, F) saved
   const T* S_prev = nullptr;  // (F, E) saved chunk-entry state
-  const T* P = nullptr;       // (c, c) saved (Q̂ K̃ᵀ) ⊙ M
+  const T* P = nullptr;       // (c, c) saved scores
   const T* Qp = nullptr;      // (c, FP) q̂: the saved rows themselves when F is a whole number of
                               // registers (FP == F), else s.Qp, a copy padded to FP
-
-  size_t row_of(int i) const {
-    return (static_cast<size_t>(b) * d.T + t0 + i) * d.C() + static_cast<size_t>(h) * d.Dh;
-  }
 
   void chunk_enter(int chunk) {
     const int Cc = int(sd.Cc);
     const size_t FE = static_cast<size_t>(L.F) * L.E;
-    ci = chunk, t0 = ci * Cc, n = std::min(Cc, d.T - t0);
-    bht0 = static_cast<size_t>(bh) * d.T + t0;
+    chunk_at(chunk);
     phiq = saved + L.phi_q + bht0 * L.F;
     phik = saved + L.phi_k + bht0 * L.F;
     S_prev = saved + L.states + (static_cast<size_t>(bh) * L.n_chunks + ci) * FE;
@@ -95,9 +92,22 @@ struct RfaHeadBackward {
         __builtin_prefetch(in.q + row_of(i) + e);
         __builtin_prefetch(in.k + row_of(i) + e);
       }
-    if (c.gated)  // the forward's gate pre-activations, (B, T, H)
-      for (int i = 0; i < n; ++i) s.arow[i] = saved[L.gate_a + (static_cast<size_t>(b) * d.T + t0 + i) * d.H + h];
-    gate_rows(s.g, s.beta, s.eG, c.gated ? s.arow : nullptr, n);
+    if constexpr (kFeature) {
+      // So are the saved gate pre-activations and features (they were the hottest loads).
+      for (int i = 0; i < n; ++i)
+        for (int f = 0; f < F; f += 64 / int(sizeof(T))) {
+          __builtin_prefetch(saved + L.gate_a + gate_row(i) + f);
+          __builtin_prefetch(phik + size_t(i) * F + f);
+          __builtin_prefetch(phiq + size_t(i) * F + f);
+        }
+      feature_gate_rows(FeatureGateRows<T>{s.g, s.beta, s.eG, s.w, s.A, s.Ks}, saved + L.gate_a + gate_row(0),
+                        size_t(d.H) * F, n, F);
+    } else {
+      if (c.gated)  // the forward's gate pre-activations, (B, T, H)
+        for (int i = 0; i < n; ++i) s.arow[i] = saved[L.gate_a + gate_row(i)];
+      gate_rows(s.g, s.beta, s.eG, c.gated ? s.arow : nullptr, n);
+      gate_suffix(s.w, s.g, n);
+    }
     Qp = FP == size_t(F) ? phiq : s.Qp;
     for (int i = 0; i < n; ++i) {
       if (FP != size_t(F)) std::copy_n(phiq + size_t(i) * F, F, s.Qp + i * FP);
@@ -115,22 +125,39 @@ struct RfaHeadBackward {
       dYi[Dh] = above ? -dot(dh, out + row_of(i), Dh) * inv : T(0);
     }
     for (int j = 0; j < n; ++j) {
-      // k̃ = delta beta phi(k); kscale = delta beta (= beta without the time discount)
-      s.kscale[j] = c.time_discount ? s.beta[j] * rfa_discount<T>(c, in.pos0_of(b) + t0 + j) : s.beta[j];
-      for (int f = 0; f < F; ++f) s.Kt[j * FP + f] = s.kscale[j] * phik[size_t(j) * F + f];
+      const T delta = rfa_discount<T>(c, in.pos0_of(b) + t0 + j);
+      T* Kt = s.Kt + j * FP;
+      const T* pk = phik + size_t(j) * F;
+      if constexpr (kFeature) {
+        // k̃ = delta beta ⊙ phi(k), kscale = delta; KK = K̃ ⊙ Ks, QA = Q̂ ⊙ A (the sub-chunk products).
+        s.kscale[j] = delta;
+        const size_t jF = size_t(j) * F;
+        const T *beta = s.beta + jF, *Ks = s.Ks + jF, *A = s.A + jF, *q = Qp + j * FP;
+        T *KK = s.KK + j * FP, *QA = s.QA + j * FP;
+#pragma omp simd
+        for (int f = 0; f < F; ++f) {
+          Kt[f] = delta * beta[f] * pk[f];
+          KK[f] = Kt[f] * Ks[f];
+          QA[f] = q[f] * A[f];
+        }
+      } else {
+        // k̃ = delta beta phi(k); kscale = delta beta (= beta without the time discount)
+        s.kscale[j] = c.time_discount ? s.beta[j] * delta : s.beta[j];
+        for (int f = 0; f < F; ++f) Kt[f] = s.kscale[j] * pk[f];
+      }
       for (int e = 0; e < E; ++e) s.VpT[e * CP + j] = s.Vp[size_t(j) * E + e];
     }
   }
 
-  // dA = dP ⊙ M with dP = dY V'ᵀ (Y_i = sum_j P_ij v'_j, P saved by the forward), over the
-  // whole chunk as one product (as the forward's P), then 0 right of the diagonal.
+  // dP = dY V'ᵀ (Y_i = sum_j P_ij v'_j, P saved by the forward) over the whole chunk as one
+  // product (as the forward's P), 0 right of the diagonal; the scalar gate's dA = dP ⊙ M.
   void chunk_score_grads() {
     const int Cc = int(sd.Cc), E = L.E;
     const size_t EP = sd.EP, CP = sd.CP;
     matmul(s.dA, Cc, s.dY, EP, s.VpT, CP, n, E, n, T(1), false);
     for (int i = 0; i < n; ++i) {
       T* dAi = s.dA + size_t(i) * Cc;
-      if (c.gated) {
+      if (!kFeature && c.gated) {
         // M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i: no exp, no overflow.
         T* Mi = s.M + size_t(i) * Cc;
         for (int j = 0; j < i; ++j) Mi[j] = s.M[size_t(i - 1) * Cc + j] * s.g[i];
@@ -141,68 +168,100 @@ struct RfaHeadBackward {
     }
   }
 
-  // Intra-chunk: dq̂_i = sum_{j<=i} dA_ij k̃_j,  dv'_j = sum_{i>=j} P_ij dy_i,  dk̃_j = sum_{i>=j} dA_ij q̂_i,
-  // each one product over the whole chunk (the zeros right of the diagonals stand in for the
-  // limits); dv' and dk̃ read P and dA by columns (matmul_at: no transposed copies).
+  // Intra-chunk: dv'_j = sum_{i>=j} P_ij dy_i (P read by columns: matmul_at, no transposed
+  // copy), and dq̂, dk̃: the scalar gate's dq̂_i = sum_{j<=i} dA_ij k̃_j, dk̃_j = sum_{i>=j} dA_ij q̂_i,
+  // each one product over the whole chunk (the zeros right of the diagonal stand in for the
+  // limits); the feature gate's as sub-chunk products and diagonal blocks.
   void chunk_intra_grads() {
     const int Cc = int(sd.Cc), Dh = d.Dh, F = L.F, E = L.E;
     const size_t FP = sd.FP, EP = sd.EP;
-    matmul(s.dQ, F, s.dA, Cc, s.Kt, FP, n, n, F, T(1), false);
+    if constexpr (kFeature)
+      feature_gate_score_grads(s.dQ, s.dK, s.dA, Cc, Qp, s.Kt, s.QA, s.KK, FP, s.g, s.A, s.Ks, s.tmp, s.Bv, n, F);
+    else
+      matmul(s.dQ, F, s.dA, Cc, s.Kt, FP, n, n, F, T(1), false);
     // (only dv's first Dh columns are needed: the last entry of v' is the constant 1)
     matmul_at(s.dV, E, P, Cc, s.dY, EP, n, n, Dh, T(1), false);
-    matmul_at(s.dK, F, s.dA, Cc, Qp, FP, n, n, F, T(1), false);
+    if constexpr (!kFeature) matmul_at(s.dK, F, s.dA, Cc, Qp, FP, n, n, F, T(1), false);
   }
 
-  // Y_i += eG_i q̂_iᵀ S_prev:  dq̂_i += eG_i S_prev dy_i (when the chunk entered with a state).
+  // Y_i += (q̂_i ⊙ eG_i)ᵀ S_prev:  dq̂_i += eG_i ⊙ (S_prev dy_i) (when the chunk entered with a state).
   void chunk_state_in_grads() {
     const int F = L.F, E = L.E;
     const size_t FP = sd.FP, EP = sd.EP, FE = static_cast<size_t>(F) * E;
     // After the first chunk there is always a state (and a product with zeros adds zeros);
     // an entering state given to the first chunk may be all zeros (stateful training's first step).
-    if (ci > 0 || (saved[L.state_flags + bh] != T(0) && !all_zero(S_prev, FE))) {
-      for (int f = 0; f < F; ++f)
-        for (int e = 0; e < E; ++e) s.SpT[e * FP + f] = S_prev[size_t(f) * E + e];
+    if (!(ci > 0 || (saved[L.state_flags + bh] != T(0) && !all_zero(S_prev, FE)))) return;
+    for (int f = 0; f < F; ++f)
+      for (int e = 0; e < E; ++e) s.SpT[e * FP + f] = S_prev[size_t(f) * E + e];
+    if constexpr (kFeature) {  // the product first, then each feature's eG
+      matmul(s.tmp, F, s.dY, EP, s.SpT, FP, n, E, F, T(1), false);
+      feature_gate_add_scaled(s.dQ, s.eG, F, static_cast<const T*>(nullptr), s.tmp, n, F);
+    } else {  // eG_i scales the row dy_i
       for (int i = 0; i < n; ++i)
         for (int e = 0; e < E; ++e) s.tmp[i * EP + e] = s.eG[i] * s.dY[i * EP + e];
       matmul(s.dQ, F, s.tmp, EP, s.SpT, FP, n, E, F, T(1), true);
     }
   }
 
-  // S_next += w_j k̃_j v'_jᵀ, w_j = e^{G_C - G_j}:  dk̃_j += w_j dS v'_j,  dv'_j += w_j dSᵀ k̃_j
+  // S_next += (k̃_j ⊙ w_j) v'_jᵀ:  dk̃_j += w_j ⊙ (dS v'_j),  dv'_j += dSᵀ (k̃_j ⊙ w_j)
   void chunk_state_out_grads() {
     if (dS_zero) return;
     const int Dh = d.Dh, F = L.F, E = L.E;
     const size_t FP = sd.FP, EP = sd.EP;
     for (int f = 0; f < F; ++f)
       for (int e = 0; e < E; ++e) s.dST[e * FP + f] = s.dS[f * EP + e];
-    gate_suffix(s.w, s.g, n);
+    if constexpr (kFeature) {  // the product first, then each feature's w
+      matmul(s.tmp, F, s.Vp, E, s.dST, FP, n, E, F, T(1), false);
+      feature_gate_add_scaled(s.dK, s.w, F, static_cast<const T*>(nullptr), s.tmp, n, F);
+    } else {  // w_j scales the row v'_j
+      for (int j = 0; j < n; ++j)
+        for (int e = 0; e < E; ++e) s.tmp[j * EP + e] = s.w[j] * s.Vp[size_t(j) * E + e];
+      matmul(s.dK, F, s.tmp, EP, s.dST, FP, n, E, F, T(1), true);
+    }
     for (int j = 0; j < n; ++j)
-      for (int e = 0; e < E; ++e) s.tmp[j * EP + e] = s.w[j] * s.Vp[size_t(j) * E + e];
-    matmul(s.dK, F, s.tmp, EP, s.dST, FP, n, E, F, T(1), true);
-    for (int j = 0; j < n; ++j)
-      for (int f = 0; f < F; ++f) s.tmp[j * FP + f] = s.w[j] * s.Kt[j * FP + f];
+      for (int f = 0; f < F; ++f) s.tmp[j * FP + f] = gate_at(s.w, j, f) * s.Kt[j * FP + f];
     matmul(s.dV, E, s.tmp, FP, s.dS, EP, n, F, Dh, T(1), true);
   }
 
-  // dS_prev = e^{G_C} dS + (Q̂ ⊙ eG)ᵀ dY; not needed before the first chunk (the entering state is a constant).
+  // dS_prev = e^{G_n} ⊙ dS + (Q̂ ⊙ eG)ᵀ dY; not needed before the first chunk (the entering state is a constant).
   void chunk_carry_state_grad() {
     if (ci == 0) return;
     const int F = L.F, E = L.E;
     const size_t FP = sd.FP, EP = sd.EP;
-    const T decay = s.eG[n - 1];
     T* Qe = s.Qe;  // (c, F) Q̂ ⊙ eG, read transposed by matmul_at
     for (int i = 0; i < n; ++i)
-      for (int f = 0; f < F; ++f) Qe[size_t(i) * F + f] = Qp[i * FP + f] * s.eG[i];
+      for (int f = 0; f < F; ++f) Qe[size_t(i) * F + f] = Qp[i * FP + f] * gate_at(s.eG, i, f);
     if (!dS_zero)
-      for (size_t x = 0; x < size_t(F) * EP; ++x) s.dS[x] *= decay;
+      for (int f = 0; f < F; ++f) {
+        const T decay = gate_at(s.eG, n - 1, f);
+        for (size_t x = 0; x < EP; ++x) s.dS[f * EP + x] *= decay;
+      }
     matmul_at(s.dS, EP, Qe, F, s.dY, EP, F, n, E, T(1), !dS_zero);
     dS_zero = false;
   }
 
-  // Per token, last to first: log-gate and gate (gated only); dphi(k) = kscale dk̃.
+  // Per token, last to first: log-gate and gate (gated only); dphi(k) = kscale (beta) dk̃.
   void chunk_gate_grads() {
     const int F = L.F;
     const size_t FP = sd.FP;
+    if constexpr (kFeature) {
+      for (int i = n - 1; i >= 0; --i) {
+        const size_t iF = size_t(i) * F;
+        const T *qi = Qp + i * FP, *ki = s.Kt + i * FP, *dqi = s.dQ + iF, *g = s.g + iF, *beta = s.beta + iF;
+        T *dki = s.dK + iF, *dlam = s.dlam, *dai = da + gate_row(i);
+        const T kscale = s.kscale[i];
+        // lambda = logsigmoid(a), k̃ = delta beta ⊙ phi(k), beta = 1 - sigmoid(a), per feature:
+        //   da = beta ⊙ dlambda - g ⊙ k̃ ⊙ dk̃
+#pragma omp simd
+        for (int f = 0; f < F; ++f) {
+          const T k_dk = ki[f] * dki[f];
+          dlam[f] += qi[f] * dqi[f] - k_dk;  // dG_t
+          dai[f] = beta[f] * dlam[f] - g[f] * k_dk;
+          dki[f] *= kscale * beta[f];  // dphi(k) = delta beta ⊙ dk̃
+        }
+      }
+      return;
+    }
     if (!c.gated) {
       if (c.time_discount)  // k̃ = delta phi(k)
         for (int i = 0; i < n; ++i)
@@ -215,7 +274,7 @@ struct RfaHeadBackward {
       dlambda += dot(Qp + i * FP, s.dQ + size_t(i) * F, F) - k_dk;  // dG_t
       // lambda = logsigmoid(a), k̃ = delta beta phi(k), beta = 1 - sigmoid(a):
       //   da = beta dlambda - g (dk̃·k̃)
-      da[(static_cast<size_t>(b) * d.T + t0 + i) * d.H + h] = s.beta[i] * dlambda - s.g[i] * k_dk;
+      da[gate_row(i)] = s.beta[i] * dlambda - s.g[i] * k_dk;
       for (int f = 0; f < F; ++f) dKi[f] *= s.kscale[i];  // dphi(k) = delta beta dk̃
     }
   }
@@ -251,13 +310,10 @@ struct RfaHeadBackward {
   }
 };
 
-}  // namespace
-
-template <typename T>
-void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads, Workspace<T> workspace,
-                  const T* dout, const T* out, const T* saved, const RfaInputs<T>& in, const RfaParams<T>& p,
-                  const RfaConfig& c, const AttentionDims& d) {
-  if (c.feature_gate) return rfa_feature_backward(grads, pgrads, workspace, dout, out, saved, in, p, c, d);
+template <typename T, bool kFeature>
+void backward_heads(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads, Workspace<T> workspace,
+                    const T* dout, const T* out, const T* saved, const RfaInputs<T>& in, const RfaParams<T>& p,
+                    const RfaConfig& c, const AttentionDims& d) {
   const RfaSavedLayout L = rfa_saved_layout(c, d);
   const RfaScratchDims sd = rfa_scratch_dims(c, d);
   const int H = d.H, Dh = d.Dh, C = d.C(), D = c.num_features;
@@ -274,11 +330,12 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
     const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
     RfaBackwardScratch<T> sc;
     sc.carve(scratch, sd);
-    RfaHeadBackward<T> hb{c, d, L, sd, grads, in, dout, out, saved, shared.da, b, h, bh,
-                          p.sigma + static_cast<size_t>(h) * Dh, shared.dsigma_parts + static_cast<size_t>(bh) * Dh,
-                          sc};
+    RfaHeadBackward<T, kFeature> hb{{c, d, L, sd, b, h, bh}, grads, in, dout, out, saved, shared.da,
+                                    p.sigma + static_cast<size_t>(h) * Dh,
+                                    shared.dsigma_parts + static_cast<size_t>(bh) * Dh, sc};
     feature_map_pack_backward(sc.Wp, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
     std::fill(hb.dsigma, hb.dsigma + Dh, T(0));
+    if constexpr (kFeature) std::fill(sc.dlam, sc.dlam + L.F, T(0));
     for (int ci = L.n_chunks - 1; ci >= 0; --ci) {
       hb.chunk_enter(ci);
       hb.chunk_recompute();
@@ -291,16 +348,27 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
       hb.chunk_input_grads();
     }
   });
-  // a = n gate_wᵀ + gate_b, from every (b, h)'s da
+  // a = n gate_wᵀ + gate_b, from every (b, h)'s da: dn = da gate_w (overwrites),
+  // dgate_w += daᵀ n, dgate_b += column sums of da.
   if (c.gated)
-    rfa_gate_param_grads(grads.dn, pgrads.dgate_w, pgrads.dgate_b, shared.da, in.n, p.gate_w, int64_t(d.B) * d.T, H,
-                         C);
+    rfa_gate_param_grads(grads.dn, pgrads.dgate_w, pgrads.dgate_b, shared.da, in.n, p.gate_w, int64_t(d.B) * d.T,
+                         H * rfa_gate_width(c), C);
 
   // dsigma[h] += sum_b partials (serial: H*B*Dh adds).
   for (int h = 0; h < H; ++h)
     for (int b = 0; b < d.B; ++b)
       axpy(pgrads.dsigma + static_cast<size_t>(h) * Dh, T(1),
            shared.dsigma_parts + (static_cast<size_t>(b) * H + h) * Dh, Dh);
+}
+
+}  // namespace
+
+template <typename T>
+void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads, Workspace<T> workspace,
+                  const T* dout, const T* out, const T* saved, const RfaInputs<T>& in, const RfaParams<T>& p,
+                  const RfaConfig& c, const AttentionDims& d) {
+  if (c.feature_gate) backward_heads<T, true>(grads, pgrads, workspace, dout, out, saved, in, p, c, d);
+  else backward_heads<T, false>(grads, pgrads, workspace, dout, out, saved, in, p, c, d);
 }
 
 #define RFA_INSTANTIATE(T)                                                                               \

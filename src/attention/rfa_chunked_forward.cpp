@@ -1,14 +1,20 @@
-// RFA chunked forward, docs/rfa-attention.md section 3. Per (b, h), chunks in order; inside a
-// chunk of c rows with chunk-local cumulative log-gates G (fp32 or better):
-//   M_ij   = exp(G_i - G_j) for j <= i, else 0        (built as products of gates: no exp, no overflow)
-//   Y      = ((Q̂ K̃ᵀ) ⊙ M) V'  +  diag(exp(G)) Q̂ S_prev
-//   S_next = exp(G_C) S_prev + (K̃ ⊙ exp(G_C - G))ᵀ V'
-// Products are matmul calls (4 rows at a time times a padded matrix, accumulated in registers).
+// RFA chunked forward, docs/rfa-attention.md sections 3 and 5, for both gates: one
+// algorithm, the gate's form the one difference. Per (b, h), chunks in order; inside a
+// chunk of n rows with chunk-local cumulative log-gates G (a scalar per row, or a vector
+// over the F features with the feature gate; fp32 or better):
+//   P_ij   = sum_f q̂_if k̃_jf exp(G_if - G_jf)  (j <= i)
+//            scalar gate: (Q̂ K̃ᵀ) ⊙ M, M_ij = exp(G_i - G_j), built as products of gates;
+//            feature gate: sub-chunk products and diagonal blocks (rfa_feature_gate.h)
+//   Y      = P V'  +  (Q̂ ⊙ exp(G)) S_prev
+//   S_next = exp(G_n) ⊙ S_prev + (K̃ ⊙ exp(G_n - G))ᵀ V'        (row f of S scaled by feature f's decay)
+// Products are matmul calls (register tiles times a padded matrix). Ungated RFA is the
+// scalar gate with g = beta = 1.
 #include <algorithm>
 #include <cmath>
 
 #include "attention/attention_tasks.h"
 #include "attention/feature_map.h"
+#include "attention/rfa_chunk_at.h"
 #include "attention/rfa_attention.h"
 #include "attention/rfa_feature_gate.h"
 #include "attention/rfa_gate_products.h"
@@ -18,140 +24,239 @@
 #include "core/error.h"
 
 namespace rfa {
+namespace {
 
-template <typename T>
-void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& in, const RfaParams<T>& p,
-                 const RfaConfig& c, const AttentionDims& d, const T* state_in, T* state_out) {
-  if (c.feature_gate) return rfa_feature_forward(out, saved, workspace, in, p, c, d, state_in, state_out);
-  const RfaSavedLayout L = rfa_saved_layout(c, d);
-  const RfaScratchDims sd = rfa_scratch_dims(c, d);
-  const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C(), D = c.num_features, F = L.F, E = L.E, Cc = int(sd.Cc);
-  const size_t CP = sd.CP, EP = sd.EP;
-  const int threads = thread_count();
-  RFA_ASSERT(workspace.size >= rfa_workspace_size(c, d, threads), "rfa workspace {} < {}", workspace.size,
-             rfa_workspace_size(c, d, threads));
-  RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
-  const T eps_n = T(c.eps_n), eps_d = T(c.eps_d);
-  const size_t per_thread = rfa_thread_scratch_size(c, d);
-  RfaBackwardShared<T> shared;  // the forward uses its gate_a when nothing is saved
-  T* thread_slices = workspace.data + shared.carve(workspace.data, c, d, threads);
-  T* gate_a = nullptr;  // (B, T, H) every row's and head's gate pre-activation: one gemm
-  if (c.gated) {
-    gate_a = saved ? saved + L.gate_a : shared.gate_a;
-    rfa_gate_preact(gate_a, in.n, p.gate_w, p.gate_b, int64_t(d.B) * Tn, H, C);
-  }
-  const size_t FE = static_cast<size_t>(F) * E;
+// One (b, h) of the forward, chunk by chunk; each step below is one group of the formulas
+// at the top of this file, in the order they run. kFeature: the feature gate (gate values
+// (n, F)); else the scalar gate or none (n).
+template <typename T, bool kFeature>
+struct RfaHeadForward : RfaChunkAt<T, kFeature> {
+  using At = RfaChunkAt<T, kFeature>;
+  using At::c, At::d, At::L, At::sd, At::b, At::h, At::bh, At::ci, At::t0, At::n, At::bht0, At::chunk_at, At::row_of,
+      At::gate_at, At::gate_row;
+  // The problem (and in the base: the sizes, this (b, h), the chunk).
+  const RfaInputs<T>& in;
+  T* out;          // (B, T, C)
+  T* saved;        // null: no backward follows
+  const T* gate_a; // (B, T, H, W) the gate pre-activations (null ungated)
+  // This (b, h)'s parameters and scratch.
+  const T* sigma;  // (Dh)
+  const RfaForwardScratch<T>& s;
+  bool state_zero = true;  // S is all zeros (no state entered, or none yet)
+  // The chunk's buffers.
+  T* phiq = nullptr;  // (c, F) saved, or scratch
+  T* phik = nullptr;  // (c, F)
+  T* P = nullptr;     // (c, c)
 
-  attention_tasks_run(int64_t(d.B) * H, thread_slices, per_thread, threads, [&](int64_t bh, T* scratch) {
-    const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
-    RfaForwardScratch<T> sc;
-    sc.carve(scratch, sd);
-    T *xbar = sc.xbar, *SX = sc.SX, *U = sc.U, *beta = sc.beta, *g = sc.g, *Kt = sc.Kt, *KtT = sc.KtT,
-      *Kw = sc.Kw, *Vp = sc.Vp, *Y = sc.Y, *arow = sc.arow, *eG = sc.eG, *mrow = sc.mrow, *S = sc.S,
-      *Wt = sc.Wt, *Qe = sc.Qe;
-
-    const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
-    feature_map_pack_forward(Wt, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
-    bool state_zero = state_in == nullptr;
+  void head_enter(const T* state_in) {
+    const int E = L.E;
+    const size_t EP = sd.EP, FE = static_cast<size_t>(L.F) * E;
+    state_zero = state_in == nullptr;
     if (saved) saved[L.state_flags + bh] = state_zero ? T(0) : T(1);
     if (!state_zero)
-      for (int f = 0; f < F; ++f) std::copy_n(state_in + bh * FE + size_t(f) * E, E, S + f * EP);
+      for (int f = 0; f < L.F; ++f) std::copy_n(state_in + bh * FE + size_t(f) * E, E, s.S + f * EP);
+  }
 
-    for (int ci = 0; ci < L.n_chunks; ++ci) {
-      const int t0 = ci * Cc, n = std::min(Cc, Tn - t0);
-      const size_t bht0 = static_cast<size_t>(bh) * Tn + t0;
-      T* phiq = saved ? saved + L.phi_q + bht0 * F : sc.phiq_scratch;  // (c, F)
-      T* phik = saved ? saved + L.phi_k + bht0 * F : sc.phik_scratch;  // (c, F)
-      T* P = saved ? saved + L.P + (static_cast<size_t>(bh) * L.n_chunks + ci) * Cc * Cc : sc.P_scratch;  // (c, c)
-      if (saved) {
-        T* entry = saved + L.states + (static_cast<size_t>(bh) * L.n_chunks + ci) * FE;
-        for (int f = 0; f < F; ++f) {
-          if (state_zero) std::fill_n(entry + size_t(f) * E, E, T(0));
-          else std::copy_n(S + f * EP, E, entry + size_t(f) * E);
-        }
+  void chunk_enter(int chunk) {
+    const int Cc = int(sd.Cc), F = L.F, E = L.E;
+    const size_t EP = sd.EP, FE = static_cast<size_t>(F) * E;
+    chunk_at(chunk);
+    phiq = saved ? saved + L.phi_q + bht0 * F : s.phiq_scratch;
+    phik = saved ? saved + L.phi_k + bht0 * F : s.phik_scratch;
+    P = saved ? saved + L.P + (static_cast<size_t>(bh) * L.n_chunks + ci) * Cc * Cc : s.P_scratch;
+    if (saved) {  // the chunk-entry state, for the backward
+      T* entry = saved + L.states + (static_cast<size_t>(bh) * L.n_chunks + ci) * FE;
+      for (int f = 0; f < F; ++f) {
+        if (state_zero) std::fill_n(entry + size_t(f) * E, E, T(0));
+        else std::copy_n(s.S + f * EP, E, entry + size_t(f) * E);
       }
+    }
+  }
 
-      // Rows of the chunk: normalisation, gate, augmented values; then the feature maps as products.
-      for (int i = 0; i < n; ++i) {
-        const size_t row = (static_cast<size_t>(b) * Tn + t0 + i) * C + static_cast<size_t>(h) * Dh;
-        T r = l2_normalize_forward(xbar, in.q + row, Dh, eps_n);
-        // omp simd on the per-row loops: the buffers never overlap, but the compiler
-        // cannot prove it through the scratch pointers and would run them scalar.
+  // Rows of the chunk: normalisation (r saved), sigma ⊙ x̄ for the feature maps, v' = [v, 1].
+  void chunk_rows() {
+    const int Cc = int(sd.Cc), Dh = d.Dh;
+    const size_t EP = sd.EP;
+    const T eps_n = T(c.eps_n);
+    for (int i = 0; i < n; ++i) {
+      const size_t row = row_of(i);
+      T r = l2_normalize_forward(s.xbar, in.q + row, Dh, eps_n);
+      // omp simd on the per-row loops: the buffers never overlap, but the compiler
+      // cannot prove it through the scratch pointers and would run them scalar.
+      T *SXq = s.SX + size_t(i) * Dh, *SXk = s.SX + size_t(Cc + i) * Dh, *xbar = s.xbar;
 #pragma omp simd
-        for (int e = 0; e < Dh; ++e) SX[size_t(i) * Dh + e] = sigma[e] * xbar[e];
-        if (saved) saved[L.r_q + bht0 + i] = r;
-        r = l2_normalize_forward(xbar, in.k + row, Dh, eps_n);
+      for (int e = 0; e < Dh; ++e) SXq[e] = sigma[e] * xbar[e];
+      if (saved) saved[L.r_q + bht0 + i] = r;
+      r = l2_normalize_forward(s.xbar, in.k + row, Dh, eps_n);
 #pragma omp simd
-        for (int e = 0; e < Dh; ++e) SX[size_t(Cc + i) * Dh + e] = sigma[e] * xbar[e];
-        if (saved) saved[L.r_k + bht0 + i] = r;
-        if (c.gated) arow[i] = gate_a[(static_cast<size_t>(b) * Tn + t0 + i) * H + h];
-        std::copy(in.v + row, in.v + row + Dh, Vp + i * EP);
-        Vp[i * EP + Dh] = T(1);
-      }
-      gate_rows(g, beta, eG, c.gated ? arow : nullptr, n);
-      if (c.time_discount)  // k̃_j = delta(t_j) beta_j phi(k_j): beta no longer read on its own below
-        for (int j = 0; j < n; ++j) beta[j] *= rfa_discount<T>(c, in.pos0_of(b) + t0 + j);
-      feature_map_forward_rows(phiq, U, SX, Wt, c.feature_map, n, D, Dh);
-      feature_map_forward_rows(phik, U, SX + size_t(Cc) * Dh, Wt, c.feature_map, n, D, Dh);
+      for (int e = 0; e < Dh; ++e) SXk[e] = sigma[e] * xbar[e];
+      if (saved) saved[L.r_k + bht0 + i] = r;
+      std::copy(in.v + row, in.v + row + Dh, s.Vp + i * EP);
+      s.Vp[i * EP + Dh] = T(1);
+    }
+  }
+
+  // Gates of the chunk's rows: g, beta = 1 - g, eG = exp(G), w = exp(G_n - G) (width W), the
+  // feature gate's sub-chunk factors, and kscale: k̃ = kscale beta ⊙ phi(k) (feature gate) or
+  // kscale phi(k) (scalar: kscale = delta beta; ungated: beta = 1).
+  void chunk_gates() {
+    if constexpr (kFeature) {
+      feature_gate_rows(FeatureGateRows<T>{s.g, s.beta, s.eG, s.w, s.A, s.Ks}, gate_a + gate_row(0),
+                        size_t(d.H) * L.F, n, L.F);
+      for (int j = 0; j < n; ++j) s.kscale[j] = rfa_discount<T>(c, in.pos0_of(b) + t0 + j);
+    } else {
+      if (c.gated)
+        for (int i = 0; i < n; ++i) s.arow[i] = gate_a[gate_row(i)];
+      gate_rows(s.g, s.beta, s.eG, c.gated ? s.arow : nullptr, n);
+      gate_suffix(s.w, s.g, n);
       for (int j = 0; j < n; ++j)
-        for (int f = 0; f < F; ++f) {
-          Kt[size_t(j) * F + f] = beta[j] * phik[size_t(j) * F + f];
-          KtT[f * CP + j] = Kt[size_t(j) * F + f];
-        }
+        s.kscale[j] = c.time_discount ? s.beta[j] * rfa_discount<T>(c, in.pos0_of(b) + t0 + j) : s.beta[j];
+    }
+  }
 
-      // P = (Q̂ K̃ᵀ) ⊙ M over the whole chunk, then 0 right of the diagonal (the backward reads
-      // P's columns too). One product of n rows keeps the register tiles at full height: the
-      // triangle in blocks of 4 rows did half the multiply-adds at a third of the rate.
-      matmul(P, Cc, phiq, F, KtT, CP, n, F, n, T(1), false);
+  // Feature maps of q and k as products; k̃.
+  void chunk_features() {
+    const int Cc = int(sd.Cc), D = c.num_features, Dh = d.Dh, F = L.F;
+    feature_map_forward_rows(phiq, s.U, s.SX, s.Wt, c.feature_map, n, D, Dh);
+    feature_map_forward_rows(phik, s.U, s.SX + size_t(Cc) * Dh, s.Wt, c.feature_map, n, D, Dh);
+    for (int j = 0; j < n; ++j) {
+      const size_t jF = size_t(j) * F;
+      const T ks = s.kscale[j];
+      const T *pk = phik + jF, *beta = s.beta + (kFeature ? jF : 0);
+      T* Kt = s.Kt + jF;
+      if constexpr (kFeature) {
+#pragma omp simd
+        for (int f = 0; f < F; ++f) Kt[f] = ks * beta[f] * pk[f];  // k̃ = delta beta ⊙ phi(k)
+      } else {
+        for (int f = 0; f < F; ++f) Kt[f] = ks * pk[f];  // k̃ = delta beta phi(k)
+      }
+    }
+  }
+
+  // P, the chunk's scores, lower triangle and 0 right of the diagonal (the backward reads P's columns too).
+  void chunk_scores() {
+    const int Cc = int(sd.Cc), F = L.F;
+    const size_t CP = sd.CP;
+    if constexpr (kFeature) {
+      feature_gate_scores(P, Cc, phiq, s.Kt, s.g, s.A, s.Ks, s.QA, s.KsT, CP, s.Qb, s.Bv, n, F);
+    } else {
+      // P = (Q̂ K̃ᵀ) ⊙ M over the whole chunk, then 0 right of the diagonal. One product of n rows
+      // keeps the register tiles at full height: the triangle in blocks of 4 rows did half the
+      // multiply-adds at a third of the rate.
+      for (int j = 0; j < n; ++j)
+        for (int f = 0; f < F; ++f) s.KtT[f * CP + j] = s.Kt[size_t(j) * F + f];
+      matmul(P, Cc, phiq, F, s.KtT, CP, n, F, n, T(1), false);
       for (int i = 0; i < n; ++i) {
         T* Pi = P + size_t(i) * Cc;
         if (c.gated) {  // ungated: M = 1 on the lower triangle
           // Row i of M from row i-1: M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i.
-          for (int j = 0; j < i; ++j) mrow[j] *= g[i];
-          mrow[i] = T(1);
-          for (int j = 0; j <= i; ++j) Pi[j] *= mrow[j];
+          for (int j = 0; j < i; ++j) s.mrow[j] *= s.g[i];
+          s.mrow[i] = T(1);
+          for (int j = 0; j <= i; ++j) Pi[j] *= s.mrow[j];
         }
         for (int j = i + 1; j < n; ++j) Pi[j] = T(0);
       }
-      // Y = P V' + diag(exp G) Q̂ S_prev; V' ends in a column of ones, so the product's last
-      // column is the denominator, P's row sums (in the order a plain loop would add them,
-      // without that loop's chain of dependent adds).
-      matmul(Y, E, P, Cc, Vp, EP, n, n, E, T(1), false);
-      if (!state_zero) {  // Y += diag(exp G) Q̂ S_prev
-        for (int i = 0; i < n; ++i)
-          for (int f = 0; f < F; ++f) Qe[size_t(i) * F + f] = eG[i] * phiq[size_t(i) * F + f];
-        matmul(Y, E, Qe, F, S, EP, n, F, E, T(1), true);
-      }
-      for (int i = 0; i < n; ++i) {
-        T* Yi = Y + size_t(i) * E;
-        // out = num / max(den, eps_d)
-        const T den = Yi[Dh];
-        if (saved) saved[L.den + bht0 + i] = den;
-        const T inv = T(1) / (den > eps_d ? den : eps_d);
-        T* o = out + (static_cast<size_t>(b) * Tn + t0 + i) * C + static_cast<size_t>(h) * Dh;
-#pragma omp simd
-        for (int e = 0; e < Dh; ++e) o[e] = Yi[e] * inv;
-      }
+    }
+  }
 
-      // S_next = exp(G_C) S_prev + (K̃ ⊙ exp(G_C - G))ᵀ V'; skipped after the last chunk unless asked for.
-      if (ci + 1 < L.n_chunks || state_out) {
-        const T decay = eG[n - 1];
-        gate_suffix(mrow, g, n);  // after the P loop, so mrow's use as a row of M is over
-        for (int j = 0; j < n; ++j)
-          for (int f = 0; f < F; ++f) Kw[size_t(j) * F + f] = Kt[size_t(j) * F + f] * mrow[j];
-        if (!state_zero)
-          for (size_t x = 0; x < size_t(F) * EP; ++x) S[x] *= decay;
-        matmul_at(S, EP, Kw, F, Vp, EP, F, n, E, T(1), !state_zero);  // S (F, E) += Kwᵀ V'
-        state_zero = false;
-      }
+  // Y = P V' + (Q̂ ⊙ exp G) S_prev; V' ends in a column of ones, so the product's last column
+  // is the denominator, P's row sums (in the order a plain loop would add them, without that
+  // loop's chain of dependent adds). Then out = num / max(den, eps_d).
+  void chunk_outputs() {
+    const int Cc = int(sd.Cc), Dh = d.Dh, F = L.F, E = L.E;
+    const size_t EP = sd.EP;
+    const T eps_d = T(c.eps_d);
+    matmul(s.Y, E, P, Cc, s.Vp, EP, n, n, E, T(1), false);
+    if (!state_zero) {
+      for (int i = 0; i < n; ++i)
+        for (int f = 0; f < F; ++f) s.Qe[size_t(i) * F + f] = gate_at(s.eG, i, f) * phiq[size_t(i) * F + f];
+      matmul(s.Y, E, s.Qe, F, s.S, EP, n, F, E, T(1), true);
     }
-    if (state_out) {
+    for (int i = 0; i < n; ++i) {
+      const T* Yi = s.Y + size_t(i) * E;
+      const T den = Yi[Dh];
+      if (saved) saved[L.den + bht0 + i] = den;
+      const T inv = T(1) / (den > eps_d ? den : eps_d);
+      T* o = out + row_of(i);
+#pragma omp simd
+      for (int e = 0; e < Dh; ++e) o[e] = Yi[e] * inv;
+    }
+  }
+
+  // S_next = exp(G_n) ⊙ S_prev + (K̃ ⊙ exp(G_n - G))ᵀ V'; skipped after the last chunk unless asked for.
+  void chunk_state_update(bool wanted) {
+    if (!wanted) return;
+    const int F = L.F, E = L.E;
+    const size_t EP = sd.EP;
+    for (int j = 0; j < n; ++j)
+      for (int f = 0; f < F; ++f) s.Kw[size_t(j) * F + f] = s.Kt[size_t(j) * F + f] * gate_at(s.w, j, f);
+    if (!state_zero)
       for (int f = 0; f < F; ++f) {
-        if (state_zero) std::fill_n(state_out + bh * FE + size_t(f) * E, E, T(0));
-        else std::copy_n(S + f * EP, E, state_out + bh * FE + size_t(f) * E);
+        const T decay = gate_at(s.eG, n - 1, f);
+        for (size_t x = 0; x < EP; ++x) s.S[f * EP + x] *= decay;
       }
+    matmul_at(s.S, EP, s.Kw, F, s.Vp, EP, F, n, E, T(1), !state_zero);  // S (F, E) += Kwᵀ V'
+    state_zero = false;
+  }
+
+  void head_leave(T* state_out) {
+    if (!state_out) return;
+    const int F = L.F, E = L.E;
+    const size_t EP = sd.EP, FE = static_cast<size_t>(F) * E;
+    for (int f = 0; f < F; ++f) {
+      if (state_zero) std::fill_n(state_out + bh * FE + size_t(f) * E, E, T(0));
+      else std::copy_n(s.S + f * EP, E, state_out + bh * FE + size_t(f) * E);
     }
+  }
+};
+
+template <typename T, bool kFeature>
+void forward_heads(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& in, const RfaParams<T>& p,
+                   const RfaConfig& c, const AttentionDims& d, const T* state_in, T* state_out) {
+  const RfaSavedLayout L = rfa_saved_layout(c, d);
+  const RfaScratchDims sd = rfa_scratch_dims(c, d);
+  const int H = d.H, Dh = d.Dh, C = d.C(), D = c.num_features;
+  const int threads = thread_count();
+  RFA_ASSERT(workspace.size >= rfa_workspace_size(c, d, threads), "rfa workspace {} < {}", workspace.size,
+             rfa_workspace_size(c, d, threads));
+  RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
+  RfaBackwardShared<T> shared;  // the forward uses its gate_a when nothing is saved
+  T* thread_slices = workspace.data + shared.carve(workspace.data, c, d, threads);
+  T* gate_a = nullptr;  // (B, T, H, W) every row's and head's gate pre-activations: one gemm
+  if (c.gated) {
+    gate_a = saved ? saved + L.gate_a : shared.gate_a;
+    rfa_gate_preact(gate_a, in.n, p.gate_w, p.gate_b, int64_t(d.B) * d.T, H * rfa_gate_width(c), C);
+  }
+
+  attention_tasks_run(int64_t(d.B) * H, thread_slices, rfa_thread_scratch_size(c, d), threads,
+                      [&](int64_t bh, T* scratch) {
+    const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
+    RfaForwardScratch<T> sc;
+    sc.carve(scratch, sd);
+    RfaHeadForward<T, kFeature> hf{{c, d, L, sd, b, h, bh}, in, out, saved, gate_a,
+                                   p.sigma + static_cast<size_t>(h) * Dh, sc};
+    feature_map_pack_forward(sc.Wt, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
+    hf.head_enter(state_in);
+    for (int ci = 0; ci < L.n_chunks; ++ci) {
+      hf.chunk_enter(ci);
+      hf.chunk_rows();
+      hf.chunk_gates();
+      hf.chunk_features();
+      hf.chunk_scores();
+      hf.chunk_outputs();
+      hf.chunk_state_update(ci + 1 < L.n_chunks || state_out);
+    }
+    hf.head_leave(state_out);
   });
+}
+
+}  // namespace
+
+template <typename T>
+void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& in, const RfaParams<T>& p,
+                 const RfaConfig& c, const AttentionDims& d, const T* state_in, T* state_out) {
+  if (c.feature_gate) forward_heads<T, true>(out, saved, workspace, in, p, c, d, state_in, state_out);
+  else forward_heads<T, false>(out, saved, workspace, in, p, c, d, state_in, state_out);
 }
 
 #define RFA_INSTANTIATE(T)                                                                             \

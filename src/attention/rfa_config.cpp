@@ -1,17 +1,10 @@
 #include <algorithm>
 
 #include "attention/rfa_attention.h"
-#include "attention/rfa_feature_gate.h"
 #include "attention/rfa_layout.h"
 #include "attention/rfa_scratch.h"
 
 namespace rfa {
-
-size_t rfa_feature_thread_scratch_size(const RfaConfig& c, const AttentionDims& d) {
-  const RfaScratchDims s = rfa_scratch_dims(c, d);
-  return std::max(RfaFeatureForwardScratch<float>{}.carve(nullptr, s),
-                  RfaFeatureBackwardScratch<float>{}.carve(nullptr, s));
-}
 
 size_t rfa_saved_size(const RfaConfig& c, const AttentionDims& d) { return rfa_saved_layout(c, d).total; }
 

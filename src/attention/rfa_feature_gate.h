@@ -1,7 +1,8 @@
 #pragma once
-// Internal: RFA-Gate with the feature gate (RfaConfig::feature_gate), training form,
-// docs/rfa-attention.md section 5. rfa_forward / rfa_backward hand over to these when
-// the option is set. Per (b, h), with F features and v' = [v, 1]:
+// Internal: the feature gate's part of the chunked algorithm (RfaConfig::feature_gate,
+// docs/rfa-attention.md section 5): the gate factors of a chunk and the intra-chunk scores
+// and their gradients, which rfa_chunked_forward.cpp / rfa_chunked_backward.cpp call where
+// the scalar gate has its (Q̂ K̃ᵀ) ⊙ M. Per (b, h), with F features and v' = [v, 1]:
 //   a_t = gate_w[h] n_t + gate_b[h]  (F),  g_t = sigmoid(a_t),  beta_t = sigmoid(-a_t)
 //   k̃_t = delta(t) beta_t ⊙ phi(k_t),   S_t = diag(g_t) S_{t-1} + k̃_t v'_tᵀ
 // Chunked like the scalar gate, with per-feature cumulative log-gates G_i = sum_{r<=i} log g_r
@@ -12,6 +13,7 @@
 // so (Q̂_I ⊙ A_I ⊙ B_IJ)(K̃_J ⊙ Ks_J)ᵀ is a product; inside a sub-chunk each score is a
 // dot product with the decay prod_{r=j+1..i} g_r. Every factor is a product of gates
 // (exp of a difference of log-gates <= 0), so nothing overflows whatever the gates.
+#include <algorithm>
 #include <cstddef>
 
 #include "attention/attention_dims.h"
@@ -21,15 +23,7 @@
 
 namespace rfa {
 
-inline constexpr int kFeatureGateSub = 16;  // rows per sub-chunk (the matmuls' register width)
-
-template <typename T>
-void rfa_feature_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& in, const RfaParams<T>& p,
-                         const RfaConfig& c, const AttentionDims& d, const T* state_in, T* state_out);
-template <typename T>
-void rfa_feature_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads, Workspace<T> workspace,
-                          const T* dout, const T* out, const T* saved, const RfaInputs<T>& in,
-                          const RfaParams<T>& p, const RfaConfig& c, const AttentionDims& d);
+inline constexpr int kFeatureGateSub = kRfaSubChunk;  // rows per sub-chunk
 
 // Per-chunk gate factors, each (c, F) row-major (stride F), from the gate
 // pre-activations a (row i at a + i * a_stride):
@@ -145,121 +139,89 @@ inline void feature_gate_diag_grads(T* dq, T* dK, size_t lddk, const T* dp, cons
   }
 }
 
-// One thread's scratch in the feature-gate forward (per (b, h), reused across chunks).
+// dst[i, :] += s1[i, :] ⊙ s2 ⊙ x[i, :] for n rows of F (s2 a vector, or null = ones); dst and
+// x at stride F, s1 at stride ld1.
 template <typename T>
-struct RfaFeatureForwardScratch {
-  T* xbar;          // (Dh)
-  T* SX;            // (2c, Dh)   sigma ⊙ x̄ for q rows, then k rows
-  T* U;             // (2c, D)
-  T* phiq_scratch;  // (c, F)     q̂ when nothing is saved
-  T* phik_scratch;  // (c, F)
-  T *g, *beta, *eG, *w, *A, *Ks;  // (c, F) each: FeatureGateRows
-  T* Kt;            // (c, F)     k̃
-  T* QA;            // (c, F)     Q̂ ⊙ A
-  T* KsT;           // (F, CP)    (K̃ ⊙ Ks)ᵀ
-  T* KwT;           // (F, CP)    (K̃ ⊙ w)ᵀ
-  T* Qb;            // (kSub, F)  Q̂_I ⊙ A_I ⊙ B_IJ
-  T* Bv;            // (F)        B_IJ
-  T* decay;         // (F)        within-sub-chunk decay of one score row
-  T* Vp;            // (c, EP)
-  T* Y;             // (c, E)
-  T* P_scratch;     // (c, c)
-  T* S;             // (F, EP)
-  T* Wt;            // packed W
-  T* Qe;            // (c, F)     Q̂ ⊙ eG
-  size_t carve(T* base, const RfaScratchDims& s) {
-    ScratchCarver<T> k(base);
-    const size_t cF = s.Cc * s.F;
-    k.take(xbar, s.Dh);
-    k.take(SX, 2 * s.Cc * s.Dh);
-    k.take(U, 2 * s.Cc * s.D);
-    k.take(phiq_scratch, cF);
-    k.take(phik_scratch, cF);
-    for (T** b : {&g, &beta, &eG, &w, &A, &Ks}) k.take(*b, cF);
-    k.take(Kt, cF);
-    k.take(QA, cF);
-    k.take(KsT, s.F * s.CP);
-    k.take(KwT, s.F * s.CP);
-    k.take(Qb, size_t(kFeatureGateSub) * s.F);
-    k.take(Bv, s.F);
-    k.take(decay, s.F);
-    k.take(Vp, s.Cc * s.EP);
-    k.take(Y, s.Cc * s.E);
-    k.take(P_scratch, s.Cc * s.Cc);
-    k.take(S, s.F * s.EP);
-    k.take(Wt, s.W);
-    k.take(Qe, cF);
-    return k.taken();
+inline void feature_gate_add_scaled(T* dst, const T* s1, size_t ld1, const T* s2, const T* x, int n, int F) {
+  for (int i = 0; i < n; ++i) {
+    T* di = dst + size_t(i) * F;
+    const T* ai = s1 + size_t(i) * ld1;
+    const T* xi = x + size_t(i) * F;
+    if (s2) {
+#pragma omp simd
+      for (int f = 0; f < F; ++f) di[f] += ai[f] * s2[f] * xi[f];
+    } else {
+#pragma omp simd
+      for (int f = 0; f < F; ++f) di[f] += ai[f] * xi[f];
+    }
   }
-  FeatureGateRows<T> rows() const { return {g, beta, eG, w, A, Ks}; }
-};
+}
 
-// One thread's scratch in the feature-gate backward.
+// The chunk's scores P (n, n) at stride ldp, lower triangle, zeros above (the products read
+// whole rows), a sub-chunk I of rows at a time: the diagonal block directly,
+//   P_ij = q̂_i · (k̃_j ⊙ prod_{r=j+1..i} g_r)  (j from i down to I0),
+// the earlier sub-chunks J (last first) as P_IJ = (Q̂_I ⊙ A_I ⊙ B_IJ)(K̃_J ⊙ Ks_J)ᵀ, B_IJ ⊙= A_{J1}
+// after J. phiq, Kt, g, A, Ks: (n, F); scratch QA (n, F), KsT (F, ldk), Qb (kSub, F), Bv (F).
 template <typename T>
-struct RfaFeatureBackwardScratch {
-  T* xbar;   // (Dh)
-  T* dxbar;  // (Dh)
-  T* Wq;     // (2c, Dh)
-  T* DU;     // (2c, D)
-  T *g, *beta, *eG, *w, *A, *Ks;  // (c, F) each
-  T* kscale; // (c)       delta
-  T* Kt;     // (c, FP)   k̃
-  T* Qp;     // (c, FP)   q̂
-  T* QA;     // (c, FP)   Q̂ ⊙ A
-  T* KK;     // (c, FP)   K̃ ⊙ Ks, then K̃ ⊙ w
-  T* VpT;    // (E, CP)
-  T* Vp;     // (c, E)
-  T* dY;     // (c, EP)
-  T* dQ;     // (c, F)    dq̂
-  T* dK;     // (c, F)    dk̃
-  T* dV;     // (c, E)
-  T* dP;     // (c, c)    dY V'ᵀ, lower
-  T* PT;     // (c, c)    Pᵀ, upper
-  T* dPT;    // (c, c)    dPᵀ, upper
-  T* X;      // (c, F)    one product before its diagonal scaling
-  T* Bv;     // (F)
-  T* decay;  // (F)
-  T* dlam;   // (F)       running sum_{t>=r} dG_t
-  T* dS;     // (F, EP)
-  T* dST;    // (E, FP)
-  T* SpT;    // (E, FP)
-  T* QeT;    // (F, c)
-  T* Wp;     // packed W
-  size_t carve(T* base, const RfaScratchDims& s) {
-    ScratchCarver<T> k(base);
-    const size_t cF = s.Cc * s.F, cFP = s.Cc * s.FP;
-    k.take(xbar, s.Dh);
-    k.take(dxbar, s.Dh);
-    k.take(Wq, 2 * s.Cc * s.Dh);
-    k.take(DU, 2 * s.Cc * s.D);
-    for (T** b : {&g, &beta, &eG, &w, &A, &Ks}) k.take(*b, cF);
-    k.take(kscale, s.Cc);
-    k.take(Kt, cFP);
-    k.take(Qp, cFP);
-    k.take(QA, cFP);
-    k.take(KK, cFP);
-    k.take(VpT, s.E * s.CP);
-    k.take(Vp, s.Cc * s.E);
-    k.take(dY, s.Cc * s.EP);
-    k.take(dQ, cF);
-    k.take(dK, cF);
-    k.take(dV, s.Cc * s.E);
-    k.take(dP, s.Cc * s.Cc);
-    k.take(PT, s.Cc * s.Cc);
-    k.take(dPT, s.Cc * s.Cc);
-    k.take(X, cF);
-    k.take(Bv, s.F);
-    k.take(decay, s.F);
-    k.take(dlam, s.F);
-    k.take(dS, s.F * s.EP);
-    k.take(dST, s.E * s.FP);
-    k.take(SpT, s.E * s.FP);
-    k.take(QeT, s.F * s.Cc);
-    k.take(Wp, s.W);
-    return k.taken();
+inline void feature_gate_scores(T* P, size_t ldp, const T* phiq, const T* Kt, const T* g, const T* A, const T* Ks,
+                                T* QA, T* KsT, size_t ldk, T* Qb, T* Bv, int n, int F) {
+  constexpr int kSub = kFeatureGateSub;
+  for (int j = 0; j < n; ++j) {
+    const size_t jF = size_t(j) * F;
+    const T *pq = phiq + jF, *a = A + jF;
+    T* qa = QA + jF;
+#pragma omp simd
+    for (int f = 0; f < F; ++f) qa[f] = pq[f] * a[f];
   }
-  FeatureGateRows<T> rows() const { return {g, beta, eG, w, A, Ks}; }
-};
+  for (int f = 0; f < F; ++f)
+    for (int j = 0; j < n; ++j) KsT[f * ldk + j] = Kt[size_t(j) * F + f] * Ks[size_t(j) * F + f];
+  for (int i = 0; i < n; ++i) std::fill_n(P + size_t(i) * ldp, n, T(0));
+  for (int I0 = 0; I0 < n; I0 += kSub) {
+    const int sI = std::min(kSub, n - I0);
+    for (int i = I0; i < I0 + sI; ++i) feature_gate_diag_scores(P + size_t(i) * ldp, phiq + size_t(i) * F, Kt, F, g, F, i, I0, F);
+    std::fill_n(Bv, F, T(1));
+    for (int J0 = I0 - kSub; J0 >= 0; J0 -= kSub) {
+      for (int i = 0; i < sI; ++i) {
+        const T* qa = QA + size_t(I0 + i) * F;
+        T* qb = Qb + size_t(i) * F;
+#pragma omp simd
+        for (int f = 0; f < F; ++f) qb[f] = qa[f] * Bv[f];
+      }
+      matmul(P + size_t(I0) * ldp + J0, ldp, Qb, F, KsT + J0, ldk, sI, F, kSub, T(1), false);
+      const T* AJ = A + size_t(J0 + kSub - 1) * F;
+#pragma omp simd
+      for (int f = 0; f < F; ++f) Bv[f] *= AJ[f];
+    }
+  }
+}
 
+// Their gradients (from dP (n, n) at stride ldp, lower): dQ, dK (n, F) overwritten,
+//   dq̂_i = sum_{j<=i} dP_ij k̃_j ⊙ exp(G_i - G_j),  dk̃_j = sum_{i>=j} dP_ij q̂_i ⊙ exp(G_i - G_j),
+// the diagonal blocks directly and the earlier sub-chunks as products:
+//   dq̂_I += A_I ⊙ B_IJ ⊙ (dP_IJ KK_J),  dk̃_J += Ks_J ⊙ B_IJ ⊙ (dP_IJᵀ QA_I)
+// (dP_IJᵀ read in place: matmul_at). Qp, Kt, QA, KK at stride ld; g, A, Ks (n, F); X (kSub, F), Bv (F) scratch.
+template <typename T>
+inline void feature_gate_score_grads(T* dQ, T* dK, const T* dP, size_t ldp, const T* Qp, const T* Kt, const T* QA,
+                                     const T* KK, size_t ld, const T* g, const T* A, const T* Ks, T* X, T* Bv, int n,
+                                     int F) {
+  constexpr int kSub = kFeatureGateSub;
+  std::fill_n(dQ, size_t(n) * F, T(0));
+  std::fill_n(dK, size_t(n) * F, T(0));
+  for (int I0 = 0; I0 < n; I0 += kSub) {
+    const int sI = std::min(kSub, n - I0);
+    for (int i = I0; i < I0 + sI; ++i)
+      feature_gate_diag_grads(dQ + size_t(i) * F, dK, F, dP + size_t(i) * ldp, Qp + i * ld, Kt, ld, g, F, i, I0, F);
+    std::fill_n(Bv, F, T(1));
+    for (int J0 = I0 - kSub; J0 >= 0; J0 -= kSub) {
+      matmul(X, F, dP + size_t(I0) * ldp + J0, ldp, KK + J0 * ld, ld, sI, kSub, F, T(1), false);
+      feature_gate_add_scaled(dQ + size_t(I0) * F, A + size_t(I0) * F, F, Bv, X, sI, F);
+      matmul_at(X, F, dP + size_t(I0) * ldp + J0, ldp, QA + I0 * ld, ld, kSub, sI, F, T(1), false);
+      feature_gate_add_scaled(dK + size_t(J0) * F, Ks + size_t(J0) * F, F, Bv, X, kSub, F);
+      const T* AJ = A + size_t(J0 + kSub - 1) * F;
+#pragma omp simd
+      for (int f = 0; f < F; ++f) Bv[f] *= AJ[f];
+    }
+  }
+}
 
 }  // namespace rfa

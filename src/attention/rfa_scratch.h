@@ -18,15 +18,20 @@
 
 namespace rfa {
 
+// Rows per sub-chunk of the feature gate (rfa_feature_gate.h): the matmuls' register width.
+inline constexpr int kRfaSubChunk = 16;
+
 // Sizes a carve works from.
 struct RfaScratchDims {
   size_t F, E, Cc, D, Dh, FP, EP, CP, W;  // E = Dh + 1; W: feature_map_packed_size
+  size_t W_gate;                          // gate values per row: 1 (scalar gate, or ungated), F (feature gate)
 };
 inline RfaScratchDims rfa_scratch_dims(const RfaConfig& c, const AttentionDims& d) {
   RfaScratchDims s;
   s.F = rfa_feature_count(c), s.E = d.Dh + 1, s.Cc = rfa_chunk_len(c, d), s.D = c.num_features, s.Dh = d.Dh;
   s.FP = pad16(int(s.F)), s.EP = pad16(int(s.E)), s.CP = pad16(int(s.Cc));
   s.W = feature_map_packed_size(c.num_features, d.Dh);
+  s.W_gate = size_t(rfa_gate_width(c));
   return s;
 }
 
@@ -46,54 +51,66 @@ class ScratchCarver {
   size_t at_ = 0;
 };
 
-// One thread's scratch in the chunked forward (per (b, h), reused across chunks).
+// One thread's scratch in the chunked forward (per (b, h), reused across chunks), for
+// either gate: W = rfa_gate_width (1 scalar, F feature); buffers one gate does not use
+// take nothing.
 template <typename T>
 struct RfaForwardScratch {
   T* xbar;          // (Dh)
   T* SX;            // (2c, Dh)   sigma ⊙ x̄ for q rows, then k rows
   T* U;             // (2c, D)    W (sigma ⊙ x̄)
-  T* beta;          // (c)
-  T* g;             // (c)
   T* phiq_scratch;  // (c, F)     q̂ when nothing is saved
   T* phik_scratch;  // (c, F)     phi(k) when nothing is saved
-  T* Kt;            // (c, F)     k̃ = beta phi(k)
-  T* KtT;           // (F, CP)    K̃ᵀ
+  T *g, *beta, *eG, *w;  // (c, W) each: gate, 1 - gate, exp(G), exp(G_C - G)
+  T* kscale;        // (c)        what scales phi(k) besides a feature gate's beta: delta beta (scalar), delta (feature)
+  T* arow;          // (c)        scalar gate: this head's pre-activations a, gathered from (B, T, H)
+  T* mrow;          // (c)        scalar gate: one row of M
+  T *A, *Ks;        // (c, F)     feature gate: the sub-chunk factors (rfa_feature_gate.h)
+  T* Kt;            // (c, F)     k̃ = kscale (beta) phi(k)
+  T* KtT;           // (F, CP)    scalar gate: K̃ᵀ
+  T* QA;            // (c, F)     feature gate: Q̂ ⊙ A
+  T* KsT;           // (F, CP)    feature gate: (K̃ ⊙ Ks)ᵀ
+  T* Qb;            // (kSub, F)  feature gate: Q̂_I ⊙ A_I ⊙ B_IJ
+  T* Bv;            // (F)        feature gate: B_IJ
   T* Kw;            // (c, F)     K̃ ⊙ exp(G_C - G) (read transposed)
   T* Vp;            // (c, EP)    [v, 1]
   T* Y;             // (c, E)     [num, den]
-  T* P_scratch;     // (c, c)     (Q̂ K̃ᵀ) ⊙ M, lower triangle (0 above it), when nothing is saved
-  T* arow;          // (c)        gate pre-activations a
-  T* eG;            // (c)        exp(G)
-  T* mrow;          // (c)        one row of M, or exp(G_C - G)
+  T* P_scratch;     // (c, c)     the chunk's scores, lower triangle (0 above it), when nothing is saved
   T* S;             // (F, EP)    running state
   T* Wt;            // (Dh, pad16(D)) this head's W, packed
-  T* Qe;            // (c, F)     diag(exp G) Q̂
+  T* Qe;            // (c, F)     Q̂ ⊙ exp(G)
   size_t carve(T* base, const RfaScratchDims& s) {
     ScratchCarver<T> k(base);
+    const size_t cF = s.Cc * s.F, cW = s.Cc * s.W_gate, scalar = s.W_gate == 1 ? 1 : 0, feature = 1 - scalar;
     k.take(xbar, s.Dh);
     k.take(SX, 2 * s.Cc * s.Dh);
     k.take(U, 2 * s.Cc * s.D);
-    k.take(beta, s.Cc);
-    k.take(g, s.Cc);
-    k.take(phiq_scratch, s.Cc * s.F);
-    k.take(phik_scratch, s.Cc * s.F);
-    k.take(Kt, s.Cc * s.F);
-    k.take(KtT, s.F * s.CP);
-    k.take(Kw, s.Cc * s.F);
+    k.take(phiq_scratch, cF);
+    k.take(phik_scratch, cF);
+    for (T** b : {&g, &beta, &eG, &w}) k.take(*b, cW);
+    k.take(kscale, s.Cc);
+    k.take(arow, scalar * s.Cc);
+    k.take(mrow, scalar * s.Cc);
+    k.take(A, feature * cF);
+    k.take(Ks, feature * cF);
+    k.take(Kt, cF);
+    k.take(KtT, scalar * s.F * s.CP);
+    k.take(QA, feature * cF);
+    k.take(KsT, feature * s.F * s.CP);
+    k.take(Qb, feature * kRfaSubChunk * s.F);
+    k.take(Bv, feature * s.F);
+    k.take(Kw, cF);
     k.take(Vp, s.Cc * s.EP);
     k.take(Y, s.Cc * s.E);
     k.take(P_scratch, s.Cc * s.Cc);
-    k.take(arow, s.Cc);
-    k.take(eG, s.Cc);
-    k.take(mrow, s.Cc);
     k.take(S, s.F * s.EP);
     k.take(Wt, s.W);
-    k.take(Qe, s.Cc * s.F);
+    k.take(Qe, cF);
     return k.taken();
   }
 };
 
-// One thread's scratch in the chunked backward (per (b, h), reused across chunks).
+// One thread's scratch in the chunked backward (per (b, h), reused across chunks), for either gate.
 template <typename T>
 struct RfaBackwardScratch {
   T* xbar;   // (Dh)
@@ -108,22 +125,25 @@ struct RfaBackwardScratch {
   T* dQ;     // (c, F)    dq̂
   T* dK;     // (c, F)    dk̃
   T* dV;     // (c, E)    dv'
-  T* dA;     // (c, c)    (dY V'ᵀ) ⊙ M, lower (0 right of the diagonal)
-  T* M;      // (c, c)    exp(G_i - G_j), lower
-  T* eG;     // (c)
-  T* beta;   // (c)
-  T* g;      // (c)
-  T* arow;   // (c)       this head's gate pre-activations a, gathered from (B, T, H)
-  T* kscale; // (c)       delta beta: k̃ = kscale phi(k)
-  T* w;      // (c)       exp(G_C - G_j)
+  T* dA;     // (c, c)    dP = dY V'ᵀ, lower (0 right of the diagonal); the scalar gate's ⊙ M
+  T* M;      // (c, c)    scalar gate: exp(G_i - G_j), lower
+  T *g, *beta, *eG, *w;  // (c, W) each
+  T* arow;   // (c)       scalar gate: this head's gate pre-activations a, gathered from (B, T, H)
+  T* kscale; // (c)       delta beta (scalar gate: k̃ = kscale phi(k)), delta (feature gate: k̃ = kscale beta ⊙ phi(k))
+  T *A, *Ks; // (c, F)    feature gate: sub-chunk factors
+  T* QA;     // (c, FP)   feature gate: Q̂ ⊙ A
+  T* KK;     // (c, FP)   feature gate: K̃ ⊙ Ks
+  T* Bv;     // (F)       feature gate: B_IJ
+  T* dlam;   // (F)       feature gate: running sum_{t>=r} dG_t
   T* dS;     // (F, EP)   gradient of the state leaving the current chunk
   T* dST;    // (E, FP)
   T* SpT;    // (E, FP)   S_prev transposed
   T* Qe;     // (c, F)    Q̂ ⊙ exp G (read transposed)
   T* Wp;     // (D, pad16(Dh)) this head's W, packed
-  T* tmp;    // (c, max(FP, EP)) a diag-scaled copy for one product
+  T* tmp;    // (c, max(FP, EP)) a scaled copy for one product, or one product before its scaling
   size_t carve(T* base, const RfaScratchDims& s) {
     ScratchCarver<T> k(base);
+    const size_t cF = s.Cc * s.F, cW = s.Cc * s.W_gate, scalar = s.W_gate == 1 ? 1 : 0, feature = 1 - scalar;
     k.take(xbar, s.Dh);
     k.take(dxbar, s.Dh);
     k.take(Wq, 2 * s.Cc * s.Dh);
@@ -133,21 +153,24 @@ struct RfaBackwardScratch {
     k.take(VpT, s.E * s.CP);
     k.take(Vp, s.Cc * s.E);
     k.take(dY, s.Cc * s.EP);
-    k.take(dQ, s.Cc * s.F);
-    k.take(dK, s.Cc * s.F);
+    k.take(dQ, cF);
+    k.take(dK, cF);
     k.take(dV, s.Cc * s.E);
     k.take(dA, s.Cc * s.Cc);
-    k.take(M, s.Cc * s.Cc);
-    k.take(eG, s.Cc);
-    k.take(beta, s.Cc);
-    k.take(g, s.Cc);
-    k.take(arow, s.Cc);
+    k.take(M, scalar * s.Cc * s.Cc);
+    for (T** b : {&g, &beta, &eG, &w}) k.take(*b, cW);
+    k.take(arow, scalar * s.Cc);
     k.take(kscale, s.Cc);
-    k.take(w, s.Cc);
+    k.take(A, feature * cF);
+    k.take(Ks, feature * cF);
+    k.take(QA, feature * s.Cc * s.FP);
+    k.take(KK, feature * s.Cc * s.FP);
+    k.take(Bv, feature * s.F);
+    k.take(dlam, feature * s.F);
     k.take(dS, s.F * s.EP);
     k.take(dST, s.E * s.FP);
     k.take(SpT, s.E * s.FP);
-    k.take(Qe, s.Cc * s.F);
+    k.take(Qe, cF);
     k.take(Wp, s.W);
     k.take(tmp, s.Cc * std::max(s.FP, s.EP));
     return k.taken();
@@ -173,9 +196,7 @@ struct RfaBackwardShared {
 
 // Elements of one thread's slice: the larger of the forward's and the backward's
 // scratch (the counts do not depend on T).
-size_t rfa_feature_thread_scratch_size(const RfaConfig& c, const AttentionDims& d);  // rfa_feature_scratch.h
 inline size_t rfa_thread_scratch_size(const RfaConfig& c, const AttentionDims& d) {
-  if (c.feature_gate) return rfa_feature_thread_scratch_size(c, d);
   const RfaScratchDims s = rfa_scratch_dims(c, d);
   return std::max(RfaForwardScratch<float>{}.carve(nullptr, s), RfaBackwardScratch<float>{}.carve(nullptr, s));
 }

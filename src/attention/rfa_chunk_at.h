@@ -1,0 +1,45 @@
+#pragma once
+// Internal: where one (b, h) task of the chunked forward and backward is (its problem, its
+// row and head, its current chunk) and the indexing both passes share.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "attention/attention_dims.h"
+#include "attention/rfa_attention.h"
+#include "attention/rfa_layout.h"
+#include "attention/rfa_scratch.h"
+
+namespace rfa {
+
+// kFeature: the feature gate, whose gate values are (n, F) per chunk; else (n).
+template <typename T, bool kFeature>
+struct RfaChunkAt {
+  const RfaConfig& c;
+  const AttentionDims& d;
+  const RfaSavedLayout& L;
+  const RfaScratchDims& sd;
+  int b, h;
+  int64_t bh;               // b * H + h
+  int ci = 0, t0 = 0, n = 0;  // the chunk: index, first row, rows
+  size_t bht0 = 0;          // (B, H, T) index of its first row
+
+  void chunk_at(int chunk) {
+    const int Cc = int(sd.Cc);
+    ci = chunk, t0 = ci * Cc, n = std::min(Cc, d.T - t0);
+    bht0 = static_cast<size_t>(bh) * d.T + t0;
+  }
+  // Row i of the chunk in a (B, T, C) activation, at this head's columns.
+  size_t row_of(int i) const {
+    return (static_cast<size_t>(b) * d.T + t0 + i) * d.C() + static_cast<size_t>(h) * d.Dh;
+  }
+  // A gate factor of row i, feature f: buf (n, W).
+  T gate_at(const T* buf, int i, int f) const { return kFeature ? buf[size_t(i) * L.F + f] : buf[i]; }
+  // Row i's gate pre-activations (and their gradients) in the (B, T, H, W) layout.
+  size_t gate_row(int i) const {
+    const size_t W = kFeature ? size_t(L.F) : 1;
+    return ((static_cast<size_t>(b) * d.T + t0 + i) * d.H + h) * W;
+  }
+};
+
+}  // namespace rfa
