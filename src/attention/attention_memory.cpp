@@ -1,5 +1,8 @@
 #include "attention/attention_memory.h"
 
+#include <set>
+#include <utility>
+
 #include "attention/attention_kind.h"
 
 namespace rfa {
@@ -12,6 +15,14 @@ AttentionDecodeMemory attention_decode_memory(const AttentionSpec& s, const Atte
 double attention_rope_table_bytes(const AttentionSpec& s, double positions) {
   // RopeTable: cos and sin, (positions, Dh/2), in float and in double.
   return s.rope ? positions * s.Dh * (sizeof(float) + sizeof(double)) : 0;
+}
+
+double attention_rope_tables_bytes(const std::vector<AttentionSpec>& layers, double positions) {
+  std::set<std::pair<int, double>> tables;  // (Dh, theta), as attention_cores_make shares them
+  double bytes = 0;
+  for (const AttentionSpec& s : layers)
+    if (s.rope && tables.insert({s.Dh, s.rope_theta}).second) bytes += attention_rope_table_bytes(s, positions);
+  return bytes;
 }
 
 }  // namespace rfa

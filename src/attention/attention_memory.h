@@ -5,6 +5,7 @@
 // Each figure mirrors the allocation it estimates; tests/decode/decode_memory_test.cpp
 // and tests/model/memory_estimate_test.cpp compare them with the real sizes.
 #include <string>
+#include <vector>
 
 #include "attention/attention_core.h"
 
@@ -26,5 +27,7 @@ AttentionDecodeMemory attention_decode_memory(const AttentionSpec& spec, const A
 
 // Bytes of the RoPE table AttentionCore builds for `positions` (0 without RoPE).
 double attention_rope_table_bytes(const AttentionSpec& spec, double positions);
+// Bytes of the tables attention_cores_make builds for these layers: one per head size and theta.
+double attention_rope_tables_bytes(const std::vector<AttentionSpec>& layers, double positions);
 
 }  // namespace rfa

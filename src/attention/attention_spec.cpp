@@ -4,6 +4,7 @@ namespace rfa {
 
 AttentionSpec attention_spec_make(const AttentionConfig& a, int H, int Dh) {
   AttentionSpec s;
+  s.config = a;
   s.kind = a.kind;
   s.H = H;
   s.Dh = Dh;

@@ -10,6 +10,7 @@
 namespace rfa {
 
 struct AttentionSpec {
+  AttentionConfig config;            // the layer's options as given (a kind reads its own from here)
   AttentionKind kind = AttentionKind::rfa_gate;
   int H = 0, Dh = 0;                 // heads, head size; C = H * Dh
   bool rope = false;                 // q and k rotated by position (attention.positions resolved)
@@ -20,6 +21,7 @@ struct AttentionSpec {
   double sigma_init = 1.0;           // RFA kinds: the learned per-head sigma at init
   double gate_bias_init = 2.0;       // RFA-Gate: gate bias at init
   int C() const { return H * Dh; }
+  friend bool operator==(const AttentionSpec&, const AttentionSpec&) = default;
 };
 
 AttentionSpec attention_spec_make(const AttentionConfig& a, int H, int Dh);

@@ -88,7 +88,7 @@ void bench_train(Config config, const BenchOptions& o) {
   const ParamTable table = model_param_table(spec);
   log_info("bench", "{} attention, {} products, L={} C={} H={} T={} V={} B={}x{}: {} parameters ({:.1f} MB of fp32 "
            "gradient), {} threads, {} steps after {} warm-up",
-           enum_name(spec.attention.kind), enum_name(config.train.precision), spec.L, spec.C, spec.H, T, spec.V, B,
+           model_spec_attention_text(spec), enum_name(config.train.precision), spec.L, spec.C, spec.H, T, spec.V, B,
            config.train.grad_accum,
            table.count(), table.size() * 4.0 / 1e6, thread_count(), o.steps, o.warmup);
   log_info("bench", "kernels: {}", cpu_target_description());

@@ -58,6 +58,7 @@ ModelSpec bench_spec(const Config& base, AttentionKind kind, const BenchDecodeAr
   mc.vocab_size = a.vocab;
   AttentionConfig ac = base.attention;
   ac.kind = kind;
+  ac.layers = "";  // every layer this kind: the bench compares two kinds
   return model_spec_make(mc, ac);
 }
 
@@ -94,7 +95,7 @@ KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeA
   for (int32_t& t : tokens) t = static_cast<int32_t>(rng.below(static_cast<uint64_t>(a.vocab)));
 
   KindResult r;
-  const bool rfa = !attention_state_grows(model.spec.attn);  // a fixed-size state: snapshot and restore it
+  const bool rfa = !model.spec.attn_state_grows();  // a fixed-size state: snapshot and restore it
   if (!rfa) {
     // A causal cache truncated to P is exactly the cache after P tokens: prefill once.
     Timer t;

@@ -86,7 +86,7 @@ void run_eval(const EvalArgs& a) {
   EvalText text = text_load(a, m);
   log_info("eval", "{}: {} tokens, {} bytes", text.source, text.tokens.size(), text.bytes);
   PerplexityResult r = perplexity_evaluate(*m.model, text.tokens, text.bytes, a.options);
-  const char* kind = enum_name(m.model->spec.attention.kind);
+  const std::string kind = model_spec_attention_text(m.model->spec);
   if (a.json) {
     std::string out = "{";
     auto add = [&](const char* key, const std::string& value) {
@@ -110,7 +110,7 @@ void run_eval(const EvalArgs& a) {
     add("seconds", json_number(r.seconds));
     std::printf("%s}\n", out.c_str());
   } else {
-    std::printf("checkpoint     %s (step %lld, %s)\n", m.checkpoint_dir.c_str(), static_cast<long long>(m.step), kind);
+    std::printf("checkpoint     %s (step %lld, %s)\n", m.checkpoint_dir.c_str(), static_cast<long long>(m.step), kind.c_str());
     std::printf("text           %s\n", text.source.c_str());
     std::printf("method         %s\n", r.method.c_str());
     std::printf("tokens         %lld predicted, %lld bytes\n", static_cast<long long>(r.tokens),

@@ -68,7 +68,7 @@ void run_generate(const GenerateArgs& a) {
                         ? std::numeric_limits<int64_t>::max()
                         : used + a.max_new_tokens;
   const int context = model.spec.model.context_length;
-  if (attention_state_grows(model.spec.attn)) {
+  if (model.spec.attn_state_grows()) {
     // Softmax sees at most `window` positions, so relative distances stay within training's.
     o.window = a.window < 0 ? context : a.window;
     if (o.window == 0 && o.max_positions > context)
@@ -80,10 +80,10 @@ void run_generate(const GenerateArgs& a) {
                "past the training context", o.window, context);
   } else if (a.window >= 0) {
     log_info("generate", "--window {} ignored: {} attention keeps a fixed-size state, no KV cache", a.window,
-             enum_name(model.spec.attention.kind));
+             model_spec_attention_text(model.spec));
   }
   std::string positions_keys = fmt::format("-n ({}) or the prompt ({} tokens)", a.max_new_tokens, prompt.size());
-  if (attention_state_grows(model.spec.attn))
+  if (model.spec.attn_state_grows())
     positions_keys += o.window > 0 ? fmt::format(", or --window ({})", o.window) : ", or set --window (0 = unlimited)";
   memory_require(memory_estimate_decoder(model.spec, o, thread_count(), fmt::format("--prefill-segment ({})", o.max_segment),
                                          positions_keys),
@@ -121,13 +121,13 @@ void run_generate(const GenerateArgs& a) {
              a.save_state, bytes_human(dec.state_bytes()));
   }
 
-  const char* kind = enum_name(model.spec.attention.kind);
+  const std::string kind = model_spec_attention_text(model.spec);
   log_info("generate", "prompt: {} tokens, prefill {:.0f} tokens/s ({:.1f} ms)", total.prompt_tokens,
            total.prompt_tokens / std::max(total.prefill_seconds, 1e-9), total.prefill_seconds * 1e3);
   log_info("generate", "generated: {} tokens in {} sample(s), {:.0f} tokens/s, {:.3f} ms/token", total.generated,
            a.num_samples, total.generated / std::max(total.decode_seconds, 1e-9),
            total.decode_seconds * 1e3 / std::max<int64_t>(total.generated, 1));
-  if (!attention_state_grows(model.spec.attn))
+  if (!model.spec.attn_state_grows())
     log_info("generate", "state: {} ({} recurrent state, fixed size whatever the length)",
              bytes_human(total.state_bytes), kind);
   else if (o.window > 0)

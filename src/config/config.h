@@ -53,6 +53,9 @@ struct AttentionConfig {
   double time_discount_c = 2.0;      // c of log(t + c); > 1 so that every weight is positive
   int64_t time_discount_horizon = 0; // t held at this position past it (log(min(t, horizon) + c)); 0 = no cap
   double sigma_init = 1.0;
+  // Each layer's own kind and options: "" = the keys above in every layer; else one entry per
+  // layer, "3*rfa_gate gate=feature, softmax" (config/config_layers.h).
+  std::string layers = "";
 
   friend bool operator==(const AttentionConfig&, const AttentionConfig&) = default;
 };

@@ -54,6 +54,9 @@ const ConfigKey kKeys[] = {
     {RFA_FIELD(attention, time_discount), kAny, "RFA kinds: log scales the feature written at position t by log(t + c); softmax ignores it"},
     {RFA_FIELD(attention, time_discount_c), above(1), "c of the time discount log(t + c)"},
     {RFA_FIELD(attention, time_discount_horizon), at_least(0), "the discount's t held past this position; 0 = no cap"},
+    {RFA_FIELD(attention, layers), kAny,
+     "each layer's kind and overrides of these keys: \"\" = the keys above in every layer; else one entry per layer, "
+     "e.g. \"3*rfa_gate gate=feature, softmax\" (N* repeats an entry)"},
 
     {RFA_FIELD(tokenizer, path), kAny,
      "SentencePiece model file, trained from the corpus when missing; \"\" = next to the corpus, named after it, "

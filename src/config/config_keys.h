@@ -72,6 +72,9 @@ std::string config_key_allowed_text(const ConfigKey& key);
 std::string config_key_get(const ConfigKey& key, const Config& config);
 // Parses `text` as the key's type into `config`; false (config untouched) if it does not parse.
 bool config_key_set(const ConfigKey& key, const std::string& text, Config& config);
+// "" when the key's value in `config` is within its bounds; else the message naming the key,
+// the value and what is allowed (config_validate's, for a value checked elsewhere too).
+std::string config_key_check(const ConfigKey& key, const Config& config);
 
 size_t edit_distance(std::string_view a, std::string_view b);  // Levenshtein
 

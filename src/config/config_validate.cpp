@@ -6,6 +6,7 @@
 #include "config/config_enums.h"
 #include "config/config_error.h"
 #include "config/config_keys.h"
+#include "config/config_layers.h"
 #include "config/config_load.h"
 #include "core/error.h"
 
@@ -13,18 +14,8 @@ namespace rfa {
 namespace {
 
 void check_allowed(const ConfigKey& key, const Config& config) {
-  const ConfigAllowed& a = key.allowed;
-  std::string text = config_key_get(key, config);
-  bool ok = true;
-  if (a.non_empty) {
-    ok = !text.empty();
-  } else if (std::isfinite(a.min) || std::isfinite(a.max)) {
-    double v = std::stod(text);  // every bounded key is numeric; its text is the canonical form
-    ok = (a.min_open ? v > a.min : v >= a.min) && (a.max_open ? v < a.max : v <= a.max);
-  }
-  if (!ok)
-    fail_keys({key.path}, "'{}' is '{}'; it must be {} ({})", key.path, text, config_key_allowed_text(key),
-              key.help);
+  const std::string message = config_key_check(key, config);
+  if (!message.empty()) throw ConfigKeyError({key.path}, message);
 }
 
 std::string divisors_of(int n) {
@@ -36,6 +27,20 @@ std::string divisors_of(int n) {
 
 }  // namespace
 
+std::string config_key_check(const ConfigKey& key, const Config& config) {
+  const ConfigAllowed& a = key.allowed;
+  std::string text = config_key_get(key, config);
+  bool ok = true;
+  if (a.non_empty) {
+    ok = !text.empty();
+  } else if (std::isfinite(a.min) || std::isfinite(a.max)) {
+    double v = std::stod(text);  // every bounded key is numeric; its text is the canonical form
+    ok = (a.min_open ? v > a.min : v >= a.min) && (a.max_open ? v < a.max : v <= a.max);
+  }
+  if (ok) return "";
+  return fmt::format("'{}' is '{}'; it must be {} ({})", key.path, text, config_key_allowed_text(key), key.help);
+}
+
 void config_validate(const Config& config) {
   for (const ConfigKey& key : config_keys()) check_allowed(key, config);
 
@@ -44,11 +49,19 @@ void config_validate(const Config& config) {
     fail_keys({"model.n_heads", "model.d_model"},
               "'model.n_heads' is {}, which does not divide 'model.d_model' = {}; heads that divide it: {}",
               m.n_heads, m.d_model, divisors_of(m.d_model));
-  if (config_positions(config.attention) == PositionKind::rope && config_head_size(m) % 2 != 0)
-    fail_keys({"model.n_heads", "model.d_model", "attention.positions", "attention.kind"},
-              "head size d_model / n_heads = {} / {} = {} is odd, but RoPE rotates pairs of dimensions "
-              "(attention.positions '{}' resolves to rope); make the head size even or set attention.positions=none",
-              m.d_model, m.n_heads, config_head_size(m), enum_name(config.attention.positions));
+  // Each layer's options (attention.layers; every layer attention.* when it is ""), and the
+  // rules below for each: "layer 2 of 'attention.layers'" says which one a list broke.
+  const std::vector<AttentionConfig> layers = config_attention_layers(config.attention, m.n_layers);
+  const bool listed = config.attention.layers.find_first_not_of(" \t") != std::string::npos;
+  auto which = [&](size_t l) { return listed ? fmt::format(" (layer {} of 'attention.layers')", l) : std::string(); };
+  const std::string list_key = listed ? "attention.layers" : "attention.kind";
+  for (size_t l = 0; l < layers.size(); ++l)
+    if (config_positions(layers[l]) == PositionKind::rope && config_head_size(m) % 2 != 0)
+      fail_keys({"model.n_heads", "model.d_model", listed ? "attention.layers" : "attention.positions", list_key},
+                "head size d_model / n_heads = {} / {} = {} is odd, but RoPE rotates pairs of dimensions "
+                "(attention.positions '{}' resolves to rope{}); make the head size even or set "
+                "attention.positions=none",
+                m.d_model, m.n_heads, config_head_size(m), enum_name(layers[l].positions), which(l));
   if (m.vocab_size != 0 && config.tokenizer.kind != TokenizerKind::character &&
       m.vocab_size < config.tokenizer.vocab_size)
     fail_keys({"model.vocab_size", "tokenizer.vocab_size"},
@@ -57,20 +70,24 @@ void config_validate(const Config& config) {
               m.vocab_size, config.tokenizer.vocab_size, config.tokenizer.vocab_size);
 
   const TrainConfig& t = config.train;
-  if (t.stateful && config.attention.kind == AttentionKind::softmax)
-    fail_keys({"train.stateful", "attention.kind"},
-              "'train.stateful' is true but 'attention.kind' is softmax, which has no fixed-size state to carry "
-              "between steps (its memory would be a growing key/value cache); use attention.kind rfa_gate or rfa, "
-              "or set train.stateful=false");
+  for (size_t l = 0; l < layers.size(); ++l)
+    if (t.stateful && layers[l].kind == AttentionKind::softmax)
+      fail_keys({"train.stateful", list_key},
+                "'train.stateful' is true but 'attention.kind' is softmax{}, which has no fixed-size state to carry "
+                "between steps (its memory would be a growing key/value cache); use attention.kind rfa_gate or rfa, "
+                "or set train.stateful=false",
+                which(l));
   if (!t.stateful && t.stateful_redraw != 0)
     fail_keys({"train.stateful_redraw", "train.stateful"},
               "'train.stateful_redraw' is {} but 'train.stateful' is false: the redraw period applies to stateful "
               "runs only; set train.stateful=true or leave train.stateful_redraw at 0",
               t.stateful_redraw);
-  if (t.stateful && config_positions(config.attention) == PositionKind::rope)
-    fail_keys({"train.stateful", "attention.positions"},
-              "'train.stateful' is true but 'attention.positions' resolves to rope: positions would grow without "
-              "bound across carried segments; set attention.positions=none (the RFA kinds' default)");
+  for (size_t l = 0; l < layers.size(); ++l)
+    if (t.stateful && config_positions(layers[l]) == PositionKind::rope)
+      fail_keys({"train.stateful", listed ? "attention.layers" : "attention.positions"},
+                "'train.stateful' is true but 'attention.positions' resolves to rope{}: positions would grow without "
+                "bound across carried segments; set attention.positions=none (the RFA kinds' default)",
+                which(l));
 
   const OptimConfig& o = config.optim;
   if (o.lr_min > o.lr)

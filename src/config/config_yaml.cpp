@@ -49,9 +49,20 @@ void assign_node(const ConfigKey& key, const YAML::Node& value, const std::strin
          "default), or delete the line to keep the default",
          where, key.path, leaf, fallback);
   }
-  if (!value.IsScalar())
+  std::string text;
+  if (value.IsSequence() && std::string_view(key.path) == "attention.layers") {
+    // A flow sequence of entries, [rfa_gate, softmax], is the list written as its text.
+    for (const YAML::Node& entry : value) {
+      if (!entry.IsScalar())
+        fail("{}'{}' lists entries of one line each (e.g. [3*rfa_gate, softmax]), got {}", where, key.path,
+             node_kind(entry));
+      text += (text.empty() ? "" : ", ") + entry.Scalar();
+    }
+  } else if (!value.IsScalar()) {
     fail("{}'{}' expects {}, got {}", where, key.path, config_key_expected(key), node_kind(value));
-  const std::string& text = value.Scalar();
+  } else {
+    text = value.Scalar();
+  }
   if (!config_key_set(key, text, config))
     fail("{}'{}' expects {}, got '{}'", where, key.path, config_key_expected(key), text);
 }

@@ -19,16 +19,27 @@ MemoryEstimate memory_estimate_decoder(const ModelSpec& s, const DecoderOptions&
   so.B = o.batch;
   so.max_positions = o.max_positions;
   so.window = o.window;
-  const AttentionDecodeMemory a = attention_decode_memory(s.attn, so, o.max_segment, threads);
+  // Each layer's state and constants; the largest layer's prefill scratch (one layer at a time).
+  double state = 0, random = 0, scratch = 0;
+  bool grows = false;
+  std::string state_name, keys;
+  for (const AttentionSpec& layer : s.attn) {
+    const AttentionDecodeMemory a = attention_decode_memory(layer, so, o.max_segment, threads);
+    state += a.state;
+    random += a.random;
+    scratch = std::max(scratch, a.scratch);
+    grows = grows || a.state_grows;
+    if (state_name.find(a.state_name) == std::string::npos) state_name += (state_name.empty() ? "" : " and ") + a.state_name;
+    if (!a.keys.empty() && keys.find(a.keys) == std::string::npos) keys += (keys.empty() ? "" : ", ") + a.keys;
+  }
   // bf16: the products' inputs (3 of (B, S, C) and (B, S, Hf)) as bf16, 2 bytes each.
   const double bf16 = o.precision == Precision::bf16 ? (3 * N * C + N * Hf) / 2 : 0;
-  const double elements = 8 * N * C + 2 * N + 3 * N * Hf + N * V + B * V + a.scratch + bf16;
+  const double elements = 8 * N * C + 2 * N + 3 * N * Hf + N * V + B * V + scratch + bf16;
   MemoryEstimate e;
-  e.add(a.state_name, L * a.state * kFloat, a.state_grows ? positions_keys : a.keys);
-  if (a.random > 0) e.add("random matrices of the decoding state", L * a.random * kFloat, a.keys);
-  if (s.attn.rope)
-    e.add("RoPE table of the decoded positions", attention_rope_table_bytes(s.attn, double(o.max_positions)),
-          positions_keys);
+  e.add(state_name, state * kFloat, grows ? positions_keys : keys);
+  if (random > 0) e.add("random matrices of the decoding state", random * kFloat, keys);
+  if (const double rope = attention_rope_tables_bytes(s.attn, double(o.max_positions)); rope > 0)
+    e.add("RoPE table of the decoded positions", rope, positions_keys);
   e.add("decoding activations", elements * kFloat + N * sizeof(int32_t), segment_keys);
   if (o.precision == Precision::bf16)  // the step's packed bf16 weight matrices (about their plain size)
     e.add("bf16 packed weights of the decoding step", 2 * (L * (4 * C * C + 3 * Hf * C) + V * C),

@@ -29,10 +29,8 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   so.B = B_;
   so.max_positions = o.max_positions;
   so.window = o.window;
-  const std::vector<AttentionSpec> layers(static_cast<size_t>(s.L), s.attn);
-  const int64_t random_per_layer = attention_random_size(s.attn);
-  for (int l = 0; l < s.L; ++l)
-    states_.emplace_back(layers[size_t(l)], model_.random_fixed() + l * random_per_layer, so);
+  const std::vector<AttentionSpec>& layers = s.attn;
+  for (int l = 0; l < s.L; ++l) states_.emplace_back(layers[size_t(l)], model_.random_fixed() + model_.random_offset(l), so);
   for (const AttentionSpec& a : layers)
     if (a.rope && o.max_positions <= 0)
       fail("decoder: a model with RoPE positions needs max_positions (prompt + tokens to generate) for its rotation "
@@ -328,10 +326,9 @@ void Decoder<T>::prefill_layers(const int32_t* tokens, int b0, int rows, int S) 
   ctx.state_row0 = b0;
   ctx.row_pos0 = pos_.data() + b0;
   ctx.pos0 = position(b0);
-  const int64_t random_per_layer = attention_random_size(s.attn);
   for (int l = 0; l < s.L; ++l) {
     ctx.attention = &cores_[static_cast<size_t>(l)];
-    ctx.random = model_.random_fixed() + l * random_per_layer;
+    ctx.random = model_.random_fixed() + model_.random_offset(l);
     ctx.state = &states_[static_cast<size_t>(l)];
     ctx.resid_pending = l > 0 ? a.resid_mid : nullptr;
     if (acts_bf16_.attn_norm) {

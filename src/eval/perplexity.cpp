@@ -97,7 +97,7 @@ PerplexityPlan perplexity_plan(const ModelSpec& s, int64_t tokens, const Perplex
   if (o.window < 0) fail("perplexity: window {} must be positive (0 = the training context)", o.window);
   p.decoder.precision = o.precision;
   p.context = s.model.context_length;
-  p.recurrent = !attention_state_grows(s.attn) && !o.sliding && o.window == 0;
+  p.recurrent = !s.attn_state_grows() && !o.sliding && o.window == 0;
   if (p.recurrent) {
     p.segment = static_cast<int>(std::min<int64_t>(o.segment, tokens - 1));
     p.decoder.max_segment = p.segment;

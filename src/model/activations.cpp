@@ -32,9 +32,9 @@ Activations<T>::Activations(const ModelSpec& s, int B_, int T_, Precision precis
     if (!name.empty()) tensors_.push_back({name, offset, std::move(shape)});
   };
   layers.resize(static_cast<size_t>(s.L));
-  const int64_t saved = attention_saved_size(s.attn, B, T_len);
   for (int l = 0; l < s.L; ++l) {
     BlockActs<T>& a = layers[static_cast<size_t>(l)];
+    const int64_t saved = attention_saved_size(s.attn[static_cast<size_t>(l)], B, T_len);
     std::string p = "layers." + std::to_string(l) + ".";
     take(&a.resid_in, p + "resid_in", {B, T_len, C});
     take(&a.attn_norm, p + "attn_norm", {B, T_len, C});
@@ -64,7 +64,8 @@ Activations<T>::Activations(const ModelSpec& s, int B_, int T_, Precision precis
   take(&g.dact, "", {N, Hf});
   take(&g.dlogits, "", {N, V});
   take(&g.dlosses, "", {N});
-  attn_scratch_size_ = attention_scratch_size(s.attn, B, T_len, thread_count());
+  for (const AttentionSpec& a : s.attn)  // one layer's attention at a time: the largest layer's
+    attn_scratch_size_ = std::max(attn_scratch_size_, attention_scratch_size(a, B, T_len, thread_count()));
   take(&g.attn_scratch, "", {attn_scratch_size_});
   // bf16 copies: n uint16 in ceil(n / 2) floats (not dumped: they repeat the float tensors).
   struct HalfSlot {

@@ -121,7 +121,7 @@ void block_backward(const BlockContext<T>& ctx, const BlockWeights<T>& w, const 
   attention_backward(*ctx.attention, w.attn, dw.attn, ag, g.dattn_out, a.attn_out, attention_inputs(a),
                      attention_call(ctx, a));
   const MatOperand<T> n{a.attn_norm, h.attn_norm};
-  linear_grads<T>(g.dnorm, attention_reads_n(s.attn) ? add : set, dw.wq, mw, mat_operand_bf16(g.dq, dh, N * C), n,
+  linear_grads<T>(g.dnorm, attention_reads_n(ctx.attention->spec()) ? add : set, dw.wq, mw, mat_operand_bf16(g.dq, dh, N * C), n,
                   {w.wq, wh.wq}, N, C, C);
   linear_grads<T>(g.dnorm, add, dw.wk, mw, mat_operand_bf16(g.dk, dh, N * C), n, {w.wk, wh.wk}, N, C, C);
   linear_grads<T>(g.dnorm, add, dw.wv, mw, mat_operand_bf16(g.dv, dh, N * C), n, {w.wv, wh.wv}, N, C, C);

@@ -6,11 +6,12 @@
 // Memory: one arena holds the parameters and the gradients (same layout, see
 // tensor/param_table.h): [params (P) | grads (P)], and in a bf16 run the bf16
 // copies of the weight matrices at the same offsets as a (P) uint16 array. RFA's random matrices are not
-// parameters: `random_fixed` (L, H, D, Dh) is the evaluation/decoding set, drawn
+// parameters: `random_fixed` (each layer's (H, D, Dh)) is the evaluation/decoding set, drawn
 // once at init with step = kFixedRandomStep and stored with the model;
 // `random_step` holds the per-training-step draw.
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "attention/attention_core.h"
 #include "model/mixed_product.h"
@@ -34,10 +35,11 @@ class Model {
 
   ModelSpec spec;
   ParamTable table;
-  AttentionCore attention;   // the attention of training and evaluation: RoPE for context_length positions
+  std::vector<AttentionCore> attention;  // (L) each layer's, for training and evaluation: RoPE for
+                                         // context_length positions
   ModelWeights<T> w;         // views of params()
   ModelWeights<T> g;         // views of grads(), same offsets
-  int64_t random_size = 0;   // L * H * D * Dh (0 when the attention draws none)
+  int64_t random_size = 0;   // the layers' random matrices together (0 when no layer draws any)
   Precision precision = Precision::fp32;
   ModelWeightsBf16 wh;       // views of the bf16 copies (bf16 only; null pointers in fp32)
 
@@ -46,9 +48,11 @@ class Model {
   const T* params() const { return arena_.data(); }
   const T* grads() const { return arena_.data() + table.size(); }
   int64_t param_size() const { return table.size(); }         // P (flat, with padding)
-  T* random_fixed() { return random_.data(); }                  // (L, H, D, Dh)
-  T* random_step() { return random_.data() + random_size; }     // (L, H, D, Dh)
-  int64_t random_per_layer() const { return random_size / spec.L; }  // H * D * Dh
+  T* random_fixed() { return random_.data(); }                  // every layer's, one after another
+  T* random_step() { return random_.data() + random_size; }     // the same layout
+  // Where layer l's random matrices start in random_fixed() or random_step() (attention_random_size
+  // of its spec; model_random_offsets).
+  int64_t random_offset(int l) const { return random_offsets_[static_cast<size_t>(l)]; }
   uint16_t* bf16_params();  // (P) the bf16 copies at the parameters' offsets; null in fp32
   void zero_grad();
   // bf16: rewrites the bf16 copy of every weight matrix from params() (round to
@@ -60,8 +64,12 @@ class Model {
  private:
   Arena<T> arena_;    // (2P) then, in bf16, the copies: P uint16 at the parameters' offsets
   int64_t bf16_size_ = 0;  // P in bf16, else 0
-  Arena<T> random_;   // (2, L, H, D, Dh)
+  Arena<T> random_;   // (2, random_size)
+  std::vector<int64_t> random_offsets_;  // (L + 1)
 };
+
+// (L + 1) offsets of each layer's random matrices in one array of all of them; the last is the total.
+std::vector<int64_t> model_random_offsets(const ModelSpec& spec);
 
 // Each tensor as its table entry's ParamInit says (model_params.h): normal(0,
 // init_std * scale) from its own stream CounterRng(seed, 0x1417, tensor index),
@@ -69,10 +77,10 @@ class Model {
 template <typename T>
 void model_init(Model<T>& model, uint64_t seed);
 
-// The attention's random matrices for every (layer, head) at `step`: out[l, h] is
-// the draw keyed by (seed, step, l, h); nothing when the attention draws none.
-// No allocation (float path); cheap vs a step.
+// The attention's random matrices for every (layer, head) at `step`: layer l's at
+// model_random_offsets(spec)[l], head h the draw keyed by (seed, step, l, h); nothing for a
+// layer whose attention draws none. No allocation (float path); cheap vs a step.
 template <typename T>
-void model_draw_random(const ModelSpec& spec, uint64_t seed, uint64_t step, T* out);  // (L, H, D, Dh)
+void model_draw_random(const ModelSpec& spec, uint64_t seed, uint64_t step, T* out);
 
 }  // namespace rfa

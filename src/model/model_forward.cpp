@@ -14,8 +14,8 @@ template <typename T>
 BlockContext<T> block_context(Model<T>& m, Activations<T>& a, const T* random, int l) {
   BlockContext<T> ctx;
   ctx.spec = &m.spec;
-  ctx.attention = &m.attention;
-  ctx.random = random ? random + l * m.random_per_layer() : nullptr;
+  ctx.attention = &m.attention[static_cast<size_t>(l)];
+  ctx.random = random ? random + m.random_offset(l) : nullptr;
   ctx.attn_scratch = Workspace<T>{a.grad.attn_scratch, static_cast<size_t>(a.attn_scratch_size())};
   ctx.B = a.B;
   ctx.T_len = a.T_len;
@@ -60,12 +60,13 @@ double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, cons
   embedding_forward(a.layers[0].resid_in, inputs, m.w.tok_embedding, N, s.C);
   // Each block leaves its output without x_mid; the next norm pass adds it (block.h).
   const T* pending = nullptr;  // (B, T, C)
+  int64_t carry_layer = 0;     // where layer l's carried state starts: the layers before it, one after another
   for (int l = 0; l < s.L; ++l) {
     BlockContext<T> ctx = block_context(m, a, random, l);
     ctx.resid_pending = pending;
-    const int64_t carry_layer = attention_carry_size(s.attn, a.B) * l;
     if (carry.in) ctx.carry_in = carry.in + carry_layer;
     if (carry.out) ctx.carry_out = carry.out + carry_layer;
+    carry_layer += attention_carry_size(s.attn[static_cast<size_t>(l)], a.B);
     block_forward(ctx, m.w.layers[static_cast<size_t>(l)], a.layers[static_cast<size_t>(l)], block_output(a, l));
     pending = a.layers[static_cast<size_t>(l)].resid_mid;
   }

@@ -9,8 +9,8 @@
 
 namespace rfa {
 
-// Stateful training: every layer's state carried between segments, each (L, B, H, F, Dh+1)
-// (attention_carry_size per layer), or null. `in` null = empty states; `out` may alias `in`.
+// Stateful training: every layer's state carried between segments, layer after layer, each
+// (B, its carry shape) (attention_carry_size; RFA kinds (B, H, F, Dh+1)), or null. `in` null = empty states; `out` may alias `in`.
 // pos0: the position of every row's first token in its carried text (the time discount's t,
 // attention.time_discount): tokens since the rows' states were last empty.
 template <typename T>
@@ -20,7 +20,7 @@ struct ModelCarry {
   int64_t pos0 = 0;
 };
 
-// Runs the forward. `random` is the (L, H, D, Dh) set of RFA random matrices to
+// Runs the forward. `random` is the set of every layer's random matrices to
 // use (model.random_step() in training, model.random_fixed() in evaluation;
 // ignored for softmax). With targets (B, T) (negative = ignored) it computes
 // the cross-entropy and returns the mean loss over the non-ignored targets;

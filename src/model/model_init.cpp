@@ -13,8 +13,9 @@ namespace rfa {
 template <typename T>
 Model<T>::Model(const ModelSpec& s, Precision p) : spec(s), table(model_param_table(s)), precision(p) {
   RFA_ASSERT(precision == Precision::fp32 || (std::is_same_v<T, float>), "bf16 copies exist for float models only");
-  attention = AttentionCore(spec.attn, spec.model.context_length);
-  random_size = int64_t(spec.L) * attention_random_size(spec.attn);
+  attention = attention_cores_make(spec.attn, spec.model.context_length);
+  random_offsets_ = model_random_offsets(spec);
+  random_size = random_offsets_.back();
   bf16_size_ = precision == Precision::bf16 ? table.size() : 0;
   // P uint16 take P / 2 elements of T (P is a multiple of 16: every tensor is 64-byte aligned).
   const int64_t bf16_elements = bf16_size_ * int64_t(sizeof(uint16_t)) / int64_t(sizeof(T));
@@ -55,13 +56,23 @@ void Model<T>::zero_grad() {
   fill_zero(grads(), table.size());
 }
 
+std::vector<int64_t> model_random_offsets(const ModelSpec& s) {
+  std::vector<int64_t> offsets = {0};
+  for (const AttentionSpec& a : s.attn) offsets.push_back(offsets.back() + attention_random_size(a));
+  return offsets;
+}
+
 template <typename T>
 void model_draw_random(const ModelSpec& s, uint64_t seed, uint64_t step, T* out) {
-  const int64_t per_layer = attention_random_size(s.attn);
-  if (per_layer == 0) return;
-  // Layers are independent streams: draw them in parallel (no gemm inside).
+  // Layers are independent streams: draw them in parallel (no gemm inside). The offsets are
+  // computed per layer, not looked up: this runs every step and must not allocate.
+  int64_t total = 0;
+  for (const AttentionSpec& a : s.attn) total += attention_random_size(a);
+  if (total == 0) return;
   parallel_for(s.L, [&](int64_t l) {
-    attention_random_draw(s.attn, seed, step, static_cast<int>(l), out + l * per_layer);
+    int64_t offset = 0;
+    for (int64_t k = 0; k < l; ++k) offset += attention_random_size(s.attn[static_cast<size_t>(k)]);
+    attention_random_draw(s.attn[static_cast<size_t>(l)], seed, step, static_cast<int>(l), out + offset);
   });
 }
 

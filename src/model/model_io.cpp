@@ -7,9 +7,7 @@ namespace {
 
 std::string random_name(int l) { return "layers." + std::to_string(l) + ".attn.random"; }
 
-std::vector<int64_t> random_shape(const ModelSpec& s) { return attention_random_shape(s.attn); }
-
-int64_t random_per_layer(const ModelSpec& s) { return attention_random_size(s.attn); }
+const AttentionSpec& layer_attn(const ModelSpec& s, int l) { return s.attn[static_cast<size_t>(l)]; }
 
 const Tensor& require(const SafetensorsFile& file, const std::string& name) {
   const Tensor* t = file.find(name);
@@ -22,9 +20,10 @@ const Tensor& require(const SafetensorsFile& file, const std::string& name) {
 std::vector<TensorRef> model_tensor_refs(Model<float>& m) {
   std::vector<TensorRef> refs;
   for (const ParamEntry& e : m.table.entries()) refs.push_back({e.name, DType::F32, e.shape, m.params() + e.offset});
-  if (random_per_layer(m.spec) > 0)
-    for (int l = 0; l < m.spec.L; ++l)
-      refs.push_back({random_name(l), DType::F32, random_shape(m.spec), m.random_fixed() + l * random_per_layer(m.spec)});
+  for (int l = 0; l < m.spec.L; ++l)  // the layers whose attention draws random matrices
+    if (attention_random_size(layer_attn(m.spec, l)) > 0)
+      refs.push_back({random_name(l), DType::F32, attention_random_shape(layer_attn(m.spec, l)),
+                      m.random_fixed() + m.random_offset(l)});
   return refs;
 }
 
@@ -32,8 +31,9 @@ std::vector<TensorSpec> model_tensor_specs(const ModelSpec& spec) {
   std::vector<TensorSpec> specs;
   const ParamTable t = model_param_table(spec);  // named: a loop over a temporary's entries() would dangle
   for (const ParamEntry& e : t.entries()) specs.push_back({e.name, DType::F32, e.shape});
-  if (random_per_layer(spec) > 0)
-    for (int l = 0; l < spec.L; ++l) specs.push_back({random_name(l), DType::F32, random_shape(spec)});
+  for (int l = 0; l < spec.L; ++l)
+    if (attention_random_size(layer_attn(spec, l)) > 0)
+      specs.push_back({random_name(l), DType::F32, attention_random_shape(layer_attn(spec, l))});
   return specs;
 }
 
@@ -54,10 +54,9 @@ std::vector<TensorSpec> optimizer_tensor_specs(const ModelSpec& spec) {
 
 void model_tensors_load(Model<float>& m, const SafetensorsFile& file) {
   for (const ParamEntry& e : m.table.entries()) tensor_copy_to(require(file, e.name), m.params() + e.offset, e.numel);
-  if (random_per_layer(m.spec) > 0)
-    for (int l = 0; l < m.spec.L; ++l)
-      tensor_copy_to(require(file, random_name(l)), m.random_fixed() + l * random_per_layer(m.spec),
-                     random_per_layer(m.spec));
+  for (int l = 0; l < m.spec.L; ++l)
+    if (const int64_t n = attention_random_size(layer_attn(m.spec, l)); n > 0)
+      tensor_copy_to(require(file, random_name(l)), m.random_fixed() + m.random_offset(l), n);
 }
 
 void optimizer_tensors_load(const Model<float>& m, const SafetensorsFile& file, float* adam_m, float* adam_v) {

@@ -1,7 +1,7 @@
 #pragma once
 // The model's tensors as the checkpoint library sees them: every parameter by
-// its table name, plus each RFA layer's fixed evaluation random matrices as
-// "layers.{l}.attn.random" (H, D, Dh). The optimizer file holds AdamW's
+// its table name, plus the fixed evaluation random matrices of each layer whose attention
+// draws some as "layers.{l}.attn.random" (RFA kinds: (H, D, Dh)). The optimizer file holds AdamW's
 // moments as "{name}.adam_m" / "{name}.adam_v" with the parameter's shape.
 // Refs borrow the model's memory: keep the model alive while writing.
 #include <string>

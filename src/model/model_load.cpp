@@ -89,7 +89,7 @@ LoadedModel model_load_from(const std::string& dir, Precision precision) {
   model_tensors_load(*out.model, ck.model);
   out.model->bf16_refresh();  // bf16: the copies of the loaded weights
   log_info("load", "{}: {} model, {} layers, width {}, vocab {}, step {}, {} products", dir,
-           enum_name(spec.attention.kind), spec.L, spec.C, spec.V, out.step, enum_name(precision));
+           model_spec_attention_text(spec), spec.L, spec.C, spec.V, out.step, enum_name(precision));
   return out;
 }
 

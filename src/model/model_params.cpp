@@ -15,7 +15,6 @@ std::string layer_name(int l, const char* what) { return "layers." + std::to_str
 ParamTable model_param_table(const ModelSpec& s) {
   const ParamInit one = ParamInit::constant(1.0), normal = ParamInit::normal(1.0),
                   residual = ParamInit::normal(1.0 / std::sqrt(2.0 * s.L));  // wo, w2
-  const std::vector<AttentionParam> attn = attention_params(s.attn);
   const bool gemm = true;  // grad_by_gemm: the weight matrices' gradients come whole from one gemm
   ParamTable t;
   // Tied, the embedding's gradient starts as lm_head's gemm (the scatter-add follows).
@@ -24,7 +23,8 @@ ParamTable model_param_table(const ModelSpec& s) {
     t.add(layer_name(l, "attn_norm"), {s.C}, false, one);
     for (const char* w : {"attn.wq", "attn.wk", "attn.wv"}) t.add(layer_name(l, w), {s.C, s.C}, true, normal, gemm);
     t.add(layer_name(l, "attn.wo"), {s.C, s.C}, true, residual, gemm);
-    for (const AttentionParam& p : attn) t.add(layer_name(l, "attn.") + p.name, p.shape, p.decay, p.init);
+    for (const AttentionParam& p : attention_params(s.attn[static_cast<size_t>(l)]))
+      t.add(layer_name(l, "attn.") + p.name, p.shape, p.decay, p.init);
     t.add(layer_name(l, "ffn_norm"), {s.C}, false, one);
     t.add(layer_name(l, "ffn.w13"), {2 * int64_t(s.Hf), s.C}, true, normal, gemm);
     t.add(layer_name(l, "ffn.w2"), {s.Hf, s.C}, true, residual, gemm);  // input-major: see model_params.h
@@ -47,7 +47,7 @@ ModelWeights<T> model_weights_view(const ModelSpec& s, const ParamTable& t, T* b
     b.wk = at(layer_name(l, "attn.wk"));
     b.wv = at(layer_name(l, "attn.wv"));
     b.wo = at(layer_name(l, "attn.wo"));
-    b.attn = attention_weights_view(s.attn, t, layer_name(l, "attn."), base);
+    b.attn = attention_weights_view(s.attn[static_cast<size_t>(l)], t, layer_name(l, "attn."), base);
     b.ffn_norm = at(layer_name(l, "ffn_norm"));
     b.w13 = at(layer_name(l, "ffn.w13"));
     b.w2 = at(layer_name(l, "ffn.w2"));

@@ -10,8 +10,8 @@
 namespace rfa {
 
 // Names: tok_embedding (V,C); layers.{l}.attn_norm (C); layers.{l}.attn.wq|wk|wv|wo (C,C);
-// the attention's own tensors layers.{l}.attn.* (attention_params: RFA sigma (H,Dh); RFA-Gate
-// also gate_w (H,C), gate_b (H)); layers.{l}.ffn_norm (C); layers.{l}.ffn.w13 (2Hf,C) rows
+// the attention's own tensors layers.{l}.attn.* (attention_params of layer l's spec: RFA sigma
+// (H,Dh); RFA-Gate also gate_w (H,C), gate_b (H)); layers.{l}.ffn_norm (C); layers.{l}.ffn.w13 (2Hf,C) rows
 // [W1|W3]; layers.{l}.ffn.w2 (Hf,C) input-major (x_out += act · w2: sgemm runs ~15-25% faster
 // on K = Hf without the transpose); final_norm (C); lm_head (V,C) only when untied.
 // Decay: exactly the rank-2 tensors. Init (ParamInit): norms 1; matrices normal(0, init_std),

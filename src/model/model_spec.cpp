@@ -1,5 +1,8 @@
 #include "model/model_spec.h"
 
+#include "attention/attention_core.h"
+#include "config/config_enums.h"
+#include "config/config_layers.h"
 #include "core/error.h"
 
 namespace rfa {
@@ -21,10 +24,37 @@ ModelSpec model_spec_make(const ModelConfig& model, const AttentionConfig& atten
   s.H = model.n_heads;
   s.Dh = config_head_size(model);
   s.Hf = config_ffn_hidden(model);
-  s.attn = attention_spec_make(attention, s.H, s.Dh);
-  if (s.attn.rope && s.Dh % 2 != 0)
-    fail("rope needs an even head size; d_model {} / n_heads {} = {}", s.C, s.H, s.Dh);
+  for (const AttentionConfig& layer : config_attention_layers(attention, s.L)) {
+    s.attn.push_back(attention_spec_make(layer, s.H, s.Dh));
+    if (s.attn.back().rope && s.Dh % 2 != 0)
+      fail("rope needs an even head size; d_model {} / n_heads {} = {}", s.C, s.H, s.Dh);
+  }
   return s;
+}
+
+bool ModelSpec::attn_uniform() const {
+  for (const AttentionSpec& a : attn)
+    if (!(a == attn[0])) return false;
+  return true;
+}
+
+bool ModelSpec::attn_state_grows() const {
+  for (const AttentionSpec& a : attn)
+    if (attention_state_grows(a)) return true;
+  return false;
+}
+
+std::string model_spec_attention_text(const ModelSpec& s) {
+  std::string out;
+  for (size_t l = 0; l < s.attn.size();) {
+    size_t run = 1;  // layers of the same kind in a row
+    while (l + run < s.attn.size() && s.attn[l + run].kind == s.attn[l].kind) ++run;
+    if (run == s.attn.size()) return enum_name(s.attn[l].kind);
+    out += fmt::format("{}{}{}", out.empty() ? "" : ", ", enum_name(s.attn[l].kind),
+                       run > 1 ? fmt::format(" x{}", run) : std::string());
+    l += run;
+  }
+  return out;
 }
 
 }  // namespace rfa

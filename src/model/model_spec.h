@@ -3,6 +3,7 @@
 // width and positions resolved). Built once from the typed config; model code
 // reads these ints instead of the option tree.
 #include <string>
+#include <vector>
 
 #include "attention/attention_spec.h"
 #include "config/config.h"
@@ -12,11 +13,19 @@ namespace rfa {
 struct ModelSpec {
   ModelConfig model;          // vocab_size > 0 here
   AttentionConfig attention;  // the options as given (dumped and saved with checkpoints)
-  AttentionSpec attn;         // resolved once from them: what every attention call reads
+  std::vector<AttentionSpec> attn;  // (L) each layer's, resolved once from them (attention.layers):
+                                    // what every attention call of that layer reads
   int V = 0, C = 0, L = 0, H = 0, Dh = 0, Hf = 0;
+  // Every layer's attention alike (no attention.layers, or a list of equal entries).
+  bool attn_uniform() const;
+  // Any layer's attention's decoding state grows with the text (a KV cache).
+  bool attn_state_grows() const;
 };
 
 // Throws Error naming the offending option and the fix (e.g. d_model % n_heads != 0).
 ModelSpec model_spec_make(const ModelConfig& model, const AttentionConfig& attention);
+
+// "rfa_gate" when every layer has that kind; else the layers in order, "rfa_gate x3, softmax": for logs.
+std::string model_spec_attention_text(const ModelSpec& spec);
 
 }  // namespace rfa

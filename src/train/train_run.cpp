@@ -190,7 +190,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   if (streams) stream_checkpoint.emplace(session, *streams);
   StreamCheckpoint* const stream_ck = stream_checkpoint ? &*stream_checkpoint : nullptr;
   log_info("train", "{} attention, L={} C={} H={} T={} V={}: {} parameters; batch {}x{}x{} = {} tokens/step, {} threads",
-           enum_name(spec.attention.kind), spec.L, spec.C, spec.H, spec.model.context_length, spec.V,
+           model_spec_attention_text(spec), spec.L, spec.C, spec.H, spec.model.context_length, spec.V,
            session.model().table.count(), tc.batch_size, tc.grad_accum, spec.model.context_length,
            int64_t(tc.batch_size) * tc.grad_accum * spec.model.context_length, thread_count());
   if (tc.precision == Precision::bf16)

@@ -49,8 +49,10 @@ TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
       mask_(mask_from_table(model_.table)),
       batch_(config.train.batch_size, spec.model.context_length) {
   if (config.train.stateful) {
-    RFA_ASSERT(attention_carry_size(spec.attn, 1) > 0, "train.stateful needs an RFA kind (config_validate)");
-    carry_slot_ = int64_t(spec.L) * attention_carry_size(spec.attn, config.train.batch_size);
+    for (const AttentionSpec& a : spec.attn) {  // every layer's state, one after another
+      RFA_ASSERT(attention_carry_size(a, 1) > 0, "train.stateful needs an RFA kind in every layer (config_validate)");
+      carry_slot_ += attention_carry_size(a, config.train.batch_size);
+    }
     carry_ = Arena<float>(2 * config.train.grad_accum * carry_slot_);
     carry_in_ = carry_.data();
     carry_out_ = carry_.data() + config.train.grad_accum * carry_slot_;

@@ -104,7 +104,7 @@ class TrainSession {
   // train.stateful: (2, grad_accum, L, B, H, F, Dh+1): the entering states and the step's
   // final states, swapped when a step completes.
   Arena<float> carry_;
-  int64_t carry_slot_ = 0;  // L * attention_carry_size(B)
+  int64_t carry_slot_ = 0;  // every layer's attention_carry_size(B)
   float* carry_in_ = nullptr;
   float* carry_out_ = nullptr;
   // evaluate()'s decoder (B = 1) and the plan it was built for; rebuilt only when the plan changes.

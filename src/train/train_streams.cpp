@@ -29,8 +29,12 @@ StreamCheckpoint::StreamCheckpoint(TrainSession& session, const StreamSampler& s
   const int A = streams.micro_batches(), B = streams.batch_size();
   RFA_ASSERT(slot_ > 0 && A == session.config().train.grad_accum * dist_size(),
              "stream checkpoint: carry slot {}, {} micro-batches", slot_, A);
-  shape_ = {A, s.L, B};
-  for (int64_t d : attention_carry_shape(s.attn)) shape_.push_back(d);  // (H, F, Dh+1) per row
+  // Layers alike: (A, L, B, carry shape); else every layer's (B, carry shape) one after another, flat.
+  shape_ = {A, slot_};
+  if (s.attn_uniform()) {
+    shape_ = {A, s.L, B};
+    for (int64_t d : attention_carry_shape(s.attn[0])) shape_.push_back(d);  // RFA kinds (H, F, Dh+1)
+  }
   state_ = Arena<float>(int64_t(A) * slot_);
   offsets_ = Arena<int64_t>(int64_t(A) * B);
 }

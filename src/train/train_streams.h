@@ -3,7 +3,8 @@
 // stream.safetensors holds, over the A = ranks x grad_accum global micro-batches
 // (batch_global_micro order, so a resume may split A differently over ranks):
 //   "stream.offsets" I64 (A, B): the split index where each stream's next window starts
-//   "stream.state"   F32 (A, L, B, H, F, Dh+1): the states each row enters the next step with
+//   "stream.state"   F32 (A, L, B, H, F, Dh+1): the states each row enters the next step with (a
+//                    model whose layers differ: (A, slot), every layer's (B, carry shape) in turn)
 // The offsets are a function of the step (data/stream_sampler.h); saving them lets a
 // resume prove that the token data still cuts into the same streams.
 #include <cstdint>
@@ -41,7 +42,7 @@ class StreamCheckpoint {
   TrainSession& session_;
   const StreamSampler& streams_;
   int64_t slot_ = 0;           // L * B * H * F * (Dh+1)
-  std::vector<int64_t> shape_;  // (A, L, B, H, F, Dh+1)
+  std::vector<int64_t> shape_;  // (A, L, B, H, F, Dh+1), or (A, slot)
   Arena<float> state_;          // (A, slot)
   Arena<int64_t> offsets_;      // (A, B)
 };

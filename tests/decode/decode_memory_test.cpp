@@ -38,7 +38,7 @@ TEST_CASE("decode memory: the RFA state and the KV cache equal what the decoder 
       // The per-row tensors and the step's scratch (RFA: S and the feature maps' rows; softmax:
       // keys, values and the score row (B, H, slots)).
       const double reserved = double(dec.state_reserved_bytes());
-      if (!attention_state_grows(model.spec.attn)) {
+      if (!model.spec.attn_state_grows()) {
         CHECK(part_bytes(e, "RFA state") == reserved);
       } else {
         const int slots = window > 0 ? window : 40;

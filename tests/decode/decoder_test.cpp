@@ -14,6 +14,7 @@
 #include "model/activations.h"
 #include "model/model.h"
 #include "model/model_forward.h"
+#include "support/attention_variants.h"
 #include "support/gradcheck.h"
 #include "support/tiny_model.h"
 
@@ -211,12 +212,29 @@ TEST_CASE("decoder equals the full forward: rfa_gate with the feature gate, and 
     }
 }
 
+// Each layer decodes with its own kind and state (attention.layers), and a prefill, a step and
+// a prefill in segments still give the full forward's logits at every position.
+TEST_CASE("decoder equals the full forward: models whose layers differ") {
+  for (const test::AttentionVariant& v : test::attention_variants()) {
+    if (!v.mixed) continue;
+    CAPTURE(v.name);
+    Config c = test::tiny_config(AttentionKind::rfa_gate, {.vocab = kV, .context = kT, .n_layers = 3,
+                                                          .num_features = 5, .chunk_size = 4, .init_std = 0.3});
+    c.attention.gate_bias_init = 0.5;
+    v.apply(c);
+    const ModelSpec spec = test::tiny_spec(c);
+    REQUIRE(!spec.attn_uniform());
+    check_kind<double>(spec, 1e-10, 1e-12);
+    check_kind<float>(spec, 5e-4, 5e-5);
+  }
+}
+
 // The attention rotates q and k itself, in every path; its RoPE table bounds the positions.
 TEST_CASE("decoder equals the full forward: rfa and rfa_gate with rope") {
   for (AttentionKind kind : {AttentionKind::rfa, AttentionKind::rfa_gate}) {
     INFO(enum_name(kind));
     const ModelSpec spec = small_spec(kind, FeatureMapKind::gaussian, PositionKind::rope);
-    REQUIRE(spec.attn.rope);
+    REQUIRE(spec.attn[0].rope);
     check_kind<double>(spec, 1e-10, 1e-12);
     check_kind<float>(spec, 5e-4, 5e-5);
     // Not vacuous: the same weights without rope give other logits.

@@ -79,7 +79,7 @@ TEST_CASE("perplexity: rfa and rfa_gate with rope, one pass equals one forward")
     Config c = test::tiny_config(kind, {.vocab = kV, .context = 64, .num_features = 6, .chunk_size = 8, .init_std = 0.3});
     c.attention.positions = PositionKind::rope;
     Model<float> model(test::tiny_spec(c));
-    REQUIRE(model.spec.attn.rope);
+    REQUIRE(model.spec.attn[0].rope);
     model_init(model, 4);
     const std::vector<int32_t> x = text(N);
     const std::vector<float> logits = forward_logits(model, x, 0, N - 1);

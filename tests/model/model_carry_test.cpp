@@ -46,7 +46,7 @@ void check_two_segments_equal_one_pass(const ModelSpec& spec) {
       std::copy_n(all_in.begin() + b * T, T1, in1.begin() + b * T1);
       std::copy_n(all_in.begin() + b * T + T1, T2, in2.begin() + b * T2);
     }
-    const int64_t slot = L * attention_carry_size(spec.attn, B);
+    const int64_t slot = L * attention_carry_size(spec.attn[0], B);
     REQUIRE(slot > 0);
     std::vector<double> state_mid(slot), state_end(slot), state_all(slot);
     Activations<double> a_all(spec, B, T), a1(spec, B, T1), a2(spec, B, T2);
@@ -113,7 +113,7 @@ TEST_CASE("model carry: the time discount makes the second segment's position ma
   std::vector<int32_t> in1(T1), in2(T2);
   for (int i = 0; i < T1; ++i) in1[i] = (i * 5 + 1) % spec.V;
   for (int i = 0; i < T2; ++i) in2[i] = (i * 3 + 2) % spec.V;
-  std::vector<double> mid(spec.L * attention_carry_size(spec.attn, B));
+  std::vector<double> mid(spec.L * attention_carry_size(spec.attn[0], B));
   Activations<double> a1(spec, B, T1), at0(spec, B, T2), atT1(spec, B, T2);
   model_forward(model, a1, in1.data(), nullptr, model.random_fixed(), {nullptr, mid.data()});
   model_forward(model, at0, in2.data(), nullptr, model.random_fixed(), {mid.data(), nullptr, 0});

@@ -71,7 +71,7 @@ TEST_CASE("model_load: run dir, checkpoints root and checkpoint dir give the sav
     CHECK(m.step == 7);
     CHECK(m.checkpoint_dir.find("step-000007") != std::string::npos);
     CHECK(m.config.model.vocab_size == m.tokenizer->vocab_size());
-    CHECK(m.model->spec.attn.rfa.gated);
+    CHECK(m.model->spec.attn[0].rfa.gated);
     REQUIRE(m.model->param_size() == static_cast<int64_t>(saved.params.size()));
     CHECK(std::memcmp(m.model->params(), saved.params.data(), saved.params.size() * sizeof(float)) == 0);
     CHECK(std::memcmp(m.model->random_fixed(), saved.random.data(), saved.random.size() * sizeof(float)) == 0);

@@ -14,6 +14,22 @@ inline Config train_config(AttentionKind kind, int vocab) {
   return tiny_config(kind, {.vocab = vocab, .context = 16, .d_model = 32, .num_features = 8, .chunk_size = 8});
 }
 
+// The resume tests' run: train_config with a char tokenizer of 300 (the smallest vocabulary
+// allowed; the tokens are drawn below 16), 3 rows x 2 micro-batches, 10 steps at lr 1e-2.
+inline Config resume_config(AttentionKind kind) {
+  Config c = train_config(kind, 300);
+  c.tokenizer.kind = TokenizerKind::character;
+  c.tokenizer.vocab_size = 300;
+  c.train.batch_size = 3;
+  c.train.grad_accum = 2;
+  c.train.steps = 10;
+  c.train.seed = 21;
+  c.optim.lr = 1e-2;
+  c.optim.warmup_steps = 3;
+  c.checkpoint.keep_last = 5;
+  return c;
+}
+
 // n tokens drawn uniformly below 16.
 inline std::vector<uint16_t> random_tokens(int64_t n, uint64_t seed) {
   CounterRng rng(seed);

@@ -30,20 +30,7 @@ namespace {
 using test::random_tokens;
 using test::split_of;
 
-Config tiny_config(AttentionKind kind) {
-  // Tokens are drawn below 16; 300 is the smallest tokenizer.vocab_size allowed.
-  Config c = test::train_config(kind, 300);
-  c.tokenizer.kind = TokenizerKind::character;
-  c.tokenizer.vocab_size = 300;
-  c.train.batch_size = 3;
-  c.train.grad_accum = 2;
-  c.train.steps = 10;
-  c.train.seed = 21;
-  c.optim.lr = 1e-2;
-  c.optim.warmup_steps = 3;
-  c.checkpoint.keep_last = 5;
-  return c;
-}
+Config tiny_config(AttentionKind kind) { return test::resume_config(kind); }
 
 bool same(const float* a, const float* b, int64_t n) { return std::equal(a, a + n, b); }
 

@@ -60,7 +60,7 @@ std::vector<float> final_states(const Config& c, const std::vector<float>& param
   Activations<float> acts(spec, c.train.batch_size, c.model.context_length);
   TokenBatch batch(c.train.batch_size, c.model.context_length);
   streams.sample(step, micro, batch);
-  std::vector<float> out(size_t(spec.L) * attention_carry_size(spec.attn, c.train.batch_size));
+  std::vector<float> out(size_t(spec.L) * attention_carry_size(spec.attn[0], c.train.batch_size));
   model_forward(model, acts, batch.inputs.data(), batch.targets.data(), random, {entering, out.data(), pos0});
   return out;
 }
@@ -75,7 +75,7 @@ TEST_CASE("stateful: step s+1 enters with the states step s left, under the fixe
   const StreamSampler streams(split, c.train.batch_size, c.model.context_length, c.train.grad_accum);
   TrainSession session(c, spec);
   const int64_t slot = session.carry_slot(), P = session.model().param_size();
-  REQUIRE(slot == spec.L * attention_carry_size(spec.attn, c.train.batch_size));
+  REQUIRE(slot == spec.L * attention_carry_size(spec.attn[0], c.train.batch_size));
   for (int64_t step = 0; step < 4; ++step) {
     CAPTURE(step);
     const std::vector<float> params(session.model().params(), session.model().params() + P);

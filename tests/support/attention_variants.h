@@ -1,0 +1,118 @@
+#pragma once
+// Every attention kind and option the model-level tests walk, in one list: the kinds, both
+// gates, both feature maps, the time discount, RoPE on an RFA kind, and models whose layers
+// differ (attention.layers). A test loops over attention_variants() (or a filtered part of
+// it) instead of a hand-written list of kinds, so a new kind or option added here reaches
+// causality, gradient, decoding, resume, memory and no-allocation tests alike
+// (docs/attention-kinds.md, step 3).
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace rfa::test {
+
+struct AttentionVariant {
+  const char* name;
+  void (*apply)(Config&);  // sets attention.* (and attention.layers from model.n_layers) on a config
+  bool grows = false;      // some layer's decoding state grows (softmax): no stateful training, no --save-state
+  bool draws = true;       // some layer draws random matrices (an RFA kind)
+  bool mixed = false;      // the layers differ
+  bool rope = false;       // some layer rotates by position (no stateful training)
+};
+
+namespace variant_detail {
+
+// "a, b, a, b, ...": n entries alternating two.
+inline std::string alternate(const char* a, const char* b, int n) {
+  std::string out;
+  for (int l = 0; l < n; ++l) out += std::string(l ? ", " : "") + (l % 2 ? b : a);
+  return out;
+}
+
+}  // namespace variant_detail
+
+inline const std::vector<AttentionVariant>& attention_variants() {
+  using namespace variant_detail;
+  static const std::vector<AttentionVariant> all = {
+      {"softmax (rope)", [](Config& c) { c.attention.kind = AttentionKind::softmax; }, true, false, false, true},
+      {"softmax without positions",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::softmax;
+         c.attention.positions = PositionKind::none;
+       },
+       true, false},
+      {"rfa gaussian", [](Config& c) { c.attention.kind = AttentionKind::rfa; }},
+      {"rfa arccos",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa;
+         c.attention.feature_map = FeatureMapKind::arccos;
+       }},
+      {"rfa_gate gaussian", [](Config& c) { c.attention.kind = AttentionKind::rfa_gate; }},
+      {"rfa_gate arccos",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa_gate;
+         c.attention.feature_map = FeatureMapKind::arccos;
+       }},
+      {"rfa_gate feature gate",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa_gate;
+         c.attention.gate = GateKind::feature;
+       }},
+      {"rfa_gate time discount",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa_gate;
+         c.attention.time_discount = TimeDiscountKind::log;
+       }},
+      {"rfa_gate feature gate and time discount",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa_gate;
+         c.attention.gate = GateKind::feature;
+         c.attention.time_discount = TimeDiscountKind::log;
+       }},
+      {"rfa_gate with rope",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa_gate;
+         c.attention.positions = PositionKind::rope;
+       },
+       false, true, false, true},
+      {"layers: rfa_gate and softmax in turn",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa_gate;
+         c.attention.layers = alternate("rfa_gate", "softmax", c.model.n_layers);
+       },
+       true, true, true, true},
+      {"layers: rfa_gate feature gate and rfa arccos in turn",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa_gate;
+         c.attention.layers = alternate("rfa_gate gate=feature", "rfa feature_map=arccos num_features=3",
+                                        c.model.n_layers);
+       },
+       false, true, true},
+  };
+  return all;
+}
+
+// The variants whose every layer keeps a fixed-size state (--save-state, one-pass evaluation).
+inline std::vector<AttentionVariant> attention_variants_with_fixed_state() {
+  std::vector<AttentionVariant> out;
+  for (const AttentionVariant& v : attention_variants())
+    if (!v.grows) out.push_back(v);
+  return out;
+}
+
+// The variants stateful training runs (a fixed-size state and no RoPE in every layer).
+inline std::vector<AttentionVariant> attention_variants_stateful() {
+  std::vector<AttentionVariant> out;
+  for (const AttentionVariant& v : attention_variants())
+    if (!v.grows && !v.rope) out.push_back(v);
+  return out;
+}
+
+// `c` with the variant's attention settings (apply after setting model.n_layers).
+inline Config with_variant(Config c, const AttentionVariant& v) {
+  v.apply(c);
+  return c;
+}
+
+}  // namespace rfa::test
