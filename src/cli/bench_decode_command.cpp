@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "io/json.h"
+#include "cli/bench_decode.h"
 #include "cli/cli_checks.h"
 #include "cli/commands.h"
 #include "config/config_enums.h"
@@ -27,33 +28,14 @@
 #include "model/model_spec.h"
 
 namespace rfa {
-namespace {
 
-struct BenchDecodeArgs {
-  std::string config;
-  std::vector<std::string> sets;
-  std::vector<int64_t> positions = {64, 512, 2048, 8192};
-  int steps = 64;
-  int repeats = 7;
-  int vocab = 384;  // the tinyshakespeare char model's upper bound
-  bool rfa_only = false;  // skip softmax (profiling the RFA step)
-  Precision precision = Precision::fp32;
-};
-
-struct KindResult {
-  std::vector<double> ms;          // per position: median wall ms/token
-  std::vector<double> cpu_ms;      // per position: median process CPU ms/token (all threads)
-  std::vector<int64_t> state;      // per position: state bytes
-  double prefill_tokens_per_s = 0;
-};
-
-double median(std::vector<double> v) {
+double bench_median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-ModelSpec bench_spec(const Config& base, AttentionKind kind, const BenchDecodeArgs& a) {
+ModelSpec bench_decode_spec(const Config& base, AttentionKind kind, const BenchDecodeArgs& a) {
   ModelConfig mc = base.model;
   mc.vocab_size = a.vocab;
   AttentionConfig ac = base.attention;
@@ -62,8 +44,10 @@ ModelSpec bench_spec(const Config& base, AttentionKind kind, const BenchDecodeAr
   return model_spec_make(mc, ac);
 }
 
-DecoderOptions bench_decoder_options(const BenchDecodeArgs& a) {
+DecoderOptions bench_decoder_options(const BenchDecodeArgs& a, int batch) {
   DecoderOptions o;
+  o.batch = batch;
+  o.prefill_rows = 1;  // a row is prefilled, then copied to the others
   o.max_segment = 512;
   o.max_positions = *std::max_element(a.positions.begin(), a.positions.end()) + a.steps;
   o.window = 0;  // the full KV cache: this bench measures softmax's cost at position p, not rfa generate's window
@@ -71,10 +55,9 @@ DecoderOptions bench_decoder_options(const BenchDecodeArgs& a) {
   return o;
 }
 
-// Refuses a kind whose model, decoder and tokens cannot fit, before any kind runs.
-void bench_memory_require(const Config& base, AttentionKind kind, const BenchDecodeArgs& a) {
-  const ModelSpec spec = bench_spec(base, kind, a);
-  const DecoderOptions o = bench_decoder_options(a);
+void bench_decode_memory_require(const Config& base, AttentionKind kind, const BenchDecodeArgs& a, int batch) {
+  const ModelSpec spec = bench_decode_spec(base, kind, a);
+  const DecoderOptions o = bench_decoder_options(a, batch);
   const std::string positions = fmt::format("--positions (largest {})", o.max_positions - a.steps);
   MemoryEstimate need = memory_estimate_model(spec, a.precision);
   for (const MemoryPart& part : memory_estimate_decoder(spec, o, thread_count(), "the model's size", positions).parts)
@@ -83,12 +66,21 @@ void bench_memory_require(const Config& base, AttentionKind kind, const BenchDec
   memory_require(need, fmt::format("the {} decoding benchmark", enum_name(kind)));
 }
 
+namespace {
+
+struct KindResult {
+  std::vector<double> ms;          // per position: median wall ms/token
+  std::vector<double> cpu_ms;      // per position: median process CPU ms/token (all threads)
+  std::vector<int64_t> state;      // per position: state bytes
+  double prefill_tokens_per_s = 0;
+};
+
 KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeArgs& a) {
-  Model<float> model(bench_spec(base, kind, a), a.precision);
+  Model<float> model(bench_decode_spec(base, kind, a), a.precision);
   model_init(model, 1);
   model.bf16_refresh();
   const int64_t max_p = *std::max_element(a.positions.begin(), a.positions.end());
-  const DecoderOptions o = bench_decoder_options(a);
+  const DecoderOptions o = bench_decoder_options(a, 1);
   Decoder<float> dec(model, o);
   std::vector<int32_t> tokens(static_cast<size_t>(max_p + a.steps));
   CounterRng rng(7);
@@ -131,8 +123,8 @@ KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeA
       cpu_runs.push_back((process_cpu_seconds() - cpu0) * 1e3 / a.steps);
     }
     dec.set_position(0, p);
-    r.ms[index] = median(runs);
-    r.cpu_ms[index] = median(cpu_runs);
+    r.ms[index] = bench_median(runs);
+    r.cpu_ms[index] = bench_median(cpu_runs);
     r.state[index] = dec.state_bytes();
     log_info("bench", "{} position {}: {:.4f} ms/token wall, {:.4f} ms/token CPU", enum_name(kind), p,
              r.ms[index], r.cpu_ms[index]);
@@ -153,8 +145,9 @@ void run_bench_decode(const BenchDecodeArgs& a) {
            "products",
            m.n_layers, m.d_model, m.n_heads, a.vocab, cfg.attention.num_features, thread_count(), a.steps, a.repeats,
            enum_name(a.precision));
-  bench_memory_require(cfg, AttentionKind::rfa_gate, a);
-  if (!a.rfa_only) bench_memory_require(cfg, AttentionKind::softmax, a);
+  if (!a.batch.empty()) return bench_decode_rows(cfg, a);
+  bench_decode_memory_require(cfg, AttentionKind::rfa_gate, a, 1);
+  if (!a.rfa_only) bench_decode_memory_require(cfg, AttentionKind::softmax, a, 1);
   const KindResult rg = bench_kind(cfg, AttentionKind::rfa_gate, a);
   const KindResult sm = a.rfa_only ? rg : bench_kind(cfg, AttentionKind::softmax, a);
 
@@ -214,6 +207,11 @@ void register_bench_decode_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--vocab", args->vocab, "Vocabulary size of the benchmark models")
       ->capture_default_str()
       ->check(cli_integer<int>(1, kMaxVocab));
+  cmd->add_option("--batch", args->batch,
+                  "Rows decoded in one batched step (rfa generate --num-samples K): aggregate tokens/s for each "
+                  "K of the list, e.g. --batch 1,8,64 --positions 512")
+      ->delimiter(',')
+      ->check(cli_integer<int>(1, 1 << 16));
   cmd->add_flag("--rfa-only", args->rfa_only, "Time only rfa_gate (softmax columns repeat it)");
   cli_add_precision(*cmd, args->precision);
   cmd->callback([args, &action] { action = [args] { run_bench_decode(*args); }; });

@@ -56,8 +56,12 @@ void run_generate(const GenerateArgs& a) {
   if (prompt.empty() && a.load_state.empty())
     fail("the prompt is empty; give --prompt TEXT or --prompt-file FILE (the model has no start token)");
 
+  // The samples are the rows of one decoder, decoded in one batched step; sample i draws with
+  // seed --seed + i, so it is the text `rfa generate --seed (seed + i)` alone gives.
+  const int K = a.num_samples;
   DecoderOptions o;
-  o.batch = 1;
+  o.batch = K;
+  o.prefill_rows = 1;  // the prompt is prefilled once, into row 0, and copied to the others
   o.precision = a.precision;
   o.max_segment = a.prefill_segment;
   // The RoPE table and softmax's cache: a continued generation starts where its state left off.
@@ -68,7 +72,8 @@ void run_generate(const GenerateArgs& a) {
                         ? std::numeric_limits<int64_t>::max()
                         : used + a.max_new_tokens;
   const int context = model.spec.model.context_length;
-  if (model.spec.attn_state_grows()) {
+  const bool grows = model.spec.attn_state_grows();
+  if (grows) {
     // Softmax sees at most `window` positions, so relative distances stay within training's.
     o.window = a.window < 0 ? context : a.window;
     if (o.window == 0 && o.max_positions > context)
@@ -83,35 +88,42 @@ void run_generate(const GenerateArgs& a) {
              model_spec_attention_text(model.spec));
   }
   std::string positions_keys = fmt::format("-n ({}) or the prompt ({} tokens)", a.max_new_tokens, prompt.size());
-  if (model.spec.attn_state_grows())
+  if (grows)
     positions_keys += o.window > 0 ? fmt::format(", or --window ({})", o.window) : ", or set --window (0 = unlimited)";
+  if (K > 1) positions_keys += fmt::format(", or --num-samples ({})", K);
   memory_require(memory_estimate_decoder(model.spec, o, thread_count(), fmt::format("--prefill-segment ({})", o.max_segment),
                                          positions_keys),
                  "decoding");
   Decoder<float> dec(model, o);
-  Sampler sampler(model.spec.V, a.sampler);
+  std::vector<Sampler> samplers;
+  samplers.reserve(static_cast<size_t>(K));
+  for (int i = 0; i < K; ++i) {
+    SamplerConfig sc = a.sampler;
+    sc.seed = a.sampler.seed + static_cast<uint64_t>(i);  // (mod 2^64)
+    samplers.emplace_back(model.spec.V, sc);
+  }
   const std::string checksum = (a.save_state.empty() && a.load_state.empty()) ? "" : model_checksum(model);
-
-  GenerateStats total;
-  for (int sample = 0; sample < a.num_samples; ++sample) {
-    dec.reset();
-    if (!a.load_state.empty()) {
-      decoder_state_load(a.load_state, dec, checksum);
-      log_info("generate", "continuing from {} at position {}", a.load_state, dec.position());
+  if (!a.load_state.empty()) {
+    decoder_state_load(a.load_state, dec, checksum);
+    log_info("generate", "continuing from {} at position {}", a.load_state, dec.position());
+  }
+  // Sample 0 streams as it is produced; the others are printed after it, each after a dashed line.
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  std::vector<std::string> later(static_cast<size_t>(K));
+  const GenerateStats total = generate(dec, samplers, prompt, a.max_new_tokens, [&](int row, int32_t id) {
+    const std::string piece = tok.decode_token(id);  // short: no heap allocation (SSO)
+    if (row > 0) {
+      later[static_cast<size_t>(row)] += piece;
+      return;
     }
-    if (sample > 0) std::fputs("\n---------------\n", stdout);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
-    GenerateStats st = generate(dec, sampler, prompt, a.max_new_tokens, static_cast<uint64_t>(sample), [&](int32_t id) {
-      const std::string piece = tok.decode_token(id);  // short: no heap allocation (SSO)
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
-    });
-    total.prompt_tokens += st.prompt_tokens;
-    total.prefill_seconds += st.prefill_seconds;
-    total.generated += st.generated;
-    total.decode_seconds += st.decode_seconds;
-    total.state_bytes = st.state_bytes;
+  });
+  for (int i = 1; i < K; ++i) {
+    std::fputs("\n---------------\n", stdout);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fwrite(later[size_t(i)].data(), 1, later[size_t(i)].size(), stdout);
   }
   std::fputs("\n", stdout);
   std::fflush(stdout);
@@ -124,10 +136,10 @@ void run_generate(const GenerateArgs& a) {
   const std::string kind = model_spec_attention_text(model.spec);
   log_info("generate", "prompt: {} tokens, prefill {:.0f} tokens/s ({:.1f} ms)", total.prompt_tokens,
            total.prompt_tokens / std::max(total.prefill_seconds, 1e-9), total.prefill_seconds * 1e3);
-  log_info("generate", "generated: {} tokens in {} sample(s), {:.0f} tokens/s, {:.3f} ms/token", total.generated,
+  log_info("generate", "generated: {} tokens in {} sample(s) decoded together, {:.0f} tokens/s, {:.3f} ms/token", total.generated,
            a.num_samples, total.generated / std::max(total.decode_seconds, 1e-9),
            total.decode_seconds * 1e3 / std::max<int64_t>(total.generated, 1));
-  if (!model.spec.attn_state_grows())
+  if (!grows)
     log_info("generate", "state: {} ({} recurrent state, fixed size whatever the length)",
              bytes_human(total.state_bytes), kind);
   else if (o.window > 0)
@@ -162,7 +174,9 @@ void register_generate_command(CLI::App& app, CommandAction& action) {
       ->capture_default_str()
       ->check(cli_integer<uint64_t>(0));
   cmd->add_flag("--greedy", args->sampler.greedy, "Always take the most likely token");
-  cmd->add_option("--num-samples", args->num_samples, "Independent samples of the same prompt")
+  cmd->add_option("--num-samples", args->num_samples,
+                  "Independent samples of the same prompt, decoded together in one batched step; sample i draws "
+                  "with --seed + i (the text a run with that seed alone gives)")
       ->capture_default_str()
       ->check(cli_integer<int>(1));
   cmd->add_option("--prefill-segment", args->prefill_segment, "Prompt tokens per parallel prefill call")

@@ -19,10 +19,11 @@ namespace rfa {
 
 template <typename T>
 Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
-    : model_(model), spec_(model.spec), B_(o.batch), S_max_(o.max_segment) {
+    : model_(model), spec_(model.spec), B_(o.batch), S_max_(o.max_segment), P_(o.prefill_rows ? o.prefill_rows : o.batch) {
   const ModelSpec& s = spec_;
   if (B_ <= 0) fail("decoder: batch {} must be positive", B_);
   if (S_max_ <= 0) fail("decoder: max_segment {} must be positive", S_max_);
+  if (P_ < 1 || P_ > B_) fail("decoder: prefill_rows {} must be in [1, {}] (0 = the batch)", o.prefill_rows, B_);
   const bool bf16 = o.precision == Precision::bf16;
   RFA_ASSERT(!bf16 || model_.precision == Precision::bf16, "a bf16 decoder needs a model built with bf16 copies");
   AttentionStateOptions so;
@@ -52,9 +53,10 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
 
   int64_t scratch = 0;  // one prefill at a time: the largest layer's
   for (const AttentionSpec& a : layers)
-    scratch = std::max(scratch, attention_prefill_scratch_size(a, so, B_, S_max_, thread_count()));
+    scratch = std::max(scratch, attention_prefill_scratch_size(a, so, P_, S_max_, thread_count()));
   scratch_.size = static_cast<size_t>(scratch);
-  const int64_t N = int64_t(B_) * S_max_, C = s.C, Hf = s.Hf, V = s.V;
+  // Rows of the block buffers: a prefill's (P, S), or a step's B.
+  const int64_t N = std::max(int64_t(P_) * S_max_, int64_t(B_)), C = s.C, Hf = s.Hf, V = s.V;
   ArenaPlan<T> plan;
   BlockActs<T>& a = acts_;
   struct Slot {
@@ -86,7 +88,7 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   if constexpr (std::is_same_v<T, float>)
     if (bf16) pack_step_weights();
   a.attn_saved = nullptr;  // prefill: no backward follows
-  segment_tokens_.assign(static_cast<size_t>(N), 0);
+  segment_tokens_.assign(static_cast<size_t>(P_) * S_max_, 0);
 }
 
 // Packs each weight matrix's bf16 copy for the step's B-row products: the plain
@@ -246,6 +248,7 @@ void Decoder<T>::check_room(int b, int S) const {
 
 template <typename T>
 const T* Decoder<T>::prefill(const int32_t* tokens, int S) {
+  if (P_ != B_) fail("decoder: built to prefill {} of its {} rows at a time; prefill each with prefill_row", P_, B_);
   if (S <= 0 || S > S_max_) fail("decoder: segment of {} tokens; allowed 1..{} (max_segment)", S, S_max_);
   check_tokens(tokens, int64_t(B_) * S);
   for (int b = 0; b < B_; ++b) check_room(b, S);

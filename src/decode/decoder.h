@@ -34,6 +34,8 @@ struct DecoderOptions {
                                // softmax's KV cache without a window; 0 for an RFA kind without RoPE (no limit)
   int window = 0;              // softmax: attend over the last `window` positions (a ring KV cache of
                                // min(window, max_positions) slots); 0 = the whole text. RFA kinds: unused
+  int prefill_rows = 0;        // rows one prefill covers: 0 = all (prefill()); 1 = one at a time (prefill_row()),
+                               // which keeps a large batch's prefill buffers at one row's (B, 1) step's size
   Precision precision = Precision::fp32;  // bf16: the matrix products read the model's bf16 weight copies
                                           // (the model must be built with them); the rest stays float
 };
@@ -50,7 +52,7 @@ class Decoder {
 
   // Runs S <= max_segment tokens per row through the parallel form, each row continuing
   // from its own state and position. tokens: (B, S). Returns the logits (B, S, V), valid
-  // until the next call.
+  // until the next call. Needs prefill_rows == batch.
   const T* prefill(const int32_t* tokens, int S);
   // One token per row, one recurrent step per layer. tokens: (B). Returns (B, V).
   const T* step(const int32_t* tokens);
@@ -85,6 +87,7 @@ class Decoder {
   void row_restore(int b, const uint8_t* in);
 
   int batch() const { return B_; }
+  int prefill_rows() const { return P_; }
   int vocab() const { return spec_.V; }
   int max_segment() const { return S_max_; }
   const ModelSpec& spec() const { return spec_; }
@@ -109,7 +112,7 @@ class Decoder {
 
   Model<T>& model_;
   ModelSpec spec_;
-  int B_ = 0, S_max_ = 0;
+  int B_ = 0, S_max_ = 0, P_ = 0;  // rows, segment, rows per prefill
   std::vector<int64_t> pos_;        // (B) each row's position
   std::vector<uint8_t> has_logits_;  // (B) the row's last_ holds its latest logits
   bool any_logits_ = false;
@@ -117,7 +120,7 @@ class Decoder {
   std::vector<AttentionState<T>> states_;  // (L)
   std::vector<AttentionCore> cores_;       // (L) RoPE tables for max_positions
   Arena<T> arena_;
-  BlockActs<T> acts_;     // one segment's block buffers (B, S, ...), shared by every layer
+  BlockActs<T> acts_;     // one segment's block buffers (max(P S, B) rows), shared by every layer
   BlockActsBf16 acts_bf16_;  // bf16 only: the products' inputs (B, S, C) / (B, S, Hf); null in fp32
   // bf16 only: the step's weight matrices packed for B-row products (gemm_bf16_packed),
   // taken from the model's bf16 copies at construction.
@@ -127,10 +130,10 @@ class Decoder {
   std::vector<StepWeightsBf16> step_bf16_;  // (L)
   const void* step_lm_head_bf16_ = nullptr;
   Arena<uint8_t> step_packed_;
-  T* logits_ = nullptr;   // (B, S, V)
+  T* logits_ = nullptr;   // (P, S, V), at least (B, V)
   T* last_ = nullptr;     // (B, V) each row's last-position logits
   Workspace<T> scratch_;  // the attention's prefill scratch (RFA chunked form or softmax scores)
-  std::vector<int32_t> segment_tokens_;  // (B, S) staging for prefill_all with B > 1
+  std::vector<int32_t> segment_tokens_;  // (P, S) staging for prefill_all with B > 1
   std::vector<int64_t> step_pos_;        // (B) a step's rows' positions
   std::vector<int> step_rows_;           // (B) marks: a row listed in this step
 };

@@ -1,30 +1,44 @@
 #include "decode/generate.h"
 
+#include <vector>
+
 #include "core/error.h"
 #include "core/timer.h"
 
 namespace rfa {
 
-GenerateStats generate(Decoder<float>& dec, Sampler& sampler, std::span<const int32_t> prompt,
-                       int64_t max_new_tokens, uint64_t row, const std::function<void(int32_t)>& on_token) {
-  RFA_ASSERT(dec.batch() == 1, "generate decodes one sequence at a time, decoder batch is {}", dec.batch());
+GenerateStats generate(Decoder<float>& dec, std::span<Sampler> samplers, std::span<const int32_t> prompt,
+                       int64_t max_new_tokens, const std::function<void(int, int32_t)>& on_token) {
+  const int B = dec.batch();
+  RFA_ASSERT(samplers.size() == size_t(B), "{} samplers for {} rows", samplers.size(), B);
   if (max_new_tokens < 0) fail("-n {} must be >= 0", max_new_tokens);
   GenerateStats st;
   st.prompt_tokens = static_cast<int64_t>(prompt.size());
+  std::vector<uint8_t> row(B > 1 && !prompt.empty() ? static_cast<size_t>(dec.row_bytes()) : 0);
+  std::vector<int32_t> tokens(static_cast<size_t>(B));
   Timer timer;
-  if (!prompt.empty()) dec.prefill_all(prompt.data(), st.prompt_tokens);
-  if (dec.last_logits() == nullptr)
-    fail("nothing to continue from: the prompt is empty and no state was loaded; give --prompt");
+  for (int64_t t0 = 0; t0 < st.prompt_tokens; t0 += dec.max_segment()) {
+    const int S = static_cast<int>(std::min<int64_t>(dec.max_segment(), st.prompt_tokens - t0));
+    dec.prefill_row(0, prompt.data() + t0, S);
+  }
+  if (!row.empty()) {  // every row starts where row 0's prefill left it
+    dec.row_save(0, row.data());
+    for (int b = 1; b < B; ++b) dec.row_restore(b, row.data());
+  }
+  for (int b = 0; b < B; ++b)
+    if (dec.row_logits(b) == nullptr)
+      fail("nothing to continue from: the prompt is empty and no state was loaded; give --prompt");
   st.prefill_seconds = timer.seconds();
   timer.reset();
-  const float* logits = dec.last_logits();
   for (int64_t i = 0; i < max_new_tokens; ++i) {
-    const int32_t token = sampler.sample(logits, row, dec.position());
-    on_token(token);
-    logits = dec.step(&token);
+    for (int b = 0; b < B; ++b) {
+      tokens[size_t(b)] = samplers[size_t(b)].sample(dec.row_logits(b), 0, dec.position(b));
+      on_token(b, tokens[size_t(b)]);
+    }
+    dec.step(tokens.data());
   }
   st.decode_seconds = timer.seconds();
-  st.generated = max_new_tokens;
+  st.generated = max_new_tokens * B;
   st.state_bytes = dec.state_bytes();
   return st;
 }

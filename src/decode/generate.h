@@ -1,6 +1,6 @@
 #pragma once
-// The generation loop: prefill the prompt, then sample a token, emit it, and
-// feed it back as one recurrent step, max_new_tokens times. Shared by
+// The generation loop: prefill the prompt, then in every row sample a token, emit it, and
+// feed it back as one batched recurrent step, max_new_tokens times. Shared by
 // `rfa generate` and the tests. Nothing is allocated inside the loop.
 #include <cstdint>
 #include <functional>
@@ -12,20 +12,22 @@
 namespace rfa {
 
 struct GenerateStats {
-  int64_t prompt_tokens = 0;
+  int64_t prompt_tokens = 0;  // prefilled once, whatever the rows
   double prefill_seconds = 0;
-  int64_t generated = 0;
+  int64_t generated = 0;      // over every row
   double decode_seconds = 0;  // sampling + steps + emitting
   int64_t state_bytes = 0;    // decoder state at the end
 };
 
-// Continues from the decoder's current state (reset() it for a fresh start):
-// prefills `prompt` (may be empty only if the decoder already has logits, e.g. a
-// restored state), then generates. Batch size must be 1; `row` keys the
-// sampler's random stream (the sample index). on_token(token) is called as each
-// token is produced. After the call the decoder has consumed every generated
-// token, so a later call continues the text.
-GenerateStats generate(Decoder<float>& decoder, Sampler& sampler, std::span<const int32_t> prompt,
-                       int64_t max_new_tokens, uint64_t row, const std::function<void(int32_t)>& on_token);
+// Continues every row of the decoder from its current state (reset() it for a fresh start):
+// prefills `prompt` into row 0 and copies that row into the others (one prefill, however
+// many rows), or, with an empty prompt, continues each row from the logits it has (e.g. a
+// restored state). Then max_new_tokens batched steps: row i samples with samplers[i] (one
+// per row), whose draws are keyed by (its seed, 0, position) as a single-row run's are, so
+// row i gives the text a one-row decoder gives with samplers[i] alone. on_token(row, token)
+// is called as each token is produced. After the call the decoder has consumed every
+// generated token, so a later call continues the texts.
+GenerateStats generate(Decoder<float>& decoder, std::span<Sampler> samplers, std::span<const int32_t> prompt,
+                       int64_t max_new_tokens, const std::function<void(int, int32_t)>& on_token);
 
 }  // namespace rfa

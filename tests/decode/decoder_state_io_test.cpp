@@ -30,7 +30,7 @@ std::vector<int32_t> run(Decoder<float>& dec, const std::vector<int32_t>& prompt
   sc.seed = 3;
   Sampler sampler(dec.vocab(), sc);
   std::vector<int32_t> out;
-  generate(dec, sampler, prompt, n, 0, [&](int32_t t) { out.push_back(t); });
+  generate(dec, std::span<Sampler>(&sampler, 1), prompt, n, [&](int, int32_t t) { out.push_back(t); });
   return out;
 }
 

@@ -217,7 +217,7 @@ TEST_CASE("decoder equals the full forward: rfa_gate with the feature gate, and 
 TEST_CASE("decoder equals the full forward: models whose layers differ") {
   for (const test::AttentionVariant& v : test::attention_variants()) {
     if (!v.mixed) continue;
-    CAPTURE(v.name);
+    INFO("variant: ", v.name);
     Config c = test::tiny_config(AttentionKind::rfa_gate, {.vocab = kV, .context = kT, .n_layers = 3,
                                                           .num_features = 5, .chunk_size = 4, .init_std = 0.3});
     c.attention.gate_bias_init = 0.5;

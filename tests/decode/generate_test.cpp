@@ -50,12 +50,39 @@ double overfit(Model<float>& model) {
   return loss;
 }
 
-std::string run(Decoder<float>& dec, const SamplerConfig& sc, const std::string& prompt, int n, uint64_t row = 0) {
-  Sampler sampler(dec.vocab(), sc);
+std::vector<int32_t> ids_of(const std::string& text) {
   std::vector<int32_t> ids;
-  for (char c : prompt) ids.push_back(id_of(c));
+  for (char c : text) ids.push_back(id_of(c));
+  return ids;
+}
+
+std::string run(Decoder<float>& dec, const SamplerConfig& sc, const std::string& prompt, int n) {
+  Sampler sampler(dec.vocab(), sc);
   std::string out;
-  generate(dec, sampler, ids, n, row, [&](int32_t t) { out += char_of(t); });
+  generate(dec, std::span<Sampler>(&sampler, 1), ids_of(prompt), n, [&](int, int32_t t) { out += char_of(t); });
+  return out;
+}
+
+// K samples decoded together, sample i with seed sc.seed + i: each row's text.
+std::vector<std::string> run_rows(Model<float>& model, const SamplerConfig& sc, const std::string& prompt, int n,
+                                  int K) {
+  DecoderOptions o;
+  o.batch = K;
+  o.prefill_rows = 1;
+  o.max_segment = 8;
+  o.max_positions = 256;
+  Decoder<float> dec(model, o);
+  std::vector<Sampler> samplers;
+  for (int i = 0; i < K; ++i) {
+    SamplerConfig one = sc;
+    one.seed = sc.seed + uint64_t(i);
+    samplers.emplace_back(dec.vocab(), one);
+  }
+  std::vector<std::string> out(static_cast<size_t>(K));
+  const GenerateStats st =
+      generate(dec, samplers, ids_of(prompt), n, [&](int row, int32_t t) { out[size_t(row)] += char_of(t); });
+  CHECK(st.generated == int64_t(n) * K);
+  CHECK(st.prompt_tokens == int64_t(prompt.size()));
   return out;
 }
 
@@ -90,9 +117,18 @@ void check_kind(AttentionKind kind) {
   CHECK(split == a);
   warm.seed = 8;
   dec.reset();
-  CHECK(run(dec, warm, prompt, 30) != a);
+  const std::string b = run(dec, warm, prompt, 30);
+  CHECK(b != a);
+  // Samples decoded together in one batched step, sample i with seed 7 + i: each is the text
+  // a one-row decoder gives with that seed alone.
+  warm.seed = 7;
+  const std::vector<std::string> rows = run_rows(model, warm, prompt, 30, 3);
+  CHECK(rows[0] == a);
+  CHECK(rows[1] == b);
   dec.reset();
-  CHECK(run(dec, warm, prompt, 30, 1) != a);  // another sample index, another stream
+  warm.seed = 9;
+  CHECK(rows[2] == run(dec, warm, prompt, 30));
+  CHECK(rows[2] != rows[0]);
 }
 
 }  // namespace
@@ -106,5 +142,5 @@ TEST_CASE("generate: an empty prompt with no state is an error") {
   model_init(model, 3);
   Decoder<float> dec(model, DecoderOptions{});
   Sampler sampler(dec.vocab(), SamplerConfig{});
-  CHECK_THROWS_AS(generate(dec, sampler, {}, 5, 0, [](int32_t) {}), Error);
+  CHECK_THROWS_AS(generate(dec, std::span<Sampler>(&sampler, 1), {}, 5, [](int, int32_t) {}), Error);
 }

@@ -20,6 +20,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     SamplerConfig sc;
     sc.seed = 1;
     Sampler sampler(dec.vocab(), sc);
-    generate(dec, sampler, {}, 2, 0, [](int32_t) {});
+    generate(dec, std::span<Sampler>(&sampler, 1), {}, 2, [](int, int32_t) {});
   });
 }
