@@ -82,6 +82,7 @@ struct TrainConfig {
   bool stateful = false;      // contiguous streams, each RFA layer's state carried across steps (data/stream_sampler.h)
   int stateful_redraw = 0;    // stateful: 0 = the fixed random features; K = a draw per K steps, states reset at each
   Precision precision = Precision::fp32;  // bf16: the matrix products read bf16 copies (docs/bf16.md)
+  std::string init_from = "";  // a run or checkpoint whose weights start this run (train/train_init.h); "" = random
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };

@@ -82,6 +82,8 @@ const ConfigKey kKeys[] = {
      "stateful: 0 = train under the fixed (evaluation) random features; K = redraw every K steps, resetting the states"},
     {RFA_FIELD(train, precision), kAny,
      "fp32, or bf16: matrix products on bf16 copies, fp32 master weights (needs AVX512-BF16)"},
+    {RFA_FIELD(train, init_from), kAny,
+     "fine-tune: a run or checkpoint whose weights, architecture and tokenizer this run starts from; \"\" = random init"},
 
     {RFA_FIELD(optim, lr), above(0), "peak learning rate"},
     {RFA_FIELD(optim, lr_min), at_least(0), "learning rate at the end of the cosine decay; <= lr"},

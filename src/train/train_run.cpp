@@ -30,6 +30,7 @@
 #include "train/run_dir_lock.h"
 #include "train/train_data.h"
 #include "train/train_dist.h"
+#include "train/train_init.h"
 #include "train/train_report.h"
 #include "train/train_resume.h"
 #include "train/train_session.h"
@@ -106,15 +107,6 @@ bool run_dir_claim(const std::string& run_dir, bool overwrite) {
   return true;
 }
 
-// True if a resumed run writes into another directory than its checkpoint's own run (a fork
-// with --set train.run_dir=...): that directory must not hold another run either.
-bool resume_forks(const std::string& checkpoint_dir, const std::string& run_dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  return fs::weakly_canonical(checkpoint_dir, ec).parent_path() !=
-         fs::weakly_canonical(fs::path(run_dir) / "checkpoints", ec);
-}
-
 // train.grad_accum of the run that wrote a checkpoint, from its config.yaml (for state.json
 // files that did not record it).
 int saved_grad_accum(const std::string& checkpoint_dir) {
@@ -149,9 +141,20 @@ void memory_require_training(const Config& c) {
                  "training this model");
 }
 
-}  // namespace
+// The run's data: prepared with the tokenizer a resume or a fine-tune must use, when given.
+TrainData train_data_for(const Config& config, const std::string& tokenizer_path, const InitPoint* init) {
+  try {
+    return train_data_ensure(config, tokenizer_path);
+  } catch (const Error& e) {
+    if (!init) throw;
+    throw Error(fmt::format("{} (--init-from: this run's corpus is encoded with the parent's tokenizer {}; point "
+                            "data.tokens at a new file and it is created)",
+                            e.what(), init->tokenizer_path));
+  }
+}
 
-TrainResult train_run(const Config& config_in, const TrainOptions& options) {
+// train_run with `init` (a fine-tune, train/train_init.h) or without.
+TrainResult train_run_with(const Config& config_in, const TrainOptions& options, const InitPoint* init) {
   train_precision_require(config_in.train.precision);
   memory_require_training(config_in);
   Timer wall;
@@ -166,10 +169,11 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   const bool resuming = !options.resume_checkpoint.empty();
   // Everything that can refuse the run comes before anything in run_dir is replaced: the
   // data, the vocab, the model's allocation, the checkpoint to resume. run_dir_clear is last.
-  const bool replacing = root && (!resuming || resume_forks(options.resume_checkpoint, run_dir)) &&
+  const bool replacing = root && (!resuming || !checkpoint_in_run(options.resume_checkpoint, run_dir)) &&
                          run_dir_claim(run_dir, options.overwrite);
   if (!root) dist_barrier();
-  TrainData data = train_data_ensure(config_in, resuming ? options.resume_tokenizer : "");
+  TrainData data =
+      train_data_for(config_in, resuming ? options.resume_tokenizer : init ? init->tokenizer_path : "", init);
   if (root) dist_barrier();
   const Config config = resolve_vocab(config_in, data.tokenizer);
   const ModelSpec spec = model_spec_make(config.model, config.attention);
@@ -185,6 +189,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   const TokenSplit val = data.tokens.val();
   (void)SequentialBatches(val, tc.batch_size, spec.model.context_length);  // throws now if val is shorter than T+1
   TrainSession session(config, spec);
+  if (init) init_from_load(session, *init);
   std::optional<StreamCheckpoint> stream_checkpoint;
   if (streams) stream_checkpoint.emplace(session, *streams);
   StreamCheckpoint* const stream_ck = stream_checkpoint ? &*stream_checkpoint : nullptr;
@@ -218,6 +223,11 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   const std::string& tokenizer_bytes = data.tokenizer.model_bytes();
   state.tokenizer_xxh64 = hash_hex(xxhash64(tokenizer_bytes.data(), tokenizer_bytes.size()));
   state.threads = thread_count();
+  if (init) {
+    state.init_from = init->checkpoint_dir;
+    state.init_from_step = init->step;
+    state.init_from_xxh64 = init->model_xxh64;
+  }
   int64_t start = 0, tokens_seen = 0;
   double wall_before = 0;  // training wall time of the run before this process
   if (resuming) {
@@ -240,6 +250,9 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     tokens_seen = saved.tokens_seen;
     wall_before = saved.wall_seconds;
     result.best_val_loss = saved.best_val_loss;
+    state.init_from = saved.init_from;  // a fine-tune's parent stays recorded
+    state.init_from_step = saved.init_from_step;
+    state.init_from_xxh64 = saved.init_from_xxh64;
   }
   state.ranks = dist_size();
   state.grad_accum = tc.grad_accum;
@@ -256,6 +269,11 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
              tc.steps, tokens_seen);
   // Every rank initialised (or loaded) the same weights: prove it before the first step.
   train_dist_weights_check(session.model().params(), session.model().param_size(), 0);
+  if (init && root) {  // the parent's weights on this run's validation text: where fine-tuning starts
+    const double before = session.evaluate(val_text.tokens);
+    metrics->write(eval_log_json(0, before, wall_before + wall.seconds()));
+    log_info("train", "val loss at step 0 (the parent's weights, before fine-tuning): {:.4f}", before);
+  }
   ProgressLine progress;
   StopSignals signals;
   int64_t saved_step = resuming ? start : -1;  // the newest checkpoint on disk: its step and directory
@@ -395,6 +413,15 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
            duration_text(result.train_seconds), duration_text(result.wall_seconds), result.tokens_per_s);
   log_info("train", "loss curves: scripts/plot-runs.py {} -o {}/loss.png", run_dir, run_dir);
   return result;
+}
+
+}  // namespace
+
+TrainResult train_run(const Config& config, const TrainOptions& options) {
+  if (!options.resume_checkpoint.empty() || config.train.init_from.empty())
+    return train_run_with(config, options, nullptr);  // a resumed fine-tune loads its own checkpoint
+  const InitPoint init = init_from_prepare(config);   // reads only: refuses before anything is written
+  return train_run_with(init.config, options, &init);
 }
 
 }  // namespace rfa

@@ -1,0 +1,167 @@
+// Fine-tuning (train.init_from, train/train_init.h) in one process: the child starts from
+// exactly the parent's function (its validation loss before a step is the parent's), takes
+// the parent's architecture and refuses a different one by name, and resumes bit-identically.
+// The command-line version (refusals before any write, state.json, across processes) is
+// tests/e2e/init_from.sh.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "config/config_enums.h"
+#include "support/resume_round_trip.h"
+#include "support/temp_dir.h"
+#include "support/test_files.h"
+#include "support/train_fixtures.h"
+#include "train/train_init.h"
+#include "train/train_session.h"
+
+using namespace rfa;
+
+namespace {
+
+Config parent_config(AttentionKind kind, const std::string& run_dir) {
+  Config c = test::train_config(kind, 300);  // tokens below 16; 300: the smallest tokenizer vocab
+  c.tokenizer.kind = TokenizerKind::character;
+  c.tokenizer.vocab_size = 300;
+  c.train.batch_size = 3;
+  c.train.seed = 5;
+  c.train.run_dir = run_dir;
+  c.optim.lr = 1e-2;
+  c.optim.warmup_steps = 2;
+  return c;
+}
+
+// A child config as a user writes one: only data, train and optim keys, the rest at their defaults.
+Config child_config(const std::string& parent, const std::string& run_dir) {
+  Config c;
+  c.train.init_from = parent;
+  c.train.run_dir = run_dir;
+  c.train.batch_size = 2;
+  c.train.grad_accum = 2;
+  c.train.steps = 6;
+  c.train.seed = 99;
+  c.optim.lr = 3e-3;
+  c.optim.warmup_steps = 1;
+  return c;
+}
+
+// The parent's checkpoint after `steps` steps on `sampler`, as train_run saves one.
+std::string parent_trained(const Config& c, const BatchSampler& sampler, int64_t steps) {
+  TrainSession parent(c, model_spec_make(c.model, c.attention));
+  for (int64_t s = 0; s < steps; ++s) parent.step(s, sampler);
+  const std::string tokenizer = c.train.run_dir + "/tok.model";
+  std::filesystem::create_directories(c.train.run_dir);
+  file_write_durable(tokenizer, "stand-in tokenizer bytes");
+  return test::session_save(parent, c.train.run_dir, steps, tokenizer);
+}
+
+bool all_zero(const float* p, int64_t n) {
+  return std::all_of(p, p + n, [](float x) { return x == 0.0f; });
+}
+
+}  // namespace
+
+TEST_CASE("init-from: the child's validation loss before its first step is the parent's, for every kind") {
+  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa, AttentionKind::rfa_gate}) {
+    CAPTURE(enum_name(kind));
+    test::TempDir dir;
+    const Config pc = parent_config(kind, dir / "parent");
+    std::vector<uint16_t> tokens = test::random_tokens(3000, 8);
+    const TokenSplit split = test::split_of(tokens);
+    BatchSampler sampler(split, pc.train.batch_size, pc.model.context_length, pc.train.seed);
+    const std::string checkpoint = parent_trained(pc, sampler, 4);
+    const std::vector<int32_t> all = split.to_vector();
+    const std::vector<int32_t> val(all.begin(), all.begin() + 500);
+    TrainSession parent(pc, model_spec_make(pc.model, pc.attention));
+    resume_load(parent, checkpoint);
+    const double parent_val = parent.evaluate(val);
+
+    const InitPoint point = init_from_prepare(child_config(dir / "parent", dir / "child"));
+    CHECK(point.checkpoint_dir == checkpoint);
+    CHECK(point.step == 4);
+    CHECK(point.model_xxh64.size() == 16);
+    CHECK(point.config.model == pc.model);  // the architecture is the parent's
+    CHECK(point.config.attention == pc.attention);
+    CHECK(point.config.train.seed == 99);   // the training is the child's
+    CHECK(point.config.optim.lr == 3e-3);
+    const Config& cc = point.config;
+    TrainSession child(cc, model_spec_make(cc.model, cc.attention));
+    CHECK(child.evaluate(val) != parent_val);  // a fresh init (the child's seed) scores otherwise
+    init_from_load(child, point);
+    CHECK(child.evaluate(val) == parent_val);  // exactly: the same weights and fixed random matrices
+    CHECK(child.steps_taken() == 0);
+    CHECK(all_zero(child.adam_m(), child.model().param_size()));
+    CHECK(all_zero(child.adam_v(), child.model().param_size()));
+  }
+}
+
+TEST_CASE("init-from: a key that changes the architecture is refused by name with both values") {
+  test::TempDir dir;
+  const Config pc = parent_config(AttentionKind::rfa_gate, dir / "parent");
+  std::vector<uint16_t> tokens = test::random_tokens(2000, 3);
+  const TokenSplit split = test::split_of(tokens);
+  BatchSampler sampler(split, pc.train.batch_size, pc.model.context_length, pc.train.seed);
+  parent_trained(pc, sampler, 2);
+  const Config base = child_config(dir / "parent", dir / "child");
+
+  Config layers = base;
+  layers.model.n_layers = 3;  // the parent has 2
+  std::string e = test::error_of([&] { init_from_prepare(layers); });
+  CHECK(e.find("model.n_layers is '3' in the new config but '2' in the parent checkpoint") != std::string::npos);
+  CHECK(e.find("model.context_length and attention.chunk_size") != std::string::npos);
+
+  Config kind = base;
+  kind.attention.kind = AttentionKind::softmax;
+  e = test::error_of([&] { init_from_prepare(kind); });
+  CHECK(e.find("attention.kind is 'softmax' in the new config but 'rfa_gate'") != std::string::npos);
+
+  Config vocab = base;
+  vocab.tokenizer.vocab_size = 512;
+  e = test::error_of([&] { init_from_prepare(vocab); });
+  CHECK(e.find("tokenizer.vocab_size is '512' in the new config but '300'") != std::string::npos);
+
+  Config longer = base;  // what may change: the training context and the chunking
+  longer.model.context_length = 48;
+  longer.attention.chunk_size = 16;
+  const InitPoint point = init_from_prepare(longer);
+  CHECK(point.config.model.context_length == 48);
+  CHECK(point.config.attention.chunk_size == 16);
+  CHECK(point.config.model.n_layers == 2);
+
+  Config own = base;
+  own.train.run_dir = dir / "parent";
+  e = test::error_of([&] { init_from_prepare(own); });
+  CHECK(e.find("is the parent's own run; a fine-tune is a new run") != std::string::npos);
+}
+
+TEST_CASE("init-from: a fine-tune stopped, saved and resumed equals one that never stopped, bit for bit") {
+  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
+    CAPTURE(enum_name(kind));
+    test::TempDir dir;
+    const Config pc = parent_config(kind, dir / "parent");
+    std::vector<uint16_t> tokens = test::random_tokens(3000, 11);
+    const TokenSplit split = test::split_of(tokens);
+    BatchSampler parent_sampler(split, pc.train.batch_size, pc.model.context_length, pc.train.seed);
+    parent_trained(pc, parent_sampler, 3);
+
+    const InitPoint point = init_from_prepare(child_config(dir / "parent", dir / "child"));
+    const Config& cc = point.config;
+    const ModelSpec spec = model_spec_make(cc.model, cc.attention);
+    BatchSampler sampler(split, cc.train.batch_size, cc.model.context_length, cc.train.seed);
+    const std::vector<int32_t> all = split.to_vector();
+    const std::vector<int32_t> val(all.begin(), all.begin() + 300);
+    TrainSession straight(cc, spec), resumed(cc, spec);
+    init_from_load(straight, point);
+    std::filesystem::create_directories(cc.train.run_dir);
+    for (int64_t i = 0; i < resumed.model().param_size(); ++i) resumed.model().params()[i] = 0.0f;
+    const test::RoundTrip r = test::resume_round_trip(
+        straight, resumed, sampler, dir / "child",
+        {.steps = 6, .save_after = 2, .val = &val, .init = [&](TrainSession& s) { init_from_load(s, point); }});
+    CHECK(r.got == r.want);
+    const int64_t P = straight.model().param_size();
+    CHECK(std::equal(straight.model().params(), straight.model().params() + P, resumed.model().params()));
+    CHECK(std::equal(straight.adam_m(), straight.adam_m() + P, resumed.adam_m()));
+    CHECK(std::equal(straight.adam_v(), straight.adam_v() + P, resumed.adam_v()));
+  }
+}
