@@ -1,6 +1,8 @@
 // rfa generate RUN_OR_CHECKPOINT --prompt TEXT | --prompt-file FILE [-n N] [--temperature T]
 //   [--top-k K] [--top-p P] [--seed S] [--greedy] [--num-samples N] [--window W] [--save-state F] [--load-state F]
-// Tokens stream to stdout as they are produced; statistics go to stderr at the end.
+//   [--ignore-eos]
+// Tokens stream to stdout as they are produced; a sample ends after -n tokens or at the
+// tokenizer's end-of-sequence token (unless --ignore-eos); statistics go to stderr at the end.
 #include <cstdio>
 #include <limits>
 #include <string>
@@ -35,6 +37,7 @@ struct GenerateArgs {
   std::string save_state;
   std::string load_state;
   Precision precision = Precision::fp32;
+  bool ignore_eos = false;  // generate -n tokens even past an end-of-sequence token
 };
 
 std::string bytes_human(int64_t bytes) {
@@ -93,6 +96,8 @@ void run_generate(const GenerateArgs& a) {
   const std::string checksum = (a.save_state.empty() && a.load_state.empty()) ? "" : model_checksum(model);
 
   GenerateStats total;
+  int stopped = 0;  // samples that ended at EOS
+  const int32_t stop = a.ignore_eos ? -1 : tok.eos_id();
   for (int sample = 0; sample < a.num_samples; ++sample) {
     dec.reset();
     if (!a.load_state.empty()) {
@@ -106,7 +111,8 @@ void run_generate(const GenerateArgs& a) {
       const std::string piece = tok.decode_token(id);  // short: no heap allocation (SSO)
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
-    });
+    }, stop);
+    stopped += st.stopped;
     total.prompt_tokens += st.prompt_tokens;
     total.prefill_seconds += st.prefill_seconds;
     total.generated += st.generated;
@@ -127,6 +133,9 @@ void run_generate(const GenerateArgs& a) {
   log_info("generate", "generated: {} tokens in {} sample(s), {:.0f} tokens/s, {:.3f} ms/token", total.generated,
            a.num_samples, total.generated / std::max(total.decode_seconds, 1e-9),
            total.decode_seconds * 1e3 / std::max<int64_t>(total.generated, 1));
+  if (stop >= 0)
+    log_info("generate", "{} of {} sample(s) stopped at the end-of-sequence token (id {}) before -n {}{}", stopped,
+             a.num_samples, stop, a.max_new_tokens, stopped > 0 ? "; --ignore-eos generates past it" : "");
   if (!attention_state_grows(model.spec.attn))
     log_info("generate", "state: {} ({} recurrent state, fixed size whatever the length)",
              bytes_human(total.state_bytes), kind);
@@ -175,6 +184,8 @@ void register_generate_command(CLI::App& app, CommandAction& action) {
       ->check(cli_integer<int>(0));
   cmd->add_option("--save-state", args->save_state, "After generating, save the RFA state to this file");
   cmd->add_option("--load-state", args->load_state, "Continue from a state saved with --save-state");
+  cmd->add_flag("--ignore-eos", args->ignore_eos,
+                "Generate all -n tokens: do not stop at the end-of-sequence token (a sampled one prints nothing)");
   cli_add_precision(*cmd, args->precision);
   cmd->callback([args, &action] { action = [args] { run_generate(*args); }; });
 }
