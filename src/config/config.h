@@ -16,6 +16,11 @@ enum class TokenizerKind { bpe, unigram, character };
 enum class Precision { fp32, bf16 };  // of the matrix products (docs/bf16.md)
 enum class GateKind { scalar, feature };       // rfa_gate: one gate per head, or one per state feature
 enum class TimeDiscountKind { none, log };     // RFA kinds: the feature written at position t scaled by log(t + c)
+// data.format: one text; JSON Lines documents {"text"}; instruction examples (docs/fine-tuning.md).
+enum class DataFormat { text, jsonl, alpaca, prompt_completion };
+enum class DocumentBoundaries { none, reset };  // attention across a document's start: runs on, or restarts
+enum class Packing { pad, pack };               // instruction examples: one per row, or several
+enum class PromptTemplate { alpaca, alpaca_short };  // how an alpaca example's instruction and input become a prompt
 
 struct ModelConfig {
   int vocab_size = 0;        // V; 0 = take it from the tokenizer
@@ -66,6 +71,11 @@ struct DataConfig {
   std::string corpus = "data/kjv.txt";
   std::string tokens = "";          // prepared token file; "" = corpus path with ".tokens" appended
   double val_fraction = 0.1;        // last fraction of the tokens is the validation split
+  DataFormat format = DataFormat::text;
+  DocumentBoundaries document_boundaries = DocumentBoundaries::none;
+  Packing packing = Packing::pad;
+  PromptTemplate prompt_template = PromptTemplate::alpaca;  // key data.template
+  bool train_on_prompt = false;     // instruction examples: the loss covers the prompt too, not only the response
 
   friend bool operator==(const DataConfig&, const DataConfig&) = default;
 };
@@ -132,8 +142,16 @@ inline const std::string& config_tokenizer_corpus(const Config& c) {
   return c.tokenizer.corpus.empty() ? c.data.corpus : c.tokenizer.corpus;
 }
 // The prepared token file; "" means next to the corpus.
+// (A corpus of several paths must name it: config_validate.)
 inline std::string config_tokens_path(const DataConfig& d) {
-  return d.tokens.empty() ? d.corpus + ".tokens" : d.tokens;
+  if (!d.tokens.empty()) return d.tokens;
+  std::string corpus = d.corpus;
+  while (corpus.size() > 1 && corpus.back() == '/') corpus.pop_back();  // a directory's file goes beside it
+  return corpus + ".tokens";
+}
+// alpaca and prompt_completion: (prompt, response) examples, the loss on the response.
+inline bool config_supervised(const DataConfig& d) {
+  return d.format == DataFormat::alpaca || d.format == DataFormat::prompt_completion;
 }
 inline PositionKind config_positions(const AttentionConfig& a) {
   if (a.positions != PositionKind::automatic) return a.positions;

@@ -63,9 +63,24 @@ const ConfigKey kKeys[] = {
     {RFA_FIELD(tokenizer, max_sentences), at_least(1), "SentencePiece input_sentence_size"},
     {RFA_FIELD(tokenizer, character_coverage), kUpperUnit, "SentencePiece character_coverage"},
 
-    {RFA_FIELD(data, corpus), kNonEmpty, "UTF-8 text corpus"},
+    {RFA_FIELD(data, corpus), kNonEmpty,
+     "the corpus: a file, a directory (its files, by name) or several of either separated by commas"},
     {RFA_FIELD(data, tokens), kAny, "prepared token file; \"\" = the corpus path + .tokens"},
-    {RFA_FIELD(data, val_fraction), kOpenUnit, "the last fraction of the tokens is the validation split"},
+    {RFA_FIELD(data, val_fraction), kOpenUnit,
+     "the last fraction of the tokens (text) or of the documents (other formats) is the validation split"},
+    {RFA_FIELD(data, format), kAny,
+     "text: UTF-8 text, files joined by EOS; jsonl: {\"text\"} documents; alpaca: {\"instruction\",\"input\",\"output\"}; "
+     "prompt_completion: {\"prompt\",\"completion\"} (JSON Lines, each document ends with EOS)"},
+    {RFA_FIELD(data, document_boundaries), kAny,
+     "none: attention runs across documents; reset: restarts at each (so far only with alpaca/prompt_completion and "
+     "packing pad, where each row is one example)"},
+    {RFA_FIELD(data, packing), kAny,
+     "alpaca/prompt_completion: pad = one example per row; pack = whole examples back to back, the label across "
+     "examples masked"},
+    {"data.template", ConfigField{+[](Config& c) -> auto& { return c.data.prompt_template; }}, kAny,
+     "alpaca: an alpaca example's prompt, Stanford Alpaca's exact text; alpaca_short: without its first sentence"},
+    {RFA_FIELD(data, train_on_prompt), kAny,
+     "alpaca/prompt_completion: the loss covers the prompt tokens too (default: the response and its EOS only)"},
 
     {RFA_FIELD(train, run_dir), kNonEmpty, "directory for logs and checkpoints"},
     {RFA_FIELD(train, batch_size), at_least(1), "B, sequences per micro-batch"},

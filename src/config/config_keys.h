@@ -35,7 +35,8 @@ using ConfigField =
     std::variant<FieldRef<int>, FieldRef<int64_t>, FieldRef<uint64_t>, FieldRef<double>, FieldRef<bool>,
                  FieldRef<std::string>, FieldRef<AttentionKind>, FieldRef<FeatureMapKind>,
                  FieldRef<PositionKind>, FieldRef<TokenizerKind>, FieldRef<Precision>, FieldRef<GateKind>,
-                 FieldRef<TimeDiscountKind>>;
+                 FieldRef<TimeDiscountKind>, FieldRef<DataFormat>, FieldRef<DocumentBoundaries>, FieldRef<Packing>,
+                 FieldRef<PromptTemplate>>;
 
 // What a single value may be; config_validate checks it. Numbers: min/max with
 // open or closed ends (infinite = unbounded). Strings: non_empty.

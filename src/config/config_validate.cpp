@@ -72,6 +72,25 @@ void config_validate(const Config& config) {
               "'train.stateful' is true but 'attention.positions' resolves to rope: positions would grow without "
               "bound across carried segments; set attention.positions=none (the RFA kinds' default)");
 
+  const DataConfig& d = config.data;
+  if (d.tokens.empty() && d.corpus.find(',') != std::string::npos)
+    fail_keys({"data.tokens", "data.corpus"},
+              "'data.corpus' lists several paths ('{}') and 'data.tokens' is empty; set data.tokens to the token file "
+              "to write (one file holds the whole corpus)",
+              d.corpus);
+  if (d.document_boundaries == DocumentBoundaries::reset && !(config_supervised(d) && d.packing == Packing::pad))
+    fail_keys({"data.document_boundaries", "data.packing", "data.format"},
+              "'data.document_boundaries' reset is not yet available with data.format {}{}: the attention cannot yet "
+              "restart its RFA state, mask softmax or restart RoPE positions at a document's first token; use "
+              "data.document_boundaries=none (attention runs across documents joined by EOS) or, for alpaca and "
+              "prompt_completion, data.packing=pad (one example per row, each starting empty)",
+              enum_name(d.format), config_supervised(d) ? " and data.packing pack" : "");
+  if (t.stateful && config_supervised(d))
+    fail_keys({"train.stateful", "data.format"},
+              "'train.stateful' is true but 'data.format' is {}: instruction examples are independent texts with no "
+              "state to carry from one row to the next; set train.stateful=false",
+              enum_name(d.format));
+
   const OptimConfig& o = config.optim;
   if (o.lr_min > o.lr)
     fail_keys({"optim.lr_min", "optim.lr"},

@@ -126,6 +126,25 @@ TEST_CASE("config errors: impossible values name the key, the value and what is 
             "'train.stateful_redraw' is 5 but 'train.stateful' is false: the redraw period applies to stateful"));
 }
 
+TEST_CASE("config errors: document and instruction data: what is not available says what is") {
+  // The attention cannot restart at a document's first token yet: only a padded instruction
+  // row (one example, which starts empty) has reset semantics.
+  CHECK(has(load_error("data:\n  format: jsonl\n  document_boundaries: reset\n"),
+            "error.yaml:3: 'data.document_boundaries' reset is not yet available with data.format jsonl: the "
+            "attention cannot yet restart its RFA state"));
+  CHECK(has(load_error("data:\n  format: alpaca\n  packing: pack\n  document_boundaries: reset\n"),
+            "not yet available with data.format alpaca and data.packing pack"));
+  CHECK(has(load_error("data:\n  format: text\n  document_boundaries: reset\n"),
+            "use data.document_boundaries=none (attention runs across documents joined by EOS) or, for alpaca and "
+            "prompt_completion, data.packing=pad"));
+  CHECK_NOTHROW(config_load("", {"data.format=alpaca", "data.document_boundaries=reset"}));
+  CHECK(has(load_error("data:\n  format: prompt_completion\ntrain:\n  stateful: true\n"),
+            "'train.stateful' is true but 'data.format' is prompt_completion"));
+  CHECK(has(set_error("data.format=json"), "'data.format' expects one of text|jsonl|alpaca|prompt_completion"));
+  CHECK(has(set_error("data.corpus=a.txt,b.txt"),
+            "'data.corpus' lists several paths ('a.txt,b.txt') and 'data.tokens' is empty"));
+}
+
 TEST_CASE("config errors: the bounds of every key reject a value just outside them") {
   // Drives the table itself, so a bound added later is covered too.
   for (const ConfigKey& key : config_keys()) {
