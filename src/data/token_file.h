@@ -144,6 +144,7 @@ struct TokenFileStats {
   int64_t tokens = 0;
   int64_t train_tokens = 0, val_tokens = 0;
   int64_t train_bytes = 0, val_bytes = 0;
+  int64_t documents = 0, val_documents = 0;  // version 3
   double seconds = 0;
 };
 
