@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/stop_signals.h"
@@ -131,8 +132,17 @@ int64_t TrainSession::carry_position(int64_t step) const {
   return since * model_.spec.model.context_length;
 }
 
+StepStats TrainSession::step(int64_t step, const ExampleSampler& examples) {
+  RFA_ASSERT(!config_.train.stateful, "instruction examples carry no state");
+  RFA_ASSERT(examples.micro_batches() == config_.train.grad_accum * dist_size(),
+             "examples built for {} micro-batches, the step has ranks x grad_accum = {}", examples.micro_batches(),
+             config_.train.grad_accum * dist_size());
+  return step_with(step, examples, false);
+}
+
 template <typename Sampler>
 StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool stateful) {
+  constexpr bool examples = std::is_same_v<Sampler, ExampleSampler>;
   const TrainConfig& tc = config_.train;
   const ModelSpec& s = model_.spec;
   StepStats st;
@@ -159,6 +169,10 @@ StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool sta
   // after it when ranks * grad_accum is a power of two; otherwise it differs in the last bit.)
   const int rank = dist_rank(), ranks = dist_size();
   const double scale = 1.0 / (double(tc.grad_accum) * ranks);
+  // Instruction examples: the step's trained targets over every rank's micro-batches (each rank
+  // counts them all from the row layout: no communication), the normaliser of its loss.
+  int64_t step_targets = 0;
+  if constexpr (examples) step_targets = sampler.supervised_step(step);
   for (int micro = 0; micro < tc.grad_accum; ++micro) {
     // One rank may drop the step at a stop request; several ranks must all reach the
     // all-reduce, and agree on stopping after the step instead (train/train_dist.h).
@@ -166,7 +180,10 @@ StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool sta
       st.stopped = true;
       return st;
     }
-    sampler.sample(step, batch_global_micro(rank, ranks, micro), batch_.inputs.data(), batch_.targets.data());
+    const int global_micro = batch_global_micro(rank, ranks, micro);
+    sampler.sample(step, global_micro, batch_);
+    double weight = scale;  // this micro-batch's share of the step's loss
+    if constexpr (examples) weight = step_loss_weight(sampler.supervised(step, global_micro), step_targets);
     ModelCarry<float> carry;
     if (stateful) {
       carry.in = carry_reset ? nullptr : carry_in_ + micro * carry_slot_;
@@ -178,15 +195,15 @@ StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool sta
     st.forward_ms += timer.ms();
     if (!std::isfinite(loss)) fail_non_finite(step, "the training loss");
     timer.reset();
-    model_backward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), random, scale,
+    model_backward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), random, weight,
                    micro == 0 ? GradWrite::overwrite : GradWrite::accumulate);
     st.backward_ms += timer.ms();
-    loss_sum += loss;
+    loss_sum += examples ? loss * weight : loss;  // text: the same weight for all, applied below as before
   }
   timer.reset();
   // The one gradient all-reduce of the step (no-op with one rank), and the loss's.
   dist_allreduce_sum(model_.grads(), model_.param_size());
-  double loss_mean = loss_sum * scale;
+  double loss_mean = examples ? loss_sum : loss_sum * scale;
   dist_allreduce_sum(&loss_mean, 1);
   st.allreduce_ms = timer.ms();
   timer.reset();
@@ -202,6 +219,7 @@ StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool sta
   std::swap(carry_in_, carry_out_);  // the step is taken: its final states enter the next
   st.optimizer_ms = timer.ms();
   st.tokens = int64_t(tc.batch_size) * s.model.context_length * tc.grad_accum * ranks;
+  st.supervised = step_targets;
   return st;
 }
 
@@ -209,6 +227,12 @@ PerplexityPlan TrainSession::eval_plan(int64_t tokens) const {
   PerplexityOptions o;  // the defaults of `rfa eval perplexity`: the same numbers
   o.progress = false;
   return perplexity_plan(model_.spec, tokens, o);
+}
+
+ExampleNll TrainSession::evaluate_examples(const ExampleSet& set) {
+  const int max_tokens = model_.spec.model.context_length + 1;
+  if (!example_decoder_) example_decoder_ = std::make_unique<Decoder<float>>(model_, example_decoder_options(max_tokens));
+  return example_nll(*example_decoder_, set, max_tokens, example_scratch_, stop_requested);
 }
 
 double TrainSession::evaluate(std::span<const int32_t> tokens) {

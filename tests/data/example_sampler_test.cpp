@@ -9,37 +9,15 @@
 #include <vector>
 
 #include "data/example_sampler.h"
+#include "support/examples.h"
 #include "support/test_files.h"
 
 using namespace rfa;
 
 namespace {
 
-constexpr int32_t kEos = 2;
-
-// Examples as (prompt tokens, response tokens); each gets EOS appended, like a token file.
-struct Examples {
-  std::vector<uint16_t> tokens;
-  std::vector<int64_t> table;  // (D, 2): start, response start
-  explicit Examples(const std::vector<std::pair<std::vector<uint16_t>, std::vector<uint16_t>>>& parts) {
-    for (const auto& [prompt, response] : parts) {
-      table.push_back(static_cast<int64_t>(tokens.size()));
-      tokens.insert(tokens.end(), prompt.begin(), prompt.end());
-      table.push_back(static_cast<int64_t>(tokens.size()));
-      tokens.insert(tokens.end(), response.begin(), response.end());
-      tokens.push_back(kEos);
-    }
-  }
-  TokenSplit split() const {
-    return TokenSplit(reinterpret_cast<const unsigned char*>(tokens.data()), 2, static_cast<int64_t>(tokens.size()),
-                      0);
-  }
-  DocumentTable docs() const {
-    return DocumentTable(reinterpret_cast<const unsigned char*>(table.data()), static_cast<int64_t>(table.size() / 2),
-                         static_cast<int64_t>(tokens.size()));
-  }
-  int64_t size() const { return static_cast<int64_t>(table.size() / 2); }
-};
+using test::Examples;
+using test::kEos;
 
 ExampleLayout layout(Packing packing, int B, int T, bool train_on_prompt = false) {
   return {.packing = packing, .batch_size = B, .context_length = T, .train_on_prompt = train_on_prompt, .pad_id = 0};

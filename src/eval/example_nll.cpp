@@ -1,0 +1,54 @@
+#include "eval/example_nll.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "eval/perplexity.h"
+
+namespace rfa {
+
+DecoderOptions example_decoder_options(int max_tokens, Precision precision) {
+  RFA_ASSERT(max_tokens >= 2, "examples of {} tokens", max_tokens);
+  DecoderOptions o;
+  o.batch = 1;
+  o.max_segment = max_tokens - 1;    // an example's inputs in one prefill
+  o.max_positions = max_tokens - 1;  // the RoPE table, softmax's cache
+  o.precision = precision;
+  return o;
+}
+
+ExampleNll example_nll(Decoder<float>& dec, const ExampleSet& set, int max_tokens, std::vector<int32_t>& scratch,
+                       bool (*should_stop)()) {
+  ExampleNll r;
+  scratch.resize(static_cast<size_t>(max_tokens));
+  const int V = dec.vocab();
+  for (int64_t d = set.first; d < set.first + set.count; ++d) {
+    if (should_stop && should_stop()) {
+      r.stopped = true;
+      return r;
+    }
+    const int64_t s = set.docs.start(d), n = set.docs.end(d) - s, p = set.docs.response_start(d) - s;
+    if (n > max_tokens) {
+      ++r.too_long;
+      continue;
+    }
+    if (n < 2) continue;  // no target at all
+    set.tokens.copy(s, n, scratch.data());
+    dec.reset();
+    const float* logits = dec.prefill(scratch.data(), static_cast<int>(n - 1));  // row j - 1 predicts t[j]
+    for (int64_t j = 1; j < n; ++j) {
+      const double nll = token_nll(logits + (j - 1) * V, V, scratch[static_cast<size_t>(j)]);
+      if (j >= p) {
+        r.response_sum += nll;
+        ++r.response_tokens;
+      } else {
+        r.prompt_sum += nll;
+        ++r.prompt_tokens;
+      }
+    }
+    ++r.examples;
+  }
+  return r;
+}
+
+}  // namespace rfa
