@@ -1,6 +1,6 @@
 // rfa generate RUN_OR_CHECKPOINT --prompt TEXT | --prompt-file FILE [-n N] [--temperature T]
 //   [--top-k K] [--top-p P] [--seed S] [--greedy] [--num-samples N] [--window W] [--save-state F] [--load-state F]
-//   [--ignore-eos]
+//   [--ignore-eos] [--instruction TEXT [--input TEXT] [--template T]]
 // Tokens stream to stdout as they are produced; a sample ends after -n tokens or at the
 // tokenizer's end-of-sequence token (unless --ignore-eos); statistics go to stderr at the end.
 #include <cstdio>
@@ -19,6 +19,7 @@
 #include "core/parallel.h"
 #include "decode/decode_memory.h"
 #include "decode/decoder_state_io.h"
+#include "data/prompt_template.h"
 #include "decode/generate.h"
 #include "model/model_load.h"
 
@@ -38,7 +39,33 @@ struct GenerateArgs {
   std::string load_state;
   Precision precision = Precision::fp32;
   bool ignore_eos = false;  // generate -n tokens even past an end-of-sequence token
+  std::string instruction;  // rendered with the run's template into the prompt (docs/fine-tuning.md)
+  std::string input;
+  std::string prompt_template;  // --template; "" = the run's data.template
 };
+
+// The prompt --instruction and --input stand for: the template of the run's instruction data
+// (alpaca: data.template, or --template; prompt_completion: the instruction verbatim, its
+// prompt); for a model not tuned on instructions, --template (default alpaca), with a note.
+std::string instruction_prompt(const GenerateArgs& a, const Config& config) {
+  if (!a.prompt.empty() || !a.prompt_file.empty())
+    fail("--instruction renders the prompt from the run's template; drop --prompt / --prompt-file");
+  if (a.instruction.empty()) fail("--input {} needs --instruction: the input completes an instruction", a.input);
+  const DataFormat format = config.data.format;
+  if (format == DataFormat::prompt_completion) {
+    if (!a.input.empty() || !a.prompt_template.empty())
+      fail("this run was tuned on prompt_completion data, whose prompt is used as written: put everything in "
+           "--instruction (no --input, no --template)");
+    return a.instruction;
+  }
+  PromptTemplate t = format == DataFormat::alpaca ? config.data.prompt_template : PromptTemplate::alpaca;
+  if (!a.prompt_template.empty() && !enum_parse(a.prompt_template, &t))
+    fail("--template {} is not one of {}", a.prompt_template, enum_choices(PromptTemplate{}));
+  if (format != DataFormat::alpaca)
+    log_info("generate", "the model was trained on data.format {}, not instruction examples; rendering the {} "
+             "template anyway", enum_name(format), enum_name(t));
+  return prompt_render(t, a.instruction, a.input);
+}
 
 std::string bytes_human(int64_t bytes) {
   if (bytes < 1024) return fmt::format("{} B", bytes);
@@ -54,7 +81,10 @@ void run_generate(const GenerateArgs& a) {
   LoadedModel loaded = model_load(a.model, a.precision);
   Model<float>& model = *loaded.model;
   const Tokenizer& tok = *loaded.tokenizer;
-  const std::string text = a.prompt_file.empty() ? a.prompt : file_read_user_text(a.prompt_file, "--prompt-file");
+  const bool instructed = !a.instruction.empty() || !a.input.empty();
+  const std::string text = instructed               ? instruction_prompt(a, loaded.config)
+                           : a.prompt_file.empty() ? a.prompt
+                                                   : file_read_user_text(a.prompt_file, "--prompt-file");
   const std::vector<int32_t> prompt = tok.encode(text);
   if (prompt.empty() && a.load_state.empty())
     fail("the prompt is empty; give --prompt TEXT or --prompt-file FILE (the model has no start token)");
@@ -105,7 +135,7 @@ void run_generate(const GenerateArgs& a) {
       log_info("generate", "continuing from {} at position {}", a.load_state, dec.position());
     }
     if (sample > 0) std::fputs("\n---------------\n", stdout);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (!instructed) std::fwrite(text.data(), 1, text.size(), stdout);  // an instruction's response alone
     std::fflush(stdout);
     GenerateStats st = generate(dec, sampler, prompt, a.max_new_tokens, static_cast<uint64_t>(sample), [&](int32_t id) {
       const std::string piece = tok.decode_token(id);  // short: no heap allocation (SSO)
@@ -184,6 +214,15 @@ void register_generate_command(CLI::App& app, CommandAction& action) {
       ->check(cli_integer<int>(0));
   cmd->add_option("--save-state", args->save_state, "After generating, save the RFA state to this file");
   cmd->add_option("--load-state", args->load_state, "Continue from a state saved with --save-state");
+  auto* instruction = cmd->add_option(
+      "--instruction", args->instruction,
+      "Instruction for a model tuned on instruction data: rendered with the run's template (alpaca: data.template; "
+      "prompt_completion: as written) into the prompt; only the response is printed");
+  instruction->excludes(prompt)->excludes(file);
+  cmd->add_option("--input", args->input, "The instruction's input (alpaca template), if any")->needs(instruction);
+  cmd->add_option("--template", args->prompt_template,
+                  "With --instruction: alpaca|alpaca_short instead of the run's data.template")
+      ->needs(instruction);
   cmd->add_flag("--ignore-eos", args->ignore_eos,
                 "Generate all -n tokens: do not stop at the end-of-sequence token (a sampled one prints nothing)");
   cli_add_precision(*cmd, args->precision);

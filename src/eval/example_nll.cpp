@@ -3,6 +3,9 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/memory_check.h"
+#include "core/parallel.h"
+#include "decode/decode_memory.h"
 #include "eval/perplexity.h"
 
 namespace rfa {
@@ -49,6 +52,16 @@ ExampleNll example_nll(Decoder<float>& dec, const ExampleSet& set, int max_token
     ++r.examples;
   }
   return r;
+}
+
+ExampleNll examples_evaluate(Model<float>& model, const ExampleSet& set, Precision precision) {
+  const int max_tokens = model.spec.model.context_length + 1;
+  const DecoderOptions o = example_decoder_options(max_tokens, precision);
+  const std::string limit = fmt::format("model.context_length ({})", model.spec.model.context_length);
+  memory_require(memory_estimate_decoder(model.spec, o, thread_count(), limit, limit), "evaluating");
+  Decoder<float> dec(model, o);
+  std::vector<int32_t> scratch;
+  return example_nll(dec, set, max_tokens, scratch);
 }
 
 }  // namespace rfa

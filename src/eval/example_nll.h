@@ -42,4 +42,8 @@ DecoderOptions example_decoder_options(int max_tokens, Precision precision = Pre
 ExampleNll example_nll(Decoder<float>& decoder, const ExampleSet& set, int max_tokens, std::vector<int32_t>& scratch,
                        bool (*should_stop)() = nullptr);
 
+// `rfa eval perplexity` on instruction examples: example_nll with a decoder built here for the
+// model's context_length + 1 tokens (refused first if it cannot fit in memory).
+ExampleNll examples_evaluate(Model<float>& model, const ExampleSet& set, Precision precision = Precision::fp32);
+
 }  // namespace rfa

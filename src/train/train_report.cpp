@@ -52,9 +52,11 @@ std::string train_log_json(const TrainLogLine& l) {
   return out;
 }
 
-std::string eval_log_json(int64_t step, double val_loss, double elapsed_s) {
-  return fmt::format("{{\"type\":\"eval\",\"step\":{},\"val_loss\":{},\"elapsed_s\":{}}}", step,
-                     json_number(val_loss), json_number(elapsed_s));
+std::string eval_log_json(int64_t step, double val_loss, double elapsed_s, double val_prompt_loss) {
+  const std::string prompt =
+      val_prompt_loss >= 0 ? fmt::format(",\"val_prompt_loss\":{}", json_number(val_prompt_loss)) : "";
+  return fmt::format("{{\"type\":\"eval\",\"step\":{},\"val_loss\":{}{},\"elapsed_s\":{}}}", step,
+                     json_number(val_loss), prompt, json_number(elapsed_s));
 }
 
 MetricsFile::MetricsFile(const std::string& path, bool append) {

@@ -29,6 +29,7 @@
 #include "optim/grad_clip.h"
 #include "train/run_dir_lock.h"
 #include "train/train_data.h"
+#include "train/train_batches.h"
 #include "train/train_dist.h"
 #include "train/train_init.h"
 #include "train/train_report.h"
@@ -179,19 +180,12 @@ TrainResult train_run_with(const Config& config_in, const TrainOptions& options,
   const ModelSpec spec = model_spec_make(config.model, config.attention);
 
   const TrainConfig& tc = config.train;
-  // train.stateful: ranks x grad_accum micro-batches of B contiguous streams; else random windows.
-  std::optional<BatchSampler> sampler;
-  std::optional<StreamSampler> streams;
-  if (tc.stateful)
-    streams.emplace(data.tokens.train(), tc.batch_size, spec.model.context_length, tc.grad_accum * dist_size());
-  else
-    sampler.emplace(data.tokens.train(), tc.batch_size, spec.model.context_length, tc.seed);
-  const TokenSplit val = data.tokens.val();
-  (void)SequentialBatches(val, tc.batch_size, spec.model.context_length);  // throws now if val is shorter than T+1
+  // Random windows, streams (train.stateful) or rows of instruction examples; their validation.
+  TrainBatches batches(data.tokens, config, dist_size(), data.tokenizer.eos_id());
   TrainSession session(config, spec);
   if (init) init_from_load(session, *init);
   std::optional<StreamCheckpoint> stream_checkpoint;
-  if (streams) stream_checkpoint.emplace(session, *streams);
+  if (batches.streams()) stream_checkpoint.emplace(session, *batches.streams());
   StreamCheckpoint* const stream_ck = stream_checkpoint ? &*stream_checkpoint : nullptr;
   log_info("train", "{} attention, L={} C={} H={} T={} V={}: {} parameters; batch {}x{}x{} = {} tokens/step, {} threads",
            enum_name(spec.attention.kind), spec.L, spec.C, spec.H, spec.model.context_length, spec.V,
@@ -204,17 +198,9 @@ TrainResult train_run_with(const Config& config_in, const TrainOptions& options,
     log_info("train", "data parallel: {} ranks x batch {}x{}x{} = {} tokens/step; {}", dist_size(), tc.batch_size,
              tc.grad_accum, spec.model.context_length,
              int64_t(dist_size()) * tc.batch_size * tc.grad_accum * spec.model.context_length, dist_backend());
-  log_info("train", "data: {} train / {} val tokens from {}; run dir {}", data.tokens.train().size(), val.size(),
-           data.tokens.path(), run_dir);
-  if (streams)
-    log_info("train", "stateful: {} streams of ~{} tokens (each row continues its stream, states carried between "
-             "steps); random features: {}",
-             int64_t(streams->micro_batches()) * tc.batch_size, streams->stream_period(0, 0),
-             tc.stateful_redraw == 0 ? std::string("the fixed evaluation set")
-                                     : fmt::format("redrawn every {} steps, states reset then", tc.stateful_redraw));
-  const ValidationText val_text = validation_text(val, tc, spec.model.context_length);
-  log_info("train", "val loss: mean NLL per token over {}, {}; as `rfa eval perplexity` computes it", val_text.what,
-           perplexity_method(session.eval_plan(static_cast<int64_t>(val_text.tokens.size()))));
+  log_info("train", "data: {} train / {} val tokens from {}; run dir {}", data.tokens.train().size(),
+           data.tokens.val().size(), data.tokens.path(), run_dir);
+  batches.log(session);
 
   TrainResult result;
   result.best_val_loss = std::numeric_limits<double>::infinity();
@@ -269,10 +255,11 @@ TrainResult train_run_with(const Config& config_in, const TrainOptions& options,
              tc.steps, tokens_seen);
   // Every rank initialised (or loaded) the same weights: prove it before the first step.
   train_dist_weights_check(session.model().params(), session.model().param_size(), 0);
-  if (init && root) {  // the parent's weights on this run's validation text: where fine-tuning starts
-    const double before = session.evaluate(val_text.tokens);
-    metrics->write(eval_log_json(0, before, wall_before + wall.seconds()));
-    log_info("train", "val loss at step 0 (the parent's weights, before fine-tuning): {:.4f}", before);
+  if (init && root) {  // the parent's weights on this run's validation data: where fine-tuning starts
+    const ValLoss before = batches.evaluate(session);
+    metrics->write(eval_log_json(0, before.loss, wall_before + wall.seconds(), before.prompt_loss));
+    log_info("train", "val loss at step 0 (the parent's weights, before fine-tuning): {:.4f}{}", before.loss,
+             before.prompt_loss >= 0 ? fmt::format(" (prompt {:.4f})", before.prompt_loss) : "");
   }
   ProgressLine progress;
   StopSignals signals;
@@ -319,7 +306,7 @@ TrainResult train_run_with(const Config& config_in, const TrainOptions& options,
   StepStats last;
   for (int64_t step = start; step < tc.steps; ++step) {
     Timer step_timer;
-    last = streams ? session.step(step, *streams) : session.step(step, *sampler);
+    last = batches.step(session, step);
     if (last.stopped) {  // a stop inside the step drops it whole; the last finished step is saved
       if (saved_step != step) {  // one rank (TrainSession::step): the gather is local
         if (stream_ck) stream_ck->gather(step);
@@ -345,11 +332,13 @@ TrainResult train_run_with(const Config& config_in, const TrainOptions& options,
     recent_ms = recent_ms == 0 ? seconds * 1e3 : 0.9 * recent_ms + 0.1 * seconds * 1e3;
     const double eta = (tc.steps - done) * recent_ms / 1e3;
 
-    double val_loss = -1;
+    double val_loss = -1, val_prompt = -1;
     const bool eval_due = (tc.eval_every > 0 && done % tc.eval_every == 0) || is_last || done == options.stop_after;
     if (root && eval_due && !stop_requested()) {
       progress.clear();
-      val_loss = session.evaluate(val_text.tokens);  // NaN if a stop request cuts it short
+      const ValLoss v = batches.evaluate(session);  // NaN if a stop request cuts it short
+      val_loss = v.loss;
+      val_prompt = v.prompt_loss;
     }
     // All ranks stop after the same step, whichever of them a signal reached and when (during
     // rank 0's evaluation too): the largest of their pending signals. One rank: its own.
@@ -361,7 +350,7 @@ TrainResult train_run_with(const Config& config_in, const TrainOptions& options,
       evaluated = true;
       result.final_val_loss = val_loss;
       result.best_val_loss = std::min(result.best_val_loss, val_loss);
-      metrics->write(eval_log_json(done, val_loss, wall_before + wall.seconds()));
+      metrics->write(eval_log_json(done, val_loss, wall_before + wall.seconds(), val_prompt));
     }
     if (done % tc.log_every == 0) train_dist_weights_check(session.model().params(), session.model().param_size(), done);
     if (done % tc.log_every == 0 || step == start || is_last || stopping || val_loss >= 0) {
