@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Builds a small instruction set offline from Debian's bible-kjv (docs/fine-tuning.md):
+#   scripts/make-instructions.sh [OUT] [COUNT]   (default data/kjv-instruct.jsonl, 4000 per task)
+# Alpaca JSON Lines ({"instruction", "input", "output"}), two tasks over the KJV's verses:
+#   book:     "Which book of the Bible is this verse from?" + the verse -> the book's name
+#             ("Genesis", "1 Samuel", "Song of Solomon", ...: 66 answers, checkable by exact match);
+#   continue: "Continue this verse." + the verse's first half (at least 3 words) -> the rest.
+# COUNT verses per task, picked and shuffled by a fixed multiplicative hash of the verse's
+# number (no random generator: the same file on every machine), verses of at most 40 words so
+# an example fits a 256-token context with Alpaca's prompt. The two tasks are interleaved
+# and shuffled together, so the last lines (the validation split of `rfa data prepare`,
+# which takes the last documents) mix both tasks and all books. Deterministic; idempotent.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${1:-$repo/data/kjv-instruct.jsonl}
+count=${2:-4000}
+log() { echo "[make-instructions] $*" >&2; }
+command -v bible >/dev/null || { log "bible (Debian's bible-kjv) is missing: run scripts/install-deps.sh"; exit 1; }
+mkdir -p "$(dirname "$out")"
+tmp=$(mktemp "$(dirname "$out")/.instruct.XXXXXX")
+trap 'rm -f "$tmp"' EXIT
+# `bible -f` prints "<abbreviation><chapter>:<verse> <text>", one verse per line (wrapped
+# lines joined back, as scripts/get-data.sh does).
+bible -f "Gen1:1-Rev22:21" </dev/null | LC_ALL=C awk -v count="$count" '
+  BEGIN {
+    split("Ge Exo Lev Num Deu Josh Jdgs Ruth 1Sm 2Sm 1Ki 2Ki 1Chr 2Chr Ezra Neh Est Job Psa Prv Eccl SSol Isa Jer " \
+          "Lam Eze Dan Hos Joel Amos Obad Jonah Mic Nahum Hab Zep Hag Zec Mal Mat Mark Luke John Acts Rom 1Cor 2Cor " \
+          "Gal Eph Phi Col 1Th 2Th 1Tim 2Tim Titus Phmn Heb Jas 1Pet 2Pet 1Jn 2Jn 3Jn Jude Rev", abbr, " ")
+    split("Genesis|Exodus|Leviticus|Numbers|Deuteronomy|Joshua|Judges|Ruth|1 Samuel|2 Samuel|1 Kings|2 Kings|" \
+          "1 Chronicles|2 Chronicles|Ezra|Nehemiah|Esther|Job|Psalms|Proverbs|Ecclesiastes|Song of Solomon|Isaiah|" \
+          "Jeremiah|Lamentations|Ezekiel|Daniel|Hosea|Joel|Amos|Obadiah|Jonah|Micah|Nahum|Habakkuk|Zephaniah|" \
+          "Haggai|Zechariah|Malachi|Matthew|Mark|Luke|John|Acts|Romans|1 Corinthians|2 Corinthians|Galatians|" \
+          "Ephesians|Philippians|Colossians|1 Thessalonians|2 Thessalonians|1 Timothy|2 Timothy|Titus|Philemon|" \
+          "Hebrews|James|1 Peter|2 Peter|1 John|2 John|3 John|Jude|Revelation", names, "|")
+    for (i = 1; i <= 66; ++i) book[abbr[i]] = names[i]
+  }
+  function flush() {
+    if (cur == "") return
+    gsub(/  +/, " ", cur); sub(/ +$/, "", cur)
+    ++n; text[n] = cur; from[n] = book[b]
+    if (from[n] == "") { print "unknown book abbreviation " b > "/dev/stderr"; exit 3 }
+    cur = ""
+  }
+  function json(s) { gsub(/\\/, "\\\\", s); gsub(/"/, "\\\"", s); return "\"" s "\"" }
+  /^[1-3]?[A-Za-z]+[0-9]+:[0-9]+ / {
+    flush()
+    match($0, /^[1-3]?[A-Za-z]+/); b = substr($0, 1, RLENGTH)
+    match($0, /^[1-3]?[A-Za-z]+[0-9]+:[0-9]+ /); cur = substr($0, RLENGTH + 1)
+    next
+  }
+  /^[ \t]*$/ { next }
+  { sub(/^[ \t]+/, "", $0); cur = cur " " $0 }
+  END {
+    flush()
+    if (n != 31102) { print "found " n " verses, expected 31102" > "/dev/stderr"; exit 4 }
+    # Verse v (1-based) has hash key (v * 2654435761) mod 2^32: exact in doubles (< 2^53).
+    for (task = 0; task < 2; ++task) {
+      picked = 0
+      for (k = 0; k < n && picked < count; ++k) {
+        v = (k * 7919 + task * 15551) % n + 1  # 7919 is prime to n = 2 x 15551: every verse once per task
+        words = split(text[v], w, " ")
+        if (words > 40 || words < 6) continue
+        ++picked
+        key = ((v * 2654435761 + task * 40503) % 4294967296)
+        if (task == 0) {
+          line = "{\"instruction\": \"Which book of the Bible is this verse from?\", \"input\": " json(text[v]) \
+                 ", \"output\": " json(from[v]) "}"
+        } else {
+          half = int(words / 2); if (half < 3) half = 3
+          head = w[1]; for (j = 2; j <= half; ++j) head = head " " w[j]
+          tail = w[half + 1]; for (j = half + 2; j <= words; ++j) tail = tail " " w[j]
+          line = "{\"instruction\": \"Continue this verse.\", \"input\": " json(head) ", \"output\": " json(tail) "}"
+        }
+        printf "%010.0f\t%s\n", key, line
+      }
+    }
+  }' | LC_ALL=C sort -k1,1n -s | cut -f2- >"$tmp"
+lines=$(wc -l <"$tmp")
+[ "$lines" = $((2 * count)) ] || { log "wrote $lines examples, expected $((2 * count))"; exit 1; }
+chmod 644 "$tmp"
+mv "$tmp" "$out"
+log "wrote $out: $lines examples ($count per task), $(wc -c <"$out") bytes"
