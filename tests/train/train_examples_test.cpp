@@ -14,6 +14,7 @@
 #include "model/model_forward.h"
 #include "support/examples.h"
 #include "support/gradcheck.h"
+#include "support/model_gradcheck.h"
 #include "support/resume_round_trip.h"
 #include "support/temp_dir.h"
 #include "support/tiny_model.h"
@@ -24,12 +25,8 @@ using namespace rfa;
 
 namespace {
 
-constexpr int kVocab = 300;  // ids below 16 in the examples; 300: the smallest tokenizer vocab
-
 Config examples_config(AttentionKind kind, int batch, int grad_accum) {
-  Config c = test::train_config(kind, kVocab);
-  c.tokenizer.kind = TokenizerKind::character;
-  c.tokenizer.vocab_size = kVocab;
+  Config c = test::train_config_saved(kind);
   c.data.format = DataFormat::alpaca;
   c.train.batch_size = batch;
   c.train.grad_accum = grad_accum;
@@ -92,15 +89,7 @@ TEST_CASE("examples gradcheck: the masked mean over a step's micro-batches, in d
       }
       return sum / static_cast<double>(C);
     };
-    test::GradCheckTolerance tol;
-    tol.eps = 2e-6;
-    tol.rtol = 1e-5;
-    tol.atol = 1e-9;
-    for (const ParamEntry& e : model.table.entries()) {
-      INFO("tensor ", e.name);
-      test::check_gradient(e.name, model.params() + e.offset, model.grads() + e.offset, static_cast<size_t>(e.numel),
-                           loss, tol);
-    }
+    test::check_model_gradient(model, loss);
   }
 }
 

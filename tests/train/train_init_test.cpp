@@ -21,9 +21,7 @@ using namespace rfa;
 namespace {
 
 Config parent_config(AttentionKind kind, const std::string& run_dir) {
-  Config c = test::train_config(kind, 300);  // tokens below 16; 300: the smallest tokenizer vocab
-  c.tokenizer.kind = TokenizerKind::character;
-  c.tokenizer.vocab_size = 300;
+  Config c = test::train_config_saved(kind);
   c.train.batch_size = 3;
   c.train.seed = 5;
   c.train.run_dir = run_dir;
@@ -46,15 +44,25 @@ Config child_config(const std::string& parent, const std::string& run_dir) {
   return c;
 }
 
-// The parent's checkpoint after `steps` steps on `sampler`, as train_run saves one.
-std::string parent_trained(const Config& c, const BatchSampler& sampler, int64_t steps) {
-  TrainSession parent(c, model_spec_make(c.model, c.attention));
-  for (int64_t s = 0; s < steps; ++s) parent.step(s, sampler);
-  const std::string tokenizer = c.train.run_dir + "/tok.model";
-  std::filesystem::create_directories(c.train.run_dir);
-  file_write_durable(tokenizer, "stand-in tokenizer bytes");
-  return test::session_save(parent, c.train.run_dir, steps, tokenizer);
-}
+// A parent run: `steps` steps on random tokens, saved as train_run saves a checkpoint.
+struct Parent {
+  Config config;
+  std::vector<uint16_t> tokens;
+  TokenSplit split;
+  std::string checkpoint;
+  Parent(AttentionKind kind, const std::string& run_dir, uint64_t token_seed, int64_t steps)
+      : config(parent_config(kind, run_dir)),
+        tokens(test::random_tokens(3000, token_seed)),
+        split(test::split_of(tokens)) {
+    BatchSampler sampler(split, config.train.batch_size, config.model.context_length, config.train.seed);
+    TrainSession parent(config, model_spec_make(config.model, config.attention));
+    for (int64_t s = 0; s < steps; ++s) parent.step(s, sampler);
+    const std::string tokenizer = run_dir + "/tok.model";
+    std::filesystem::create_directories(run_dir);
+    file_write_durable(tokenizer, "stand-in tokenizer bytes");
+    checkpoint = test::session_save(parent, run_dir, steps, tokenizer);
+  }
+};
 
 bool all_zero(const float* p, int64_t n) {
   return std::all_of(p, p + n, [](float x) { return x == 0.0f; });
@@ -66,12 +74,10 @@ TEST_CASE("init-from: the child's validation loss before its first step is the p
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa, AttentionKind::rfa_gate}) {
     CAPTURE(enum_name(kind));
     test::TempDir dir;
-    const Config pc = parent_config(kind, dir / "parent");
-    std::vector<uint16_t> tokens = test::random_tokens(3000, 8);
-    const TokenSplit split = test::split_of(tokens);
-    BatchSampler sampler(split, pc.train.batch_size, pc.model.context_length, pc.train.seed);
-    const std::string checkpoint = parent_trained(pc, sampler, 4);
-    const std::vector<int32_t> all = split.to_vector();
+    const Parent p(kind, dir / "parent", 8, 4);
+    const Config& pc = p.config;
+    const std::string& checkpoint = p.checkpoint;
+    const std::vector<int32_t> all = p.split.to_vector();
     const std::vector<int32_t> val(all.begin(), all.begin() + 500);
     TrainSession parent(pc, model_spec_make(pc.model, pc.attention));
     resume_load(parent, checkpoint);
@@ -98,11 +104,7 @@ TEST_CASE("init-from: the child's validation loss before its first step is the p
 
 TEST_CASE("init-from: a key that changes the architecture is refused by name with both values") {
   test::TempDir dir;
-  const Config pc = parent_config(AttentionKind::rfa_gate, dir / "parent");
-  std::vector<uint16_t> tokens = test::random_tokens(2000, 3);
-  const TokenSplit split = test::split_of(tokens);
-  BatchSampler sampler(split, pc.train.batch_size, pc.model.context_length, pc.train.seed);
-  parent_trained(pc, sampler, 2);
+  const Parent p(AttentionKind::rfa_gate, dir / "parent", 3, 2);
   const Config base = child_config(dir / "parent", dir / "child");
 
   Config layers = base;
@@ -139,11 +141,8 @@ TEST_CASE("init-from: a fine-tune stopped, saved and resumed equals one that nev
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
     CAPTURE(enum_name(kind));
     test::TempDir dir;
-    const Config pc = parent_config(kind, dir / "parent");
-    std::vector<uint16_t> tokens = test::random_tokens(3000, 11);
-    const TokenSplit split = test::split_of(tokens);
-    BatchSampler parent_sampler(split, pc.train.batch_size, pc.model.context_length, pc.train.seed);
-    parent_trained(pc, parent_sampler, 3);
+    const Parent p(kind, dir / "parent", 11, 3);
+    const TokenSplit& split = p.split;
 
     const InitPoint point = init_from_prepare(child_config(dir / "parent", dir / "child"));
     const Config& cc = point.config;
