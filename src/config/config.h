@@ -16,8 +16,9 @@ enum class TokenizerKind { bpe, unigram, character };
 enum class Precision { fp32, bf16 };  // of the matrix products (docs/bf16.md)
 enum class GateKind { scalar, feature };       // rfa_gate: one gate per head, or one per state feature
 enum class TimeDiscountKind { none, log };     // RFA kinds: the feature written at position t scaled by log(t + c)
-// data.format: one text; JSON Lines documents {"text"}; instruction examples (docs/fine-tuning.md).
-enum class DataFormat { text, jsonl, alpaca, prompt_completion };
+// data.format: one text; JSON Lines documents {"text"}; instruction examples; preference pairs (DPO)
+// (docs/fine-tuning.md).
+enum class DataFormat { text, jsonl, alpaca, prompt_completion, preference };
 enum class DocumentBoundaries { none, reset };  // attention across a document's start: runs on, or restarts
 enum class Packing { pad, pack };               // instruction examples: one per row, or several
 enum class PromptTemplate { alpaca, alpaca_short };  // how an alpaca example's instruction and input become a prompt
@@ -93,6 +94,7 @@ struct TrainConfig {
   int stateful_redraw = 0;    // stateful: 0 = the fixed random features; K = a draw per K steps, states reset at each
   Precision precision = Precision::fp32;  // bf16: the matrix products read bf16 copies (docs/bf16.md)
   std::string init_from = "";  // a run or checkpoint whose weights start this run (train/train_init.h); "" = random
+  double dpo_beta = 0.1;       // data.format preference: DPO's beta (train/dpo.h)
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };
@@ -153,6 +155,8 @@ inline std::string config_tokens_path(const DataConfig& d) {
 inline bool config_supervised(const DataConfig& d) {
   return d.format == DataFormat::alpaca || d.format == DataFormat::prompt_completion;
 }
+// preference: (prompt, chosen, rejected) pairs, trained by DPO against the --init-from model.
+inline bool config_preference(const DataConfig& d) { return d.format == DataFormat::preference; }
 inline PositionKind config_positions(const AttentionConfig& a) {
   if (a.positions != PositionKind::automatic) return a.positions;
   return a.kind == AttentionKind::softmax ? PositionKind::rope : PositionKind::none;

@@ -18,7 +18,8 @@ constexpr EnumName<TimeDiscountKind> kTimeDiscounts[] = {{TimeDiscountKind::none
 constexpr EnumName<DataFormat> kDataFormats[] = {{DataFormat::text, "text"},
                                                  {DataFormat::jsonl, "jsonl"},
                                                  {DataFormat::alpaca, "alpaca"},
-                                                 {DataFormat::prompt_completion, "prompt_completion"}};
+                                                 {DataFormat::prompt_completion, "prompt_completion"},
+                                                 {DataFormat::preference, "preference"}};
 constexpr EnumName<DocumentBoundaries> kBoundaries[] = {{DocumentBoundaries::none, "none"},
                                                         {DocumentBoundaries::reset, "reset"}};
 constexpr EnumName<Packing> kPackings[] = {{Packing::pad, "pad"}, {Packing::pack, "pack"}};

@@ -70,7 +70,8 @@ const ConfigKey kKeys[] = {
      "the last fraction of the tokens (text) or of the documents (other formats) is the validation split"},
     {RFA_FIELD(data, format), kAny,
      "text: UTF-8 text, files joined by EOS; jsonl: {\"text\"} documents; alpaca: {\"instruction\",\"input\",\"output\"}; "
-     "prompt_completion: {\"prompt\",\"completion\"} (JSON Lines, each document ends with EOS)"},
+     "prompt_completion: {\"prompt\",\"completion\"}; preference: {\"prompt\",\"chosen\",\"rejected\"} for DPO (JSON Lines, "
+     "each document ends with EOS)"},
     {RFA_FIELD(data, document_boundaries), kAny,
      "none: attention runs across documents; reset: restarts at each (so far only with alpaca/prompt_completion and "
      "packing pad, where each row is one example)"},
@@ -97,6 +98,8 @@ const ConfigKey kKeys[] = {
      "stateful: 0 = train under the fixed (evaluation) random features; K = redraw every K steps, resetting the states"},
     {RFA_FIELD(train, precision), kAny,
      "fp32, or bf16: matrix products on bf16 copies, fp32 master weights (needs AVX512-BF16)"},
+    {RFA_FIELD(train, dpo_beta), above(0),
+     "data.format preference: DPO's beta, the strength of the pull toward the reference (the --init-from model)"},
     {RFA_FIELD(train, init_from), kAny,
      "fine-tune: a run or checkpoint whose weights, architecture and tokenizer this run starts from; \"\" = random init"},
 

@@ -116,6 +116,15 @@ DocumentText document_parse(std::string_view line, DataFormat format, PromptTemp
       d.response = field(v, "completion", true, where, layout);
       break;
     }
+    case DataFormat::preference: {
+      constexpr const char* layout =
+          "{\"prompt\": \"...\", \"chosen\": \"...\", \"rejected\": \"...\"} (data.format preference)";
+      if (v.kind != JsonValue::Kind::object) fail("{}: not a JSON object; expected {}", where, layout);
+      d.prompt = field(v, "prompt", true, where, layout);
+      d.response = field(v, "chosen", true, where, layout);
+      d.rejected = field(v, "rejected", true, where, layout);
+      break;
+    }
     default: RFA_ASSERT(false, "document_parse of the text format");
   }
   return d;
@@ -189,6 +198,11 @@ void corpus_text_write(const CorpusSource& source, const std::string& path) {
         put(d.prompt);
         put(d.response);
         put("\n");
+        if (source.format == DataFormat::preference) {
+          put(d.prompt);
+          put(d.rejected);
+          put("\n");
+        }
       }
   }
   if (std::fclose(out.release()) != 0) fail("cannot close {}: {} (disk full?)", path, std::strerror(errno));

@@ -10,6 +10,8 @@
 //                  alpaca             {"instruction": I, "input": X (optional), "output": O}
 //                                     -> prompt prompt_render(template, I, X), response O
 //                  prompt_completion  {"prompt": P, "completion": C} -> prompt P, response C
+//                  preference         {"prompt": P, "chosen": A, "rejected": B} -> two documents, the
+//                                     chosen answer's then the rejected one's, each with prompt P
 //                and each document becomes encode(prompt) ++ encode(response) ++ [EOS]: the parts
 //                encoded separately, so the prompt/response boundary never moves.
 #include <cstdint>
@@ -41,7 +43,8 @@ inline bool corpus_is_one_text(const CorpusSource& s) { return s.format == DataF
 // One document of a JSON Lines corpus: the prompt (empty for jsonl) and the response.
 struct DocumentText {
   std::string prompt;
-  std::string response;
+  std::string response;  // preference: the chosen answer
+  std::string rejected;  // preference: the rejected answer
 };
 
 // Parses one line of a JSON Lines corpus of `format` (not text). Throws Error naming `where`

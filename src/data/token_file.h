@@ -18,7 +18,7 @@
 // Version 3 only (a corpus of several files, or JSON Lines documents or examples):
 //   64 u64      documents D >= 1
 //   72 u64      split_document: documents [0, split_document) start before `split`
-//   80 u32      data.format of the corpus: 0 text, 1 jsonl, 2 alpaca, 3 prompt_completion
+//   80 u32      data.format of the corpus: 0 text, 1 jsonl, 2 alpaca, 3 prompt_completion, 4 preference
 //   84 u32      data.template that rendered alpaca prompts: 1 alpaca, 2 alpaca_short; else 0
 //   88 u32      the end-of-sequence id that ends each document (text: joins the files)
 //   92..127     zero

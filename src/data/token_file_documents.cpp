@@ -65,9 +65,11 @@ class TableFile {
   int64_t size_ = 0;
 };
 
-// A block of JSON Lines documents, parsed and encoded: ids[k] = prompt ++ response ++ [EOS].
+// A block of JSON Lines documents, parsed and encoded: ids[k] = prompt ++ response ++ [EOS]
+// (preference: rejected[k] = prompt ++ rejected answer ++ [EOS] follows it).
 struct EncodedBlock {
   std::vector<std::vector<int32_t>> ids;
+  std::vector<std::vector<int32_t>> rejected;
   std::vector<int64_t> prompt_tokens;
   std::vector<int64_t> text_bytes;
   std::vector<std::string> errors;  // exceptions must not leave an OpenMP region
@@ -79,6 +81,7 @@ void encode_block(const std::vector<SourceLine>& lines, const CorpusSource& sour
                   EncodedBlock& out) {
   const size_t n = lines.size();
   if (out.ids.size() < n) out.ids.resize(n);
+  if (out.rejected.size() < n) out.rejected.resize(n);
   out.prompt_tokens.assign(n, 0);
   out.text_bytes.assign(n, 0);
   out.errors.assign(n, "");
@@ -92,9 +95,17 @@ void encode_block(const std::vector<SourceLine>& lines, const CorpusSource& sour
       const DocumentText d = document_parse(line.text, source.format, source.prompt_template, line.where);
       encode_text(tok, d.prompt, line.where + " (its prompt)", ids);
       out.prompt_tokens[static_cast<size_t>(k)] = static_cast<int64_t>(ids.size());
+      if (source.format == DataFormat::preference) {  // the prompt's ids once, for both answers
+        std::vector<int32_t>& other = out.rejected[static_cast<size_t>(k)];
+        other.assign(ids.begin(), ids.end());
+        encode_text(tok, d.rejected, line.where + " (its rejected answer)", other);
+        other.push_back(tok.eos_id());
+      }
       encode_text(tok, d.response, line.where, ids);
       ids.push_back(tok.eos_id());
       out.text_bytes[static_cast<size_t>(k)] = static_cast<int64_t>(d.prompt.size() + d.response.size());
+      if (source.format == DataFormat::preference)
+        out.text_bytes[static_cast<size_t>(k)] += static_cast<int64_t>(d.prompt.size() + d.rejected.size());
     } catch (const std::exception& e) {
       out.errors[static_cast<size_t>(k)] = e.what();
     }
@@ -143,6 +154,10 @@ TokenFileStats token_file_prepare_documents(const CorpusSource& source, const To
         const int64_t start = h.tokens;
         table.add(start, source.format == DataFormat::jsonl ? start : start + block.prompt_tokens[k]);
         writer.write(block.ids[k]);
+        if (source.format == DataFormat::preference) {  // the pair's second document
+          table.add(h.tokens, h.tokens + block.prompt_tokens[k]);
+          writer.write(block.rejected[k]);
+        }
         text_bytes += block.text_bytes[k];
       }
     }
@@ -156,11 +171,12 @@ TokenFileStats token_file_prepare_documents(const CorpusSource& source, const To
     h.split = N - static_cast<int64_t>(static_cast<double>(N) * val_fraction);
     h.split_document = table.count_before(h.split);
   } else {
+    const int64_t per = source.format == DataFormat::preference ? 2 : 1;  // documents per line: split whole pairs
     if (val_fraction > 0) {
-      if (D < 2)
-        fail("corpus '{}' holds {} document; a validation split of whole documents needs at least 2", source.spec,
-             D);
-      val_documents = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(D) * val_fraction));
+      if (D < 2 * per)
+        fail("corpus '{}' holds {} document{}; a validation split of whole documents needs at least 2", source.spec,
+             D / per, per == 2 ? " pair" : "");
+      val_documents = per * std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(D / per) * val_fraction));
     }
     h.split_document = D - val_documents;
     h.split = h.split_document < D ? table.start(h.split_document) : N;

@@ -24,9 +24,10 @@ T get(const unsigned char* p) {
 }
 
 constexpr size_t kChecksumOffset = 20;
-constexpr int kMaxFormat = static_cast<int>(DataFormat::prompt_completion);
+constexpr int kMaxFormat = static_cast<int>(DataFormat::preference);
 static_assert(static_cast<int>(DataFormat::text) == 0 && static_cast<int>(DataFormat::jsonl) == 1 &&
-                  static_cast<int>(DataFormat::alpaca) == 2 && kMaxFormat == 3,
+                  static_cast<int>(DataFormat::alpaca) == 2 &&
+                  static_cast<int>(DataFormat::prompt_completion) == 3 && kMaxFormat == 4,
               "the file's format codes (docs/reimplementing.md)");
 
 [[noreturn]] void fail_corrupt(const std::string& path, const std::string& what) {
@@ -140,7 +141,11 @@ TokenFileHeader token_file_header_parse(const unsigned char* b, size_t file_size
 void token_file_documents_check(const TokenSplit& tokens, const DocumentTable& docs, const TokenFileHeader& h,
                                 const std::string& path) {
   const int64_t D = docs.size(), N = h.tokens;
-  const bool examples = h.format == DataFormat::alpaca || h.format == DataFormat::prompt_completion;
+  const bool examples = h.format == DataFormat::alpaca || h.format == DataFormat::prompt_completion ||
+                        h.format == DataFormat::preference;
+  if (h.format == DataFormat::preference && (D % 2 != 0 || h.split_document % 2 != 0))
+    fail_corrupt(path, fmt::format("{} documents split at {}: preference pairs come as two documents", D,
+                                   h.split_document));
   int64_t before_split = 0;
   for (int64_t d = 0; d < D; ++d) {
     const int64_t start = docs.start(d), response = docs.response_start(d);
@@ -154,6 +159,15 @@ void token_file_documents_check(const TokenSplit& tokens, const DocumentTable& d
       fail_corrupt(path, fmt::format("document {} ends with token {}, not the end-of-sequence id {}", d,
                                      tokens[end - 1], h.eos_id));
     before_split += start < h.split;
+    if (h.format == DataFormat::preference && d % 2 == 1) {  // the rejected answer: the chosen's prompt
+      const int64_t prompt = response - start, chosen = docs.start(d - 1);
+      if (docs.response_start(d - 1) - chosen != prompt)
+        fail_corrupt(path, fmt::format("the two answers of pair {} (documents {} and {}) have prompts of {} and {} "
+                                       "tokens", d / 2, d - 1, d, docs.response_start(d - 1) - chosen, prompt));
+      for (int64_t j = 0; j < prompt; ++j)
+        if (tokens[chosen + j] != tokens[start + j])
+          fail_corrupt(path, fmt::format("the two answers of pair {} have different prompts (token {})", d / 2, j));
+    }
   }
   if (before_split != h.split_document)
     fail_corrupt(path, fmt::format("split document {}, but {} documents start before the split at token {}",
