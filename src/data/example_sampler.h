@@ -35,9 +35,14 @@ struct ExampleLayout {
   int context_length = 0;        // T
   bool train_on_prompt = false;  // prompt targets are trained on too
   int32_t pad_id = 0;            // the input at padded positions (the tokenizer's EOS)
+  // preference pairs (DPO): documents 2u and 2u + 1 are the chosen and rejected answers of pair
+  // u; each is a padded row, and the two rows of a pair are drawn together, side by side
+  // (rows 2j and 2j + 1 of a micro-batch; B even).
+  bool pairs = false;
 };
 
-// The examples a range of documents holds: what is kept and why the rest was dropped.
+// The examples a range of documents holds: what is kept and why the rest was dropped (pairs:
+// a pair is dropped when either answer would be).
 struct ExampleCounts {
   int64_t kept = 0;
   int64_t too_long = 0;        // more than T + 1 tokens
@@ -59,19 +64,28 @@ class ExampleSampler {
   int64_t supervised(int64_t step, int micro) const;
   int64_t supervised_step(int64_t step) const;
 
+  // Units: the rows that are drawn together (one, or a pair's two). Slot j of a micro-batch is
+  // its rows [j * unit_rows, (j + 1) * unit_rows).
+  int64_t units() const { return rows() / unit_rows_; }
+  int unit_rows() const { return unit_rows_; }
+  int64_t unit(int64_t step, int micro, int slot) const;   // the layout unit a slot draws
+  void fill_unit(int64_t unit, int slot, TokenBatch& out) const;  // the unit's rows into slot `slot`
+
   const ExampleCounts& counts() const { return counts_; }
   int64_t rows() const { return static_cast<int64_t>(row_begin_.size()) - 1; }
   int micro_batches() const { return M_; }
 
  private:
-  int64_t row_of(int64_t global_row) const;  // the layout row a global row draws
+  int64_t unit_of(int64_t global_unit) const;  // the layout unit a global unit draws
   int64_t row_supervised(int64_t row) const;
+  void fill_row(int64_t row, int b, TokenBatch& out) const;
 
   TokenSplit tokens_;
   DocumentTable docs_;
   ExampleLayout layout_;
   uint64_t seed_;
   int M_;
+  int unit_rows_ = 1;
   ExampleCounts counts_;
   std::vector<int64_t> order_;      // the kept examples' document indices, in file order
   std::vector<int64_t> row_begin_;  // row k holds order_[row_begin_[k] .. row_begin_[k+1])

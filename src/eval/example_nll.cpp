@@ -1,6 +1,7 @@
 #include "eval/example_nll.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/error.h"
 #include "core/memory_check.h"
@@ -21,9 +22,10 @@ DecoderOptions example_decoder_options(int max_tokens, Precision precision) {
 }
 
 ExampleNll example_nll(Decoder<float>& dec, const ExampleSet& set, int max_tokens, std::vector<int32_t>& scratch,
-                       bool (*should_stop)()) {
+                       bool (*should_stop)(), std::vector<double>* logprobs) {
   ExampleNll r;
   scratch.resize(static_cast<size_t>(max_tokens));
+  if (logprobs) logprobs->assign(static_cast<size_t>(set.count), std::numeric_limits<double>::quiet_NaN());
   const int V = dec.vocab();
   for (int64_t d = set.first; d < set.first + set.count; ++d) {
     if (should_stop && should_stop()) {
@@ -39,9 +41,11 @@ ExampleNll example_nll(Decoder<float>& dec, const ExampleSet& set, int max_token
     set.tokens.copy(s, n, scratch.data());
     dec.reset();
     const float* logits = dec.prefill(scratch.data(), static_cast<int>(n - 1));  // row j - 1 predicts t[j]
+    double response = 0;
     for (int64_t j = 1; j < n; ++j) {
       const double nll = token_nll(logits + (j - 1) * V, V, scratch[static_cast<size_t>(j)]);
       if (j >= p) {
+        response += nll;
         r.response_sum += nll;
         ++r.response_tokens;
       } else {
@@ -50,6 +54,7 @@ ExampleNll example_nll(Decoder<float>& dec, const ExampleSet& set, int max_token
       }
     }
     ++r.examples;
+    if (logprobs) (*logprobs)[static_cast<size_t>(d - set.first)] = -response;
   }
   return r;
 }

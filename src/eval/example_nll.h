@@ -38,9 +38,11 @@ DecoderOptions example_decoder_options(int max_tokens, Precision precision = Pre
 
 // Scores the examples of `set` with `decoder` (built from example_decoder_options over the
 // model being scored; reset for each example). `scratch` holds one example (sized here once).
-// `should_stop`, if given, is polled before each example.
+// `should_stop`, if given, is polled before each example. `logprobs`, if given, receives each
+// example's response log-probability (minus its response NLL sum; NaN when skipped), one per
+// document of the set (preference pairs: chosen, rejected, ...).
 ExampleNll example_nll(Decoder<float>& decoder, const ExampleSet& set, int max_tokens, std::vector<int32_t>& scratch,
-                       bool (*should_stop)() = nullptr);
+                       bool (*should_stop)() = nullptr, std::vector<double>* logprobs = nullptr);
 
 // `rfa eval perplexity` on instruction examples: example_nll with a decoder built here for the
 // model's context_length + 1 tokens (refused first if it cannot fit in memory).

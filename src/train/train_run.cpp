@@ -154,9 +154,27 @@ TrainData train_data_for(const Config& config, const std::string& tokenizer_path
   }
 }
 
+// A resumed DPO run's reference: its parent (train.init_from), which must still be the model
+// the run started from (state.json records its checksum).
+InitPoint dpo_parent(const Config& config, const std::string& checkpoint_dir) {
+  const std::string path = checkpoint_dir + "/state.json";
+  const TrainState saved = train_state_parse(file_read_text(path), path);
+  Config from = config;
+  if (!saved.init_from.empty()) from.train.init_from = saved.init_from;  // the very checkpoint it started from
+  const InitPoint parent = init_from_prepare(from);
+  if (parent.model_xxh64 != saved.init_from_xxh64)
+    fail("--resume {}: DPO's reference is the run's parent {}, whose model.safetensors now has checksum {}, not the "
+         "{} it started from; restore that checkpoint (the reference log-probabilities are computed from it)",
+         checkpoint_dir, parent.checkpoint_dir, parent.model_xxh64, saved.init_from_xxh64);
+  return parent;
+}
+
 // train_run with `init` (a fine-tune, train/train_init.h) or without.
 TrainResult train_run_with(const Config& config_in, const TrainOptions& options, const InitPoint* init) {
   train_precision_require(config_in.train.precision);
+  if (config_preference(config_in.data) && !init && options.resume_checkpoint.empty())
+    fail("data.format preference trains by DPO against a frozen reference, the model it starts from: give "
+         "--init-from RUN (an instruction-tuned run, as a rule) or set train.init_from");
   memory_require_training(config_in);
   Timer wall;
   const std::string run_dir = config_in.train.run_dir;
@@ -184,6 +202,10 @@ TrainResult train_run_with(const Config& config_in, const TrainOptions& options,
   TrainBatches batches(data.tokens, config, dist_size(), data.tokenizer.eos_id());
   TrainSession session(config, spec);
   if (init) init_from_load(session, *init);
+  if (batches.pairs()) {  // DPO's reference: the parent's log-probabilities, before any step
+    if (resuming) init_from_load(session, dpo_parent(config, options.resume_checkpoint));  // the checkpoint loads after
+    batches.prepare_reference(session);
+  }
   std::optional<StreamCheckpoint> stream_checkpoint;
   if (batches.streams()) stream_checkpoint.emplace(session, *batches.streams());
   StreamCheckpoint* const stream_ck = stream_checkpoint ? &*stream_checkpoint : nullptr;
@@ -257,9 +279,10 @@ TrainResult train_run_with(const Config& config_in, const TrainOptions& options,
   train_dist_weights_check(session.model().params(), session.model().param_size(), 0);
   if (init && root) {  // the parent's weights on this run's validation data: where fine-tuning starts
     const ValLoss before = batches.evaluate(session);
-    metrics->write(eval_log_json(0, before.loss, wall_before + wall.seconds(), before.prompt_loss));
-    log_info("train", "val loss at step 0 (the parent's weights, before fine-tuning): {:.4f}{}", before.loss,
-             before.prompt_loss >= 0 ? fmt::format(" (prompt {:.4f})", before.prompt_loss) : "");
+    metrics->write(eval_log_json(0, before.loss, wall_before + wall.seconds(), before.extra));
+    std::string beside;
+    for (const auto& [name, value] : before.extra) beside += fmt::format(", {} {:.4f}", name, value);
+    log_info("train", "val loss at step 0 (the parent's weights, before fine-tuning): {:.4f}{}", before.loss, beside);
   }
   ProgressLine progress;
   StopSignals signals;
@@ -332,13 +355,14 @@ TrainResult train_run_with(const Config& config_in, const TrainOptions& options,
     recent_ms = recent_ms == 0 ? seconds * 1e3 : 0.9 * recent_ms + 0.1 * seconds * 1e3;
     const double eta = (tc.steps - done) * recent_ms / 1e3;
 
-    double val_loss = -1, val_prompt = -1;
+    double val_loss = -1;
+    std::vector<std::pair<const char*, double>> val_extra;
     const bool eval_due = (tc.eval_every > 0 && done % tc.eval_every == 0) || is_last || done == options.stop_after;
     if (root && eval_due && !stop_requested()) {
       progress.clear();
       const ValLoss v = batches.evaluate(session);  // NaN if a stop request cuts it short
       val_loss = v.loss;
-      val_prompt = v.prompt_loss;
+      val_extra = v.extra;
     }
     // All ranks stop after the same step, whichever of them a signal reached and when (during
     // rank 0's evaluation too): the largest of their pending signals. One rank: its own.
@@ -350,7 +374,7 @@ TrainResult train_run_with(const Config& config_in, const TrainOptions& options,
       evaluated = true;
       result.final_val_loss = val_loss;
       result.best_val_loss = std::min(result.best_val_loss, val_loss);
-      metrics->write(eval_log_json(done, val_loss, wall_before + wall.seconds(), val_prompt));
+      metrics->write(eval_log_json(done, val_loss, wall_before + wall.seconds(), val_extra));
     }
     if (done % tc.log_every == 0) train_dist_weights_check(session.model().params(), session.model().param_size(), done);
     if (done % tc.log_every == 0 || step == start || is_last || stopping || val_loss >= 0) {

@@ -66,6 +66,14 @@ class TrainSession {
   // over every target the whole step trains on (step_loss_weight), not a mean of per-micro-batch
   // means, so how a step splits into micro-batches and ranks does not weigh its examples.
   StepStats step(int64_t step, const ExampleSampler& examples);
+  // Preference pairs (data.format preference, `pairs` built with ExampleLayout::pairs): one DPO
+  // step (train/dpo.h) against `reference`, (units, 2): the answers' log-probabilities under the
+  // frozen reference (dpo_logprobs of the initial weights). Under the fixed random matrices,
+  // as the reference was computed, so that at the first step the policy is exactly it.
+  StepStats step(int64_t step, const ExampleSampler& pairs, const std::vector<double>& reference);
+  // Each unit's two answers' log-probabilities under the current weights, as a DPO step computes
+  // them: (units, 2). Changes no training state.
+  std::vector<double> dpo_logprobs(const ExampleSampler& pairs);
 
   // Validation loss: the mean NLL per token of every target of `tokens` (N >= 2),
   // computed exactly as `rfa eval perplexity` computes it (eval/perplexity.h, default
@@ -78,7 +86,7 @@ class TrainSession {
   // Instruction examples: each of `set` scored alone (eval/example_nll.h), those of more than
   // context_length + 1 tokens skipped as in training. The fixed random matrices; changes no
   // training state; the decoder is built at the first call. Polls stop_requested().
-  ExampleNll evaluate_examples(const ExampleSet& set);
+  ExampleNll evaluate_examples(const ExampleSet& set, std::vector<double>* logprobs = nullptr);
 
   Model<float>& model() { return model_; }
   const Config& config() const { return config_; }
@@ -103,6 +111,13 @@ class TrainSession {
   template <typename Sampler>
   StepStats step_with(int64_t step, const Sampler& sampler, bool stateful);
   void bf16_prepare();  // creates the bf16 products' primitives (kernels/gemm_bf16.h) before any step
+  // The end of every step once this rank's gradients are in: the all-reduce of the gradients and
+  // of `loss` (this rank's share of the step's loss), clipping, AdamW; fills st's loss, norm, lr,
+  // timings and tokens.
+  void step_update(StepStats& st, int64_t step, double loss);
+  // The answer log-probability of each row of the last forward (dpo_logp_): minus the sum of
+  // its trained targets' losses.
+  void row_logprobs();
 
   Config config_;
   Model<float> model_;
@@ -123,6 +138,9 @@ class TrainSession {
   PerplexityPlan eval_decoder_plan_;
   std::unique_ptr<Decoder<float>> example_decoder_;  // evaluate_examples()'s
   std::vector<int32_t> example_scratch_;
+  // Preference pairs: each row's answer log-probability (B) and the targets' DPO weights (B, T).
+  std::vector<double> dpo_logp_;
+  std::vector<double> dpo_weights_;
 };
 
 // Micro-batch m's loss enters a step of instruction examples with weight c_m / C: model_forward
