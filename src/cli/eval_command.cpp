@@ -25,6 +25,7 @@
 #include "data/token_file_documents.h"
 #include "data/token_file_format.h"
 #include "eval/example_nll.h"
+#include "train/dpo.h"
 #include "eval/perplexity.h"
 #include "model/model_load.h"
 #include "core/timer.h"
@@ -113,7 +114,7 @@ EvalText text_load(const EvalArgs& a, const LoadedModel& m) {
     token_file_format_require(*t.file, data);
     t.source = fmt::format("{} ({} split)", path, a.split);
   }
-  if (t.file && config_supervised(data)) {  // the examples of the split (or all of a --data file)
+  if (t.file && (config_supervised(data) || config_preference(data))) {  // the examples of the split (or --data)
     const TokenFile& f = *t.file;
     const int64_t split = a.data.empty() ? f.header().split_document : f.documents().size();
     const bool val = a.data.empty() && a.split == "val";
@@ -139,7 +140,13 @@ void report_examples(const EvalArgs& a, const LoadedModel& m, const EvalText& te
   log_info("eval", "{}: {} examples, each scored alone (examples longer than model.context_length + 1 = {} tokens "
            "skipped, as in training)", text.source, text.examples->count, m.config.model.context_length + 1);
   Timer clock;
-  const ExampleNll r = examples_evaluate(*m.model, *text.examples, a.options.precision);
+  const bool pairs = format_of(a, m) == DataFormat::preference;
+  std::vector<double> logprobs;
+  const ExampleNll r = examples_evaluate(*m.model, *text.examples, a.options.precision, pairs ? &logprobs : nullptr);
+  // Preference pairs: the share the model prefers the chosen answer in, and the mean margin (the
+  // DPO loss needs the run's reference model: the trainer logs it as val_loss).
+  DpoScores s;
+  if (pairs) s = dpo_scores(logprobs, std::vector<double>(logprobs.size(), 0.0), 1.0);
   if (r.examples == 0)
     fail("none of the {} examples of {} fits model.context_length + 1 = {} tokens; nothing was scored",
          text.examples->count, text.source, m.config.model.context_length + 1);
@@ -148,13 +155,17 @@ void report_examples(const EvalArgs& a, const LoadedModel& m, const EvalText& te
   if (a.json) {
     std::printf("{\"checkpoint\": %s, \"step\": %lld, \"attention\": %s, \"source\": %s, \"method\": %s, "
                 "\"examples\": %lld, \"skipped\": %lld, \"tokens\": %lld, \"prompt_tokens\": %lld, \"mean_nll\": %s, "
-                "\"perplexity\": %s, \"prompt_nll\": %s, \"seconds\": %s}\n",
+                "\"perplexity\": %s, \"prompt_nll\": %s%s, \"seconds\": %s}\n",
                 json_quote(m.checkpoint_dir).c_str(), static_cast<long long>(m.step), json_quote(kind).c_str(),
                 json_quote(text.source).c_str(), json_quote("each example alone; response tokens").c_str(),
                 static_cast<long long>(r.examples), static_cast<long long>(r.too_long),
                 static_cast<long long>(r.response_tokens), static_cast<long long>(r.prompt_tokens),
                 json_number(r.response_mean()).c_str(), json_number(std::exp(r.response_mean())).c_str(),
-                json_number(r.prompt_mean()).c_str(), json_number(seconds).c_str());
+                json_number(r.prompt_mean()).c_str(),
+                pairs ? fmt::format(", \"pairs\": {}, \"pair_accuracy\": {}, \"margin\": {}", s.pairs,
+                                    json_number(s.accuracy), json_number(s.margin)).c_str()
+                      : "",
+                json_number(seconds).c_str());
   } else {
     std::printf("checkpoint     %s (step %lld, %s)\n", m.checkpoint_dir.c_str(), static_cast<long long>(m.step), kind);
     std::printf("text           %s\n", text.source.c_str());
@@ -165,6 +176,9 @@ void report_examples(const EvalArgs& a, const LoadedModel& m, const EvalText& te
     std::printf("perplexity     %.4f (of the responses)\n", std::exp(r.response_mean()));
     std::printf("prompt NLL     %.5f nats/token over %lld prompt tokens\n", r.prompt_mean(),
                 static_cast<long long>(r.prompt_tokens));
+    if (pairs)
+      std::printf("pairs          %lld: the chosen answer preferred in %.1f%%, mean margin %.4f nats\n",
+                  static_cast<long long>(s.pairs), 100 * s.accuracy, s.margin);
     std::printf("time           %.1f s\n", seconds);
   }
   std::fflush(stdout);

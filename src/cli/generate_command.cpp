@@ -61,7 +61,9 @@ std::string instruction_prompt(const GenerateArgs& a, const Config& config) {
   PromptTemplate t = format == DataFormat::alpaca ? config.data.prompt_template : PromptTemplate::alpaca;
   if (!a.prompt_template.empty() && !enum_parse(a.prompt_template, &t))
     fail("--template {} is not one of {}", a.prompt_template, enum_choices(PromptTemplate{}));
-  if (format != DataFormat::alpaca)
+  if (format == DataFormat::preference)
+    log_info("generate", "a preference run's prompts are its data's own; rendering the {} template", enum_name(t));
+  else if (format != DataFormat::alpaca)
     log_info("generate", "the model was trained on data.format {}, not instruction examples; rendering the {} "
              "template anyway", enum_name(format), enum_name(t));
   return prompt_render(t, a.instruction, a.input);

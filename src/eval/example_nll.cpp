@@ -59,14 +59,15 @@ ExampleNll example_nll(Decoder<float>& dec, const ExampleSet& set, int max_token
   return r;
 }
 
-ExampleNll examples_evaluate(Model<float>& model, const ExampleSet& set, Precision precision) {
+ExampleNll examples_evaluate(Model<float>& model, const ExampleSet& set, Precision precision,
+                             std::vector<double>* logprobs) {
   const int max_tokens = model.spec.model.context_length + 1;
   const DecoderOptions o = example_decoder_options(max_tokens, precision);
   const std::string limit = fmt::format("model.context_length ({})", model.spec.model.context_length);
   memory_require(memory_estimate_decoder(model.spec, o, thread_count(), limit, limit), "evaluating");
   Decoder<float> dec(model, o);
   std::vector<int32_t> scratch;
-  return example_nll(dec, set, max_tokens, scratch);
+  return example_nll(dec, set, max_tokens, scratch, nullptr, logprobs);
 }
 
 }  // namespace rfa

@@ -46,6 +46,7 @@ ExampleNll example_nll(Decoder<float>& decoder, const ExampleSet& set, int max_t
 
 // `rfa eval perplexity` on instruction examples: example_nll with a decoder built here for the
 // model's context_length + 1 tokens (refused first if it cannot fit in memory).
-ExampleNll examples_evaluate(Model<float>& model, const ExampleSet& set, Precision precision = Precision::fp32);
+ExampleNll examples_evaluate(Model<float>& model, const ExampleSet& set, Precision precision = Precision::fp32,
+                             std::vector<double>* logprobs = nullptr);
 
 }  // namespace rfa
