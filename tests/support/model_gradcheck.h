@@ -7,8 +7,19 @@
 
 #include "model/model.h"
 #include "support/gradcheck.h"
+#include "support/tiny_model.h"
 
 namespace rfa::test {
+
+// The tiny model the loss gradient checks use (V=11, T=5, C=8, H=2, L=2, F=3, chunks of 2):
+// init_std 0.5 so that every path carries a visible gradient, a denominator floor that never binds.
+inline ModelSpec gradcheck_spec(AttentionKind kind) {
+  Config c = tiny_config(kind, {.vocab = 11, .context = 5, .d_model = 8, .num_features = 3, .chunk_size = 2,
+                                .init_std = 0.5});
+  c.model.ffn_hidden = 12;
+  c.attention.denominator_floor = 1e-6;
+  return tiny_spec(c);
+}
 
 inline void check_model_gradient(Model<double>& model, const std::function<double()>& loss) {
   GradCheckTolerance tol;

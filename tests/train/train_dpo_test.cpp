@@ -79,11 +79,7 @@ TEST_CASE("dpo: the loss and its weights at the reference, and far from it") {
 TEST_CASE("dpo gradcheck: the DPO loss of two pairs through per-target weights, in double") {
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
     CAPTURE(enum_name(kind));
-    Config c = test::tiny_config(kind, {.vocab = 11, .context = 5, .d_model = 8, .num_features = 3, .chunk_size = 2,
-                                        .init_std = 0.5});
-    c.model.ffn_hidden = 12;
-    c.attention.denominator_floor = 1e-6;
-    const ModelSpec spec = test::tiny_spec(c);
+    const ModelSpec spec = test::gradcheck_spec(kind);
     Model<double> model(spec);
     model_init(model, 6);
     const int B = 4, T = 5;  // rows: pair 0 chosen, rejected; pair 1 chosen, rejected

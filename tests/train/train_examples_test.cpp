@@ -59,11 +59,7 @@ TEST_CASE("examples gradcheck: the masked mean over a step's micro-batches, in d
   // model_backward of micro-batch m with loss_scale step_loss_weight(c_m, C).
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
     CAPTURE(enum_name(kind));
-    Config c = test::tiny_config(kind, {.vocab = 11, .context = 5, .d_model = 8, .num_features = 3, .chunk_size = 2,
-                                        .init_std = 0.5});
-    c.model.ffn_hidden = 12;
-    c.attention.denominator_floor = 1e-6;
-    const ModelSpec spec = test::tiny_spec(c);
+    const ModelSpec spec = test::gradcheck_spec(kind);
     Model<double> model(spec);
     model_init(model, 5);
     Activations<double> acts(spec, 2, 5);
