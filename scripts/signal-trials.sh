@@ -71,7 +71,8 @@ for trial in $(seq 1 "$trials"); do
   [ $((RANDOM % 2)) = 0 ] && sig=INT
   delay_ms=$((RANDOM * 32768 + RANDOM))
   delay_ms=$((delay_ms % (max_delay * 1000)))
-  "$rfa" "${train_args[@]}" --set train.run_dir="$run" 2>"$tmp/$trial.log" &
+  # A background job of this script inherits SIGINT ignored, which rfa keeps (core/stop_signals.h): reset it.
+  env --default-signal=INT "$rfa" "${train_args[@]}" --set train.run_dir="$run" 2>"$tmp/$trial.log" &
   pid=$!
   for _ in $(seq 1 600); do
     grep -q '"type":"train"' "$run/metrics.jsonl" 2>/dev/null && break

@@ -29,9 +29,9 @@ struct BenchOptions {
 void bench_train(Config config, const BenchOptions& o) {
   if (config.model.vocab_size == 0) {
     // Follow the tokenizer when it exists; else its configured size stands in.
-    config.model.vocab_size = std::filesystem::exists(config.tokenizer.path)
-                                  ? Tokenizer::load(config.tokenizer.path).vocab_size()
-                                  : config.tokenizer.vocab_size;
+    const std::string tokenizer_path = config_tokenizer_path(config);
+    config.model.vocab_size = std::filesystem::exists(tokenizer_path) ? Tokenizer::load(tokenizer_path).vocab_size()
+                                                                      : config.tokenizer.vocab_size;
   }
   const ModelSpec spec = model_spec_make(config.model, config.attention);
   memory_require(memory_estimate_train(spec, config.train, thread_count()), "the training benchmark");

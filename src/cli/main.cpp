@@ -20,6 +20,10 @@ namespace {
 
 // CLI11 says only "A subcommand is required" when the word typed is not a
 // command ("rfa frobnicate"): name the word and list the commands there are.
+// CLI11 answers --help (and --version) before it looks at the rest of the line, so
+// `rfa plot --help` printed the main help and exited 0, and a script probing for a command
+// with --help believed it existed: a word it could not place is refused the same way with
+// or without them.
 int parse_error_exit(CLI::App& app, const CLI::ParseError& e) {
   CLI::App* level = &app;  // the deepest command chosen so far
   std::string path = "rfa";
@@ -27,25 +31,32 @@ int parse_error_exit(CLI::App& app, const CLI::ParseError& e) {
     level = chosen.front();
     path += " " + level->get_name();
   }
-  const bool missing_command = dynamic_cast<const CLI::RequiredError*>(&e) && level->get_subcommands().empty() &&
-                               level->get_require_subcommand_min() > 0;
-  if (!missing_command) return app.exit(e);
-  std::string commands;
-  for (const CLI::App* sub : level->get_subcommands(std::function<bool(CLI::App*)>{}))
-    commands += (commands.empty() ? "" : ", ") + sub->get_name();
+  const bool needs_command = level->get_subcommands().empty() && level->get_require_subcommand_min() > 0;
   std::string word;
   for (const std::string& arg : level->remaining())
     if (!arg.starts_with("-")) {
       word = arg;
       break;
     }
+  const bool answer = dynamic_cast<const CLI::CallForHelp*>(&e) || dynamic_cast<const CLI::CallForAllHelp*>(&e) ||
+                      dynamic_cast<const CLI::CallForVersion*>(&e);
+  if (answer) {
+    const std::vector<std::string> unplaced = app.remaining(true);
+    if (unplaced.empty()) return app.exit(e);
+    if (!needs_command || word.empty()) return app.exit(CLI::ExtrasError(unplaced));
+  } else if (!dynamic_cast<const CLI::RequiredError*>(&e) || !needs_command) {
+    return app.exit(e);
+  }
+  std::string commands;
+  for (const CLI::App* sub : level->get_subcommands(std::function<bool(CLI::App*)>{}))
+    commands += (commands.empty() ? "" : ", ") + sub->get_name();
   if (word.empty())
     std::fprintf(stderr, "%s needs a command: %s\nRun '%s --help' for more information.\n", path.c_str(),
                  commands.c_str(), path.c_str());
   else
     std::fprintf(stderr, "'%s' is not a command of %s; the commands are: %s\nRun '%s --help' for more information.\n",
                  word.c_str(), path.c_str(), commands.c_str(), path.c_str());
-  return e.get_exit_code();
+  return static_cast<int>(CLI::ExitCodes::RequiredError);
 }
 
 // A log file goes where asked or nowhere: spdlog would quietly create missing

@@ -6,6 +6,7 @@
 // drives reading, validation, dump and the README table).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace rfa {
 
@@ -58,7 +59,7 @@ struct AttentionConfig {
 };
 
 struct TokenizerConfig {
-  std::string path = "data/kjv-bpe2048.model";  // trained from `corpus` when missing
+  std::string path = "";  // trained from `corpus` when missing; "" = next to it (config_tokenizer_path)
   TokenizerKind kind = TokenizerKind::bpe;
   int vocab_size = 2048;                       // bpe/unigram: exact V; char: upper bound
   std::string corpus = "";                     // "" = data.corpus
@@ -143,14 +144,20 @@ inline int config_ffn_hidden(const ModelConfig& m) {
 inline const std::string& config_tokenizer_corpus(const Config& c) {
   return c.tokenizer.corpus.empty() ? c.data.corpus : c.tokenizer.corpus;
 }
-// The prepared token file; "" means next to the corpus.
-// (A corpus of several paths must name it: config_validate.)
-inline std::string config_tokens_path(const DataConfig& d) {
-  if (!d.tokens.empty()) return d.tokens;
-  std::string corpus = d.corpus;
-  while (corpus.size() > 1 && corpus.back() == '/') corpus.pop_back();  // a directory's file goes beside it
-  return corpus + ".tokens";
-}
+// The paths of a corpus (data.corpus, tokenizer.corpus): the text split at each ','.
+std::vector<std::string> config_corpus_paths(const std::string& corpus);
+// The files a config derives when their key is "" (config_paths.cpp), named after the corpus:
+// a file's beside it, a directory's beside the directory (never inside, where they would join
+// the corpus: data/books/ -> data/books...), a list's beside its first path.
+// The prepared token file: the corpus path + ".tokens" (a list must name it: config_validate).
+std::string config_tokens_path(const DataConfig& d);
+// The tokenizer model file, named after the corpus it trains on (tokenizer.corpus, else
+// data.corpus), the kind and the vocab: data/kjv.txt -> data/kjv-bpe2048.model, data/books/ ->
+// data/books-bpe2048.model, a list data/a.txt,data/b.txt,c.txt -> data/a+2-bpe2048.model (+N:
+// the N paths after the first). A tokenizer then follows the corpus as the token file does, and
+// another corpus (or kind, or vocab) gets its own; one that was trained on another corpus than
+// the configured one (two lists alike in first path and length) warns (data/data_setup.h).
+std::string config_tokenizer_path(const Config& c);
 // alpaca and prompt_completion: (prompt, response) examples, the loss on the response.
 inline bool config_supervised(const DataConfig& d) {
   return d.format == DataFormat::alpaca || d.format == DataFormat::prompt_completion;

@@ -55,17 +55,23 @@ const ConfigKey kKeys[] = {
     {RFA_FIELD(attention, time_discount_c), above(1), "c of the time discount log(t + c)"},
     {RFA_FIELD(attention, time_discount_horizon), at_least(0), "the discount's t held past this position; 0 = no cap"},
 
-    {RFA_FIELD(tokenizer, path), kNonEmpty, "SentencePiece model file; trained from the corpus when missing"},
+    {RFA_FIELD(tokenizer, path), kAny,
+     "SentencePiece model file, trained from the corpus when missing; \"\" = next to the corpus, named after it, "
+     "the kind and the vocab (data/kjv.txt: data/kjv-bpe2048.model; a directory data/books/: beside it, "
+     "data/books-bpe2048.model; a list data/a.txt,b.txt: beside its first path, data/a+1-bpe2048.model); a fine-tune "
+     "(train.init_from) uses its parent's"},
     {RFA_FIELD(tokenizer, kind), kAny, "SentencePiece model type"},
     {RFA_FIELD(tokenizer, vocab_size), in_range(kTokenizerMinVocab, kMaxVocab),
      "V to train, with 3 control + 256 byte tokens; char: an upper bound"},
-    {RFA_FIELD(tokenizer, corpus), kAny, "training text; \"\" = data.corpus"},
+    {RFA_FIELD(tokenizer, corpus), kAny,
+     "training text: a file, a directory or several (as data.corpus; read as text); \"\" = data.corpus"},
     {RFA_FIELD(tokenizer, max_sentences), at_least(1), "SentencePiece input_sentence_size"},
     {RFA_FIELD(tokenizer, character_coverage), kUpperUnit, "SentencePiece character_coverage"},
 
     {RFA_FIELD(data, corpus), kNonEmpty,
      "the corpus: a file, a directory (its files, by name) or several of either separated by commas"},
-    {RFA_FIELD(data, tokens), kAny, "prepared token file; \"\" = the corpus path + .tokens"},
+    {RFA_FIELD(data, tokens), kAny,
+     "prepared token file; \"\" = the corpus path + .tokens (a directory's beside it; a list must name one)"},
     {RFA_FIELD(data, val_fraction), kOpenUnit,
      "the last fraction of the tokens (text) or of the documents (other formats) is the validation split"},
     {RFA_FIELD(data, format), kAny,

@@ -17,6 +17,7 @@
 #include "config/config_error.h"
 #include "config/config_keys.h"
 #include "config/config_load.h"
+#include "config/config_yaml_precheck.h"
 #include "core/error.h"
 #include "io/file_io.h"
 
@@ -29,25 +30,28 @@ using Origins = std::map<std::string, std::string>;
 
 int line_of(const YAML::Node& node) { return node.Mark().is_null() ? 0 : node.Mark().line + 1; }
 
-const char* node_kind(const YAML::Node& node) {
-  if (node.IsSequence()) return "a sequence";
-  if (node.IsMap()) return "a mapping";
-  return "nothing";
-}
+const char* node_kind(const YAML::Node& node) { return node.IsSequence() ? "a sequence" : "a mapping"; }
 
 bool is_section(const std::string& name) {
   auto sections = config_sections();
   return std::find(sections.begin(), sections.end(), name) != sections.end();
 }
 
-// Assigns one YAML value node to a known key. `where` is "file:line: ".
+// Assigns one YAML value node to a known key. `where` is "file:line: ". A null ('steps:' with
+// nothing after it, '~', 'null') is no value: for a number it once read as '', for a path as the
+// empty string, neither of which anyone means; '""' gives an empty string.
 void assign_node(const ConfigKey& key, const YAML::Node& value, const std::string& where, Config& config) {
-  std::string text;
-  if (value.IsScalar()) {
-    text = value.Scalar();
-  } else if (!value.IsNull()) {
-    fail("{}'{}' expects {}, got {}", where, key.path, config_key_expected(key), node_kind(value));
+  if (value.IsNull()) {
+    std::string fallback = config_key_get(key, Config{});
+    if (std::holds_alternative<FieldRef<std::string>>(key.field)) fallback = "\"" + fallback + "\"";
+    const std::string_view leaf = std::string_view(key.path).substr(std::string_view(key.path).find('.') + 1);
+    fail("{}'{}' has no value (nothing after its ':', or null); give it one on the same line, e.g. '{}: {}' (the "
+         "default), or delete the line to keep the default",
+         where, key.path, leaf, fallback);
   }
+  if (!value.IsScalar())
+    fail("{}'{}' expects {}, got {}", where, key.path, config_key_expected(key), node_kind(value));
+  const std::string& text = value.Scalar();
   if (!config_key_set(key, text, config))
     fail("{}'{}' expects {}, got '{}'", where, key.path, config_key_expected(key), text);
 }
@@ -164,7 +168,8 @@ class DocumentRoots : public YAML::EventHandler {
 };
 
 // A config file is exactly one non-empty YAML mapping.
-YAML::Node parse_config_file(const std::string& text, const std::string& origin) {
+YAML::Node parse_config_file(const std::string& raw_text, const std::string& origin) {
+  const std::string text = config_yaml_precheck(raw_text, origin);  // what yaml-cpp accepts too leniently
   DocumentRoots documents;
   YAML::Node root;
   try {

@@ -1,6 +1,8 @@
 #include "core/stop_signals.h"
 
+#include <fmt/format.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <atomic>
 
@@ -23,14 +25,23 @@ extern "C" void on_stop_signal(int sig) {
   }
 }
 
+// SIGUSR1 is what Open MPI's mpirun forwards to every rank (docs/distributed.md); SIGHUP, the
+// terminal closed (an ssh session dropped): stop and save.
 sigset_t stop_set() {
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGUSR1);  // what Open MPI's mpirun forwards to every rank (docs/distributed.md)
-  sigaddset(&set, SIGHUP);   // the terminal closed (an ssh session dropped): stop and save, unless ignored
+  for (int sig : kStopSignals) sigaddset(&set, sig);
   return set;
+}
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGUSR1: return "SIGUSR1";
+  }
+  return "?";
 }
 
 void mask_change(int how, const sigset_t* set, sigset_t* old) {
@@ -48,16 +59,16 @@ StopSignals::StopSignals() {
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &action, &old_int_);
-  sigaction(SIGTERM, &action, &old_term_);
-  sigaction(SIGUSR1, &action, &old_usr1_);
-  // SIGHUP only when not ignored: under nohup (SIG_IGN inherited) a hangup must not stop the run.
-  sigaction(SIGHUP, nullptr, &old_hup_);
-  if (old_hup_.sa_handler != SIG_IGN) sigaction(SIGHUP, &action, nullptr);
+  // Not for a signal inherited as ignored (stop_signals.h): under nohup a hangup, in a script's
+  // background job a SIGINT, must not stop the run.
+  for (size_t i = 0; i < kStopSignals.size(); ++i) {
+    sigaction(kStopSignals[i], nullptr, &old_[i]);
+    if (old_[i].sa_handler != SIG_IGN) sigaction(kStopSignals[i], &action, nullptr);
+  }
   // Block them all in every thread that computes: this one and the OpenMP pool (threads
   // the pool adds later are started from this thread and inherit its mask). The
-  // kernel then delivers a process-directed SIGINT/SIGTERM to the watcher, the one
-  // thread that leaves them unblocked. (Pool threads idle outside the current team
+  // kernel then delivers a process-directed stop signal to the watcher, the one
+  // thread that leaves them unblocked (an ignored one it discards). (Pool threads idle outside the current team
   // may keep an open mask; a handler on an idle thread is harmless.)
   const sigset_t set = stop_set();
   mask_change(SIG_BLOCK, &set, &old_mask_);
@@ -79,11 +90,27 @@ StopSignals::~StopSignals() {
   // A signal that arrived since the watcher left is still pending: unblocking here
   // runs our handler for it (a late request, dropped below) before the old handlers return.
   mask_change(SIG_SETMASK, &old_mask_, nullptr);
-  sigaction(SIGINT, &old_int_, nullptr);
-  sigaction(SIGTERM, &old_term_, nullptr);
-  sigaction(SIGUSR1, &old_usr1_, nullptr);
-  sigaction(SIGHUP, &old_hup_, nullptr);
+  for (size_t i = 0; i < kStopSignals.size(); ++i) sigaction(kStopSignals[i], &old_[i], nullptr);
   g_stop_signal.store(0);
+}
+
+std::string StopSignals::ignored_note() const {
+  std::string ignored;
+  int stopper = 0;  // the first stop signal still honoured
+  for (size_t i = 0; i < kStopSignals.size(); ++i) {
+    if (old_[i].sa_handler != SIG_IGN) {
+      if (stopper == 0) stopper = kStopSignals[i];
+      continue;
+    }
+    ignored += (ignored.empty() ? "" : ", ") + std::string(signal_name(kStopSignals[i]));
+  }
+  if (ignored.empty()) return "";
+  const bool one = ignored.find(',') == std::string::npos;
+  return fmt::format("{} {} inherited as ignored (nohup, or a script's background job) and stay{} ignored; {}", ignored,
+                     one ? "was" : "were", one ? "s" : "",
+                     stopper != 0 ? fmt::format("{} (kill -{} {}) stops this run with a checkpoint", signal_name(stopper),
+                                                signal_name(stopper) + 3, ::getpid())
+                                  : std::string("only SIGKILL stops this run, keeping its last checkpoint"));
 }
 
 }  // namespace rfa

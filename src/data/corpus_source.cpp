@@ -53,12 +53,9 @@ std::string field(const JsonValue& v, const char* name, bool required, const std
 
 std::vector<std::string> corpus_files(const std::string& corpus) {
   std::vector<std::string> files;
-  const bool list = corpus.find(',') != std::string::npos;
-  for (size_t at = 0; at <= corpus.size();) {
-    size_t comma = corpus.find(',', at);
-    if (comma == std::string::npos) comma = corpus.size();
-    const std::string path = corpus.substr(at, comma - at);
-    at = comma + 1;
+  const std::vector<std::string> paths = config_corpus_paths(corpus);
+  const bool list = paths.size() > 1;
+  for (const std::string& path : paths) {
     const std::string in = list ? fmt::format(" (in data.corpus '{}')", corpus) : "";
     if (path.empty()) fail("data.corpus '{}' has an empty path; separate paths with single commas", corpus);
     std::error_code ec;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "data/corpus_source.h"
@@ -14,6 +15,7 @@
 #include "io/file_util.h"
 #include "io/hash.h"
 #include "core/timer.h"
+#include "tokenizer/model_proto.h"
 #include "tokenizer/text_check.h"
 
 namespace rfa {
@@ -40,12 +42,52 @@ void tokenizer_remove_trained(const std::string& path, uint64_t checksum) {
   }
 }
 
+void corpus_text_check(const Config& config) {
+  for (const std::string& file : corpus_source(config.data).files) text_file_check(file, "corpus (data.corpus)");
+}
+
+// Whether two paths name the same file or directory: the same path, or two spellings of one.
+bool same_path(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  if (fs::path(a).lexically_normal() == fs::path(b).lexically_normal()) return true;
+  std::error_code ec;
+  return fs::equivalent(a, b, ec);  // false (and ec set) when either is missing
+}
+
+// Whether two corpora (data.corpus syntax: a list of files and directories) are the same
+// paths in the same order.
+bool same_corpus(const std::string& a, const std::string& b) {
+  const std::vector<std::string> as = config_corpus_paths(a), bs = config_corpus_paths(b);
+  return std::equal(as.begin(), as.end(), bs.begin(), bs.end(), same_path);
+}
+
+// A tokenizer made from another corpus than the configured one still encodes it (byte fallback),
+// but its pieces were chosen for the other text; a token file made with it is refused only when
+// the tokenizer changes (its fingerprint), never for this. Say so, naming both corpora.
+void tokenizer_corpus_check(const Tokenizer& tokenizer, const Config& config) {
+  const std::string trained_on = model_proto_training_input(tokenizer.model_bytes());
+  const std::string& corpus = config_tokenizer_corpus(config);
+  if (trained_on.empty() || same_corpus(trained_on, corpus)) return;  // "": a model that does not say
+  Config own = config;
+  own.tokenizer.path.clear();
+  const std::string own_path = config_tokenizer_path(own);  // where "" would put one of this corpus
+  const std::string elsewhere = own_path == tokenizer.origin()
+                                    ? "set tokenizer.path to a new file"
+                                    : fmt::format("set tokenizer.path to \"\" (then {}) or to a new file", own_path);
+  log_warn("tokenizer",
+           "{} was trained on {}, not on the configured corpus {} ({}); its pieces fit the other text. For a "
+           "tokenizer of {}: {}, or retrain this one with `rfa tokenizer train` (token files made with it are then "
+           "refused until `rfa data prepare` remakes them)",
+           tokenizer.origin(), trained_on, corpus, config.tokenizer.corpus.empty() ? "data.corpus" : "tokenizer.corpus",
+           corpus, elsewhere);
+}
+
 }  // namespace
 
 TokenizerTrainOptions tokenizer_train_options(const Config& config) {
   TokenizerTrainOptions o;
   o.corpus = config_tokenizer_corpus(config);
-  o.model_path = config.tokenizer.path;
+  o.model_path = config_tokenizer_path(config);
   o.kind = config.tokenizer.kind;
   o.vocab_size = config.tokenizer.vocab_size;
   o.max_sentences = config.tokenizer.max_sentences;
@@ -64,6 +106,7 @@ void tokenizer_train_logged(const Config& config) {
   auto parent = std::filesystem::path(o.model_path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // a failure shows when writing
   RemovedFile extracted;
+  o.corpus_recorded = o.corpus;  // the model records the configured corpus, not the extract below
   if (!corpus_is_one_text(source)) {  // several files or JSON Lines: their text, extracted into one file
     extracted.path = o.model_path + ".corpus-" + std::to_string(::getpid()) + ".txt";
     log_info("tokenizer", "extracting the text of {} ({} file(s), {}) into {}", o.corpus, source.files.size(),
@@ -81,14 +124,16 @@ void tokenizer_train_logged(const Config& config) {
 
 Tokenizer tokenizer_ensure(const Config& config) {
   const TokenizerConfig& t = config.tokenizer;
-  if (!std::filesystem::exists(t.path)) {
-    log_info("tokenizer", "{} does not exist yet; training it", t.path);
+  const std::string path = config_tokenizer_path(config);
+  if (!std::filesystem::exists(path)) {
+    log_info("tokenizer", "{} does not exist yet; training it", path);
     tokenizer_train_logged(config);
   }
-  Tokenizer tokenizer = Tokenizer::load(t.path);
+  Tokenizer tokenizer = Tokenizer::load(path);
   if (t.kind != TokenizerKind::character && tokenizer.vocab_size() != t.vocab_size)
     log_warn("tokenizer", "{} has vocab {} but tokenizer.vocab_size is {}; using the file (run `rfa tokenizer "
-             "train` to rebuild it)", t.path, tokenizer.vocab_size(), t.vocab_size);
+             "train` to rebuild it)", path, tokenizer.vocab_size(), t.vocab_size);
+  tokenizer_corpus_check(tokenizer, config);
   return tokenizer;
 }
 
@@ -132,13 +177,15 @@ void token_file_format_require(const TokenFile& file, const DataConfig& data) {
          file.path(), enum_name(static_cast<PromptTemplate>(h.prompt_template - 1)), enum_name(data.prompt_template));
 }
 
+void data_encode_with(const Config& config, const Tokenizer& tokenizer) {
+  corpus_text_check(config);
+  token_file_prepare_logged(config, tokenizer);
+}
+
 Tokenizer data_ensure(const Config& config, bool encode_always) {
-  const std::string& corpus = config.data.corpus;
   const bool encode = encode_always || !std::filesystem::exists(config_tokens_path(config.data));
-  if (encode)  // before a tokenizer is trained from it
-    for (const std::string& file : corpus_source(corpus, config.data.format, config.data.prompt_template).files)
-      text_file_check(file, "corpus (data.corpus)");
-  const std::string& tokenizer_path = config.tokenizer.path;
+  if (encode) corpus_text_check(config);  // before a tokenizer is trained from it
+  const std::string tokenizer_path = config_tokenizer_path(config);
   const bool trains = !std::filesystem::exists(tokenizer_path);
   Tokenizer tokenizer = tokenizer_ensure(config);
   if (!encode) return tokenizer;

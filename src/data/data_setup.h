@@ -37,4 +37,8 @@ void token_file_format_require(const TokenFile& file, const DataConfig& data);
 // existed before is never touched.
 Tokenizer data_ensure(const Config& config, bool encode_always);
 
+// `rfa data prepare` of a fine-tune (train.init_from): checks that data.corpus is text,
+// then encodes it with `tokenizer` (the parent's); no tokenizer is trained or looked up.
+void data_encode_with(const Config& config, const Tokenizer& tokenizer);
+
 }  // namespace rfa

@@ -29,7 +29,7 @@ bool is_checkpoint(const fs::path& p) { return fs::exists(p / "model.safetensors
 // if it is byte-identical to the one recorded in state.json.
 std::unique_ptr<Tokenizer> tokenizer_of(const std::string& dir, const TrainState& state, const Config& config) {
   const std::string copy = dir + "/tokenizer.model";
-  const std::string& path = config.tokenizer.path;
+  const std::string path = config_tokenizer_path(config);
   checkpoint_tokenizer_verify(dir, state, path);  // before parsing: a corrupt copy may not parse at all
   if (fs::exists(copy)) return std::make_unique<Tokenizer>(Tokenizer::load(copy));
   if (state.tokenizer_xxh64.empty())

@@ -15,6 +15,7 @@
 #include "core/parallel.h"
 #include "core/rng.h"
 #include "core/timer.h"
+#include "tokenizer/model_proto.h"
 #include "tokenizer/text_check.h"
 #include "tokenizer/tokenizer.h"
 
@@ -150,6 +151,10 @@ void tokenizer_train(const TokenizerTrainOptions& o) {
   std::string model;
   auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &model);
   if (!status.ok()) fail_training(o, status.ToString(), lines.pieces());
+  // The corpus, recorded in the model so that a tokenizer used with another corpus can say which
+  // one it was made from (data_setup.cpp). SentencePiece 0.1.97 refuses an "input" option beside a
+  // sentence iterator, so it is added to the bytes.
+  model = model_proto_with_training_input(std::move(model), o.corpus_recorded.empty() ? o.corpus : o.corpus_recorded);
   // A char model has one piece per distinct character, so its vocab may be below vocab_size.
   int vocab = Tokenizer::from_bytes(model, o.model_path).vocab_size();
   for (const std::string& stale : file_temp_remove_stale(o.model_path))

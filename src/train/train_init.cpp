@@ -29,10 +29,19 @@ bool inherited(std::string_view key) {
   return key.starts_with("model.") || key.starts_with("attention.") || key.starts_with("tokenizer.");
 }
 
+// The parent's tokenizer keys as it used them: "" resolved against its own corpus (config_paths.cpp),
+// which in the child's config would name a tokenizer of the child's corpus instead.
+Config tokenizer_resolved(Config parent) {
+  const std::string path = config_tokenizer_path(parent), corpus = config_tokenizer_corpus(parent);
+  parent.tokenizer.path = path;
+  parent.tokenizer.corpus = corpus;
+  return parent;
+}
+
 InitPoint prepare_from(const std::string& dir, const Config& child) {
   const std::string config_path = dir + "/config.yaml", state_path = dir + "/state.json";
-  const Config parent =
-      checkpoint_file_read(dir, [&] { return config_parse(file_read_text(config_path), config_path); });
+  const Config parent = tokenizer_resolved(
+      checkpoint_file_read(dir, [&] { return config_parse(file_read_text(config_path), config_path); }));
   const TrainState state =
       checkpoint_file_read(dir, [&] { return train_state_parse(file_read_text(state_path), state_path); });
   const Config defaults;

@@ -11,7 +11,10 @@
 // except the keys that cannot change what the weights compute (init_key_changeable):
 // model.context_length (no parameter depends on T: RFA has no positions to outgrow, and
 // RoPE's angles are computed for any position) and attention.chunk_size (how the
-// training form is blocked, not what it computes).
+// training form is blocked, not what it computes). The parent's tokenizer.path and
+// tokenizer.corpus are compared and taken as it used them: its "" defaults resolved against
+// its own corpus (config_tokenizer_path), so the child's config names the parent's tokenizer
+// and the corpus it was trained on, and a foreign-tokenizer warning has nothing to say.
 #include <cstdint>
 #include <string>
 #include <string_view>

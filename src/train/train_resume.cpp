@@ -79,7 +79,7 @@ ResumePoint resume_prepare_from(const std::string& dir, const std::vector<std::s
              enum_name(saved.train.precision), dir, enum_name(config.train.precision));
   const TrainState state =
       checkpoint_file_read(dir, [&] { return train_state_parse(file_read_text(state_path), state_path); });
-  out.tokenizer_path = checkpoint_tokenizer_path(dir, state, config.tokenizer.path);
+  out.tokenizer_path = checkpoint_tokenizer_path(dir, state, config_tokenizer_path(config));
   out.config = config;
   return out;
 }

@@ -31,6 +31,7 @@
 #include "train/train_data.h"
 #include "train/train_batches.h"
 #include "train/train_dist.h"
+#include "tokenizer/model_proto.h"
 #include "train/train_init.h"
 #include "train/train_report.h"
 #include "train/train_resume.h"
@@ -145,7 +146,14 @@ void memory_require_training(const Config& c) {
 // The run's data: prepared with the tokenizer a resume or a fine-tune must use, when given.
 TrainData train_data_for(const Config& config, const std::string& tokenizer_path, const InitPoint* init) {
   try {
-    return train_data_ensure(config, tokenizer_path);
+    TrainData data = train_data_ensure(config, tokenizer_path);
+    // Made from the parent's corpus by design: no warning (data/data_setup.h), but say which.
+    if (init) {
+      const std::string trained_on = model_proto_training_input(data.tokenizer.model_bytes());
+      log_info("init", "this run's corpus {} is encoded with the parent's tokenizer {}{}", config.data.corpus,
+               init->tokenizer_path, trained_on.empty() ? "" : fmt::format(", trained on {}", trained_on));
+    }
+    return data;
   } catch (const Error& e) {
     if (!init) throw;
     throw Error(fmt::format("{} (--init-from: this run's corpus is encoded with the parent's tokenizer {}; point "
@@ -286,6 +294,7 @@ TrainResult train_run_with(const Config& config_in, const TrainOptions& options,
   }
   ProgressLine progress;
   StopSignals signals;
+  if (const std::string note = signals.ignored_note(); !note.empty()) log_info("train", "{}", note);
   int64_t saved_step = resuming ? start : -1;  // the newest checkpoint on disk: its step and directory
   std::string saved_dir = options.resume_checkpoint;
   bool evaluated = false;  // by this process

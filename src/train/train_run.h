@@ -12,7 +12,7 @@
 // Before anything in run_dir is replaced, the run validates and allocates all it needs
 // (data, vocab, model, the checkpoint it resumes); a run that fails before its first
 // checkpoint leaves no directory or file it created behind.
-// SIGINT/SIGTERM (core/stop_signals.h) stop at the next micro-batch or evaluation
+// SIGINT/SIGTERM/SIGHUP/SIGUSR1 not inherited as ignored (core/stop_signals.h) stop at the next micro-batch or evaluation
 // batch: a step cut short is dropped whole (nothing of it is applied), the state after
 // the last finished step is saved as a checkpoint (unless one is on disk already) and
 // train_run returns (result.interrupted); `rfa train --resume RUN_DIR` continues from

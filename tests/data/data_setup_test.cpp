@@ -78,3 +78,19 @@ TEST_CASE("data setup: without encode_always an existing token file is reused, n
   CHECK(std::filesystem::last_write_time(c.data.tokens) == written);
   CHECK_THROWS_WITH_AS(data_ensure(c, true), doctest::Contains("gone.txt"), Error);
 }
+
+TEST_CASE("data setup: with tokenizer.path and data.tokens \"\", each corpus gets its own tokenizer and token file") {
+  // The default config wrote every corpus's tokenizer to data/kjv-bpe2048.model, and the next corpus reused it.
+  TempDir dir;
+  Config c = config_in(dir);
+  c.tokenizer.path.clear();
+  c.data.tokens.clear();
+  const Tokenizer mine = data_ensure(c, true);
+  CHECK(mine.origin() == dir / "corpus-bpe320.model");
+  CHECK(std::filesystem::exists(dir / "corpus.txt.tokens"));
+  c.data.corpus = dir.write("other.txt", test::corpus_make(300, /*seed=*/7));
+  const Tokenizer other = data_ensure(c, true);
+  CHECK(other.origin() == dir / "other-bpe320.model");
+  CHECK(other.fnv1a64() != mine.fnv1a64());
+  CHECK(TokenFile::open(dir / "other.txt.tokens", other).header().tokens > 0);
+}

@@ -60,6 +60,43 @@ expect_in "$tmp/sub.err" "'frob' is not a command of rfa bench; the commands are
 if "$rfa" eval >/dev/null 2>"$tmp/none.err"; then fail "rfa eval exited 0"; fi
 expect_in "$tmp/none.err" "rfa eval needs a command: perplexity"
 
+# --help (or --help-all, --version) with a word that is not a command is refused exactly as the word alone:
+# a script probing `rfa plot --help` must not see the main help and exit 0.
+same_refusal() {  # same_refusal <words...>: `rfa words` and `rfa words --help` exit alike, non-zero, same stderr
+  local rc=0 rc_help=0 flag
+  "$rfa" "$@" >"$tmp/probe.out" 2>"$tmp/probe.err" || rc=$?
+  [ "$rc" != 0 ] || fail "rfa $* exited 0"
+  for flag in --help -h; do
+    rc_help=0
+    "$rfa" "$@" "$flag" >"$tmp/probe-help.out" 2>"$tmp/probe-help.err" || rc_help=$?
+    [ "$rc_help" = "$rc" ] || fail "rfa $* $flag exited $rc_help, rfa $* exited $rc"
+    cmp -s "$tmp/probe.err" "$tmp/probe-help.err" ||
+      fail "rfa $* $flag said '$(cat "$tmp/probe-help.err")', rfa $* said '$(cat "$tmp/probe.err")'"
+    [ -s "$tmp/probe-help.out" ] && fail "rfa $* $flag printed to stdout: $(head -3 "$tmp/probe-help.out")"
+  done
+  return 0
+}
+same_refusal plot
+expect_in "$tmp/probe-help.err" "'plot' is not a command of rfa; the commands are: tokenizer, data, train, bench"
+same_refusal bench plot
+expect_in "$tmp/probe-help.err" "'plot' is not a command of rfa bench; the commands are: train, decode"
+same_refusal eval foo
+expect_in "$tmp/probe-help.err" "'foo' is not a command of rfa eval; the commands are: perplexity"
+same_refusal tokenizer frob
+same_refusal train foo  # train takes no word: CLI11's own refusal, with or without --help
+expect_in "$tmp/probe-help.err" "The following argument was not expected: foo"
+for args in "--help plot" "--help-all plot" "plot --help-all" "plot --version"; do
+  # shellcheck disable=SC2086  # the words are meant to split
+  "$rfa" $args >/dev/null 2>"$tmp/before.err" && fail "rfa $args exited 0"
+  expect_in "$tmp/before.err" "'plot' is not a command of rfa"
+done
+# Real commands still answer --help with exit 0.
+for words in "" "bench" "eval" "eval perplexity" "bench decode" "data prepare"; do
+  # shellcheck disable=SC2086  # the words are meant to split
+  "$rfa" $words --help >"$tmp/ok.out" 2>&1 || fail "rfa $words --help exited non-zero"
+  expect_in "$tmp/ok.out" "Usage:"
+done
+
 # A log file in a missing directory is refused by path, before any work.
 if "$rfa" --log-file "$tmp/no/such/dir/x.log" tokenizer train --dump-config >/dev/null 2>"$tmp/log.err"; then
   fail "--log-file in a missing directory exited 0"

@@ -111,4 +111,46 @@ if "$rfa" train --config "$tmp/run.yaml" --set "tokenizer.path=$tmp/out/tok.mode
 fi
 expect_in "$tmp/flip.log" "token file $tmp/flip.tokens is corrupt: its header checksum"
 
+# My corpus, someone else's tokenizer. With tokenizer.path and data.tokens "" (the defaults), another corpus
+# gets its own tokenizer and token file next to it, named after it (the default once named one tokenizer for
+# every corpus); a tokenizer trained on another corpus than the configured one is used, with a warning naming both.
+sed 's/the quick brown fox/a slow grey cat/' "$tmp/corpus.txt" >"$tmp/other.txt"
+"$rfa" data prepare --config "$tmp/cfg.yaml" --set tokenizer.path= --set data.tokens= --set "data.corpus=$tmp/other.txt" \
+  2>"$tmp/own.log" || { cat "$tmp/own.log" >&2; fail "prepare with the default paths"; }
+expect_in "$tmp/own.log" "[tokenizer] $tmp/other-bpe320.model does not exist yet; training it"
+expect_in "$tmp/own.log" "[data] prepared $tmp/other.txt.tokens"
+grep -qF "was trained on" "$tmp/own.log" && fail "a tokenizer of this very corpus was called another's"
+"$rfa" data prepare --config "$tmp/cfg.yaml" --set "data.corpus=$tmp/other.txt" --set "data.tokens=$tmp/other.tokens" \
+  2>"$tmp/foreign.log" || { cat "$tmp/foreign.log" >&2; fail "prepare with another corpus's tokenizer"; }
+expect_in "$tmp/foreign.log" "[tokenizer] $tmp/out/tok.model was trained on $tmp/corpus.txt, not on the configured corpus \
+$tmp/other.txt (data.corpus); its pieces fit the other text. For a tokenizer of $tmp/other.txt: set tokenizer.path to \
+\"\" (then $tmp/other-bpe320.model) or to a new file, or retrain this one with \`rfa tokenizer train\`"
+# The same file by another spelling is the same corpus.
+"$rfa" data prepare --config "$tmp/cfg.yaml" --set "data.corpus=$tmp/./corpus.txt" 2>"$tmp/same.log" ||
+  { cat "$tmp/same.log" >&2; fail "prepare with the corpus spelt another way"; }
+grep -qF "was trained on" "$tmp/same.log" && fail "the tokenizer's own corpus, spelt $tmp/./corpus.txt, was called another"
+
+# A directory and a list follow the same rule: a directory's tokenizer and token file go beside it (inside, they
+# would join the corpus), a list's beside its first path, named after it and how many paths follow it. The model
+# records the corpus as configured (not the text extracted for its training), so the next run has nothing to warn.
+mkdir -p "$tmp/books"
+cp "$tmp/corpus.txt" "$tmp/books/1.txt"
+cp "$tmp/other.txt" "$tmp/books/2.txt"
+prepare_quiet() {  # prepare_quiet <log> args...: prepare succeeds and calls no tokenizer another corpus's
+  local log=$1
+  shift
+  "$rfa" data prepare --config "$tmp/cfg.yaml" --set tokenizer.path= "$@" 2>"$log" || { cat "$log" >&2; fail "prepare $*"; }
+  if grep -qF "was trained on" "$log"; then cat "$log" >&2; fail "prepare $* warned of a foreign tokenizer"; fi
+}
+prepare_quiet "$tmp/dir1.log" --set data.tokens= --set "data.corpus=$tmp/books/"
+expect_in "$tmp/dir1.log" "[tokenizer] $tmp/books-bpe320.model does not exist yet; training it"
+expect_in "$tmp/dir1.log" "[data] prepared $tmp/books.tokens"
+prepare_quiet "$tmp/dir2.log" --set data.tokens= --set "data.corpus=$tmp/books"  # the same directory
+grep -qF "training it" "$tmp/dir2.log" && fail "the directory spelt without its '/' got another tokenizer"
+[ "$(ls "$tmp/books")" = "$(printf '1.txt\n2.txt')" ] || fail "a derived file landed inside the corpus directory"
+prepare_quiet "$tmp/list1.log" --set "data.corpus=$tmp/corpus.txt,$tmp/books"
+expect_in "$tmp/list1.log" "[tokenizer] $tmp/corpus+1-bpe320.model does not exist yet; training it"
+prepare_quiet "$tmp/list2.log" --set "data.corpus=$tmp/corpus.txt,$tmp/books/"
+grep -qF "training it" "$tmp/list2.log" && fail "the list spelt another way got another tokenizer"
+
 echo "data_prepare: all checks passed"

@@ -49,10 +49,28 @@ refused "$tmp/own.log" "is the parent's own run" --config "$tmp/child.yaml" --in
 [ ! -e "$tmp/X" ] && [ ! -e "$tmp/data/child.tokens" ] || fail "a refused fine-tune wrote files"
 [ "$(cat "$tmp/parent/checkpoints/latest")" = step-000008 ] || fail "the parent's run changed"
 
+# The fine-tune's tokenizer keys name the parent's tokenizer and the corpus it was trained on.
+"$rfa" train --config "$tmp/child.yaml" --init-from "$tmp/parent" --dump-config >"$tmp/dump.yaml" 2>"$tmp/dump.log" ||
+  { cat "$tmp/dump.log" >&2; fail "--dump-config of a fine-tune"; }
+expect_in "$tmp/dump.yaml" "  path: \"$tmp/data/char.model\"  #"
+expect_in "$tmp/dump.yaml" "  corpus: \"$tmp/corpus.txt\"  # training text"
+
+# rfa data prepare of a fine-tune's config encodes with the parent's tokenizer, as rfa train does (it would
+# once train a tokenizer of the child's corpus), and no warning calls that tokenizer another corpus's.
+"$rfa" data prepare --config "$tmp/child.yaml" --set train.init_from="$tmp/parent" \
+  --set data.tokens="$tmp/data/prep.tokens" 2>"$tmp/prep-child.log" || { cat "$tmp/prep-child.log" >&2; fail "prepare"; }
+expect_in "$tmp/prep-child.log" "encoding with the parent's tokenizer $tmp/parent/checkpoints/step-000008/tokenizer.model"
+grep -qF "training it" "$tmp/prep-child.log" && fail "data prepare of a fine-tune trained a tokenizer"
+grep -qF "was trained on" "$tmp/prep-child.log" && fail "data prepare of a fine-tune warned of the parent's tokenizer"
+
 # A: ten steps straight.
 train_ok "$tmp/A.log" --config "$tmp/child.yaml" --init-from "$tmp/parent"
 expect_in "$tmp/A.log" "[init] weights and fixed random matrices of $tmp/parent/checkpoints/step-000008 (step 8"
 expect_in "$tmp/A.log" "with $tmp/parent/checkpoints/step-000008/tokenizer.model"  # the corpus, encoded
+expect_in "$tmp/A.log" "[init] this run's corpus $tmp/child.txt is encoded with the parent's tokenizer \
+$tmp/parent/checkpoints/step-000008/tokenizer.model, trained on $tmp/corpus.txt"
+grep -qF "was trained on" "$tmp/A.log" && fail "the fine-tune warned that the parent's tokenizer is another corpus's"
+cmp -s "$tmp/data/child.tokens" "$tmp/data/prep.tokens" || fail "data prepare and train encoded the child differently"
 cmp -s "$tmp/A/tokenizer.model" "$tmp/data/char.model" || fail "the run's tokenizer is not the parent's"
 expect_in "$tmp/A/checkpoints/step-000010/state.json" "\"init_from\": \"$tmp/parent/checkpoints/step-000008\""
 expect_in "$tmp/A/checkpoints/step-000010/state.json" "\"init_from_step\": 8"

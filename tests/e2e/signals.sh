@@ -3,6 +3,11 @@
 #   SIGTERM (and SIGINT) after the first step: the run stops at its next
 #     micro-batch, saves a checkpoint, says how to continue and exits 0; the
 #     checkpoint loads with `rfa eval perplexity` and `rfa train --resume`.
+#   A signal inherited as ignored stays ignored, for train and generate alike
+#     (core/stop_signals.h): a script's background job starts with SIGINT ignored
+#     (bash does that), so the runs that SIGINT should stop are started with
+#     `env --default-signal=INT`, and the ones that must not stop with
+#     `env --ignore-signal=INT`; SIGTERM then ends those.
 #   SIGTERM in the middle of a long step (grad_accum 1000): the step is dropped,
 #     the last finished one is saved at once, and the resume equals a straight run.
 #   SIGTERM at random moments on a model of the reference shape at --threads 1,
@@ -24,7 +29,7 @@ config_write "$tmp/c.yaml" rfa_gate "run_dir: $tmp/unused, batch_size: 4, steps:
 
 for sig in TERM INT; do
   run=$tmp/run-$sig
-  "$rfa" --threads 2 train --config "$tmp/c.yaml" --set train.run_dir="$run" 2>"$tmp/$sig.log" &
+  env --default-signal=INT "$rfa" --threads 2 train --config "$tmp/c.yaml" --set train.run_dir="$run" 2>"$tmp/$sig.log" &
   pid=$!
   wait_for "$run/metrics.jsonl" '"type":"train"'
   kill -"$sig" "$pid"
@@ -43,12 +48,58 @@ for sig in TERM INT; do
   echo "signals: SIG$sig stopped at step $step"
 done
 
+# lives_until <command...>: until the command succeeds (60 s), failing if $pid ends first.
+lives_until() {
+  for _ in $(seq 1 600); do
+    "$@" && return 0
+    kill -0 "$pid" 2>/dev/null || { cat "$tmp/ignored.log" >&2; fail "rfa ended before: $*"; }
+    sleep 0.1
+  done
+  fail "timed out waiting for: $*"
+}
+# signal_and_reap <signal> <expected exit code>: sends the signal to $pid and waits for it to exit so.
+signal_and_reap() {
+  kill -"$1" "$pid"
+  local rc=0
+  wait "$pid" || rc=$?
+  pid=
+  [ "$rc" = "$2" ] || { cat "$tmp/ignored.log" >&2; fail "SIG$1: exit code $rc, expected $2"; }
+}
+# SIGINT inherited as ignored: train keeps it ignored, says so, and goes on; SIGTERM stops it.
+run=$tmp/run-ignored
+env --ignore-signal=INT "$rfa" --threads 2 train --config "$tmp/c.yaml" --set train.run_dir="$run" 2>"$tmp/ignored.log" &
+pid=$!
+wait_for "$run/metrics.jsonl" '"type":"train"'
+kill -INT "$pid"
+at=$(grep -c '"type":"train"' "$run/metrics.jsonl")
+lives_until grep -q "\"step\":$((at + 3))," "$run/metrics.jsonl"
+signal_and_reap TERM 0
+expect_in "$tmp/ignored.log" "SIGINT was inherited as ignored (nohup, or a script's background job) and stays ignored; SIGTERM (kill -TERM"
+expect_in "$tmp/ignored.log" "signal 15 received: stopped"
+grep -q "signal 2 received" "$tmp/ignored.log" && fail "an ignored SIGINT was taken: $(grep "signal 2" "$tmp/ignored.log")"
+echo "signals: SIGINT inherited as ignored left train running; SIGTERM stopped it"
+
+# generate, the same rule: SIGINT ends it the default way (exit 130), unless inherited as ignored.
+generate_long() {  # generate_long <env args...>: a long sample of run-TERM into $tmp/gen.out, in the background
+  env "$@" "$rfa" --threads 1 generate "$tmp/run-TERM" -p "Line" -n 100000000 >"$tmp/gen.out" 2>"$tmp/ignored.log" &
+  pid=$!
+  lives_until test -s "$tmp/gen.out"
+}
+larger_than() { [ "$(stat -c %s "$1")" -gt "$2" ]; }  # larger_than <file> <bytes>
+generate_long --default-signal=INT
+signal_and_reap INT 130
+generate_long --ignore-signal=INT
+kill -INT "$pid"
+lives_until larger_than "$tmp/gen.out" "$(stat -c %s "$tmp/gen.out")"
+signal_and_reap TERM 143
+echo "signals: generate ends on SIGINT, and keeps an inherited ignore of it"
+
 # A second signal while the first is being honoured quits at once (killed by
 # the signal); the checkpoint of the first stop, or none, is never damaged.
 # SIGINT then SIGTERM back to back: two different signals never merge, and a stop
 # (the step's micro-batch, then a checkpoint) takes longer than the gap.
 run=$tmp/run-twice
-"$rfa" --threads 2 train --config "$tmp/c.yaml" --set train.run_dir="$run" 2>"$tmp/twice.log" &
+env --default-signal=INT "$rfa" --threads 2 train --config "$tmp/c.yaml" --set train.run_dir="$run" 2>"$tmp/twice.log" &
 pid=$!
 wait_for "$run/metrics.jsonl" '"type":"train"'
 kill -INT "$pid"

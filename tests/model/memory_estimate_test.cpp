@@ -16,14 +16,9 @@
 #include "train/train_session.h"
 
 using namespace rfa;
+using rfa::test::has;
 
 namespace {
-
-bool has(const std::string& message, const std::string& part) {
-  INFO("message: " << message);
-  INFO("expected to contain: " << part);
-  return message.find(part) != std::string::npos;
-}
 
 double part_bytes(const MemoryEstimate& e, const std::string& name) {
   for (const MemoryPart& p : e.parts)

@@ -23,6 +23,13 @@ inline std::string temp_file(const std::string& name, const std::string& text) {
   return path;
 }
 
+// Whether `message` contains `part`; on a failed CHECK both are shown.
+inline bool has(const std::string& message, const std::string& part) {
+  INFO("message: " << message);
+  INFO("expected to contain: " << part);
+  return message.find(part) != std::string::npos;
+}
+
 // The rfa::Error message `f` throws; fails the test when it throws nothing.
 template <typename F>
 std::string error_of(F&& f) {

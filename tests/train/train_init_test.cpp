@@ -137,6 +137,21 @@ TEST_CASE("init-from: a key that changes the architecture is refused by name wit
   CHECK(e.find("is the parent's own run; a fine-tune is a new run") != std::string::npos);
 }
 
+TEST_CASE("init-from: the child's config names the parent's tokenizer and its corpus, resolved from \"\"") {
+  test::TempDir dir;
+  const Parent p(AttentionKind::rfa_gate, dir / "parent", 3, 2);
+  REQUIRE(p.config.tokenizer.path.empty());  // the parent's tokenizer was next to its corpus, data/kjv.txt
+  REQUIRE(p.config.tokenizer.corpus.empty());
+  Config child = child_config(dir / "parent", dir / "child");
+  child.data.corpus = "child/text.txt";
+  const InitPoint point = init_from_prepare(child);
+  // Left "", they would name a tokenizer of child/text.txt (child/text-char300.model).
+  CHECK(point.config.tokenizer.path == "data/kjv-char300.model");
+  CHECK(point.config.tokenizer.corpus == "data/kjv.txt");
+  CHECK(point.config.data.corpus == "child/text.txt");
+  CHECK(point.tokenizer_path == p.checkpoint + "/tokenizer.model");  // what the run uses: the checkpoint's copy
+}
+
 TEST_CASE("init-from: a fine-tune stopped, saved and resumed equals one that never stopped, bit for bit") {
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
     CAPTURE(enum_name(kind));
