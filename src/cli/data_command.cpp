@@ -14,13 +14,13 @@
 namespace rfa {
 namespace {
 
-void data_prepare(const Config& config) {
-  if (config.train.init_from.empty()) {
-    data_ensure(config, /*encode_always=*/true);
+void data_prepare(const ConfigLoaded& loaded) {
+  if (loaded.config.train.init_from.empty()) {
+    data_ensure(loaded.config, /*encode_always=*/true);
     return;
   }
-  const InitPoint point = init_from_prepare(config);
-  log_info("data", "train.init_from {}: encoding with the parent's tokenizer {}", config.train.init_from,
+  const InitPoint point = init_from_prepare(loaded.config, loaded.origins);
+  log_info("data", "train.init_from {}: encoding with the parent's tokenizer {}", loaded.config.train.init_from,
            point.tokenizer_path);
   data_encode_with(point.config, Tokenizer::load(point.tokenizer_path));
 }
@@ -36,8 +36,8 @@ void register_data_command(CLI::App& app, CommandAction& action) {
   config_options_add(*prepare, *options);
   prepare->callback([&action, options] {
     action = [options] {
-      std::optional<Config> config = config_options_load(*options);
-      if (config) data_prepare(*config);
+      std::optional<ConfigLoaded> loaded = config_options_load_with_origins(*options);
+      if (loaded) data_prepare(*loaded);
     };
   });
 }

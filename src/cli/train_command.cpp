@@ -28,13 +28,16 @@ void train_command_run(const ConfigOptions& config_options, const TrainFlags& fl
   options.stop_after = flags.stop_after;
   options.overwrite = flags.overwrite;
   if (flags.resume.empty()) {
-    Config config = config_load(config_options.path, config_options.sets);
+    ConfigLoaded loaded = config_load_with_origins(config_options.path, config_options.sets);
+    Config& config = loaded.config;
     if (!flags.init_from.empty()) config.train.init_from = flags.init_from;
     if (config_options.dump) {  // a fine-tune's config: the parent's architecture merged in
-      const std::string dump = config_dump(config.train.init_from.empty() ? config : init_from_prepare(config).config);
+      const std::string dump =
+          config_dump(config.train.init_from.empty() ? config : init_from_prepare(config, loaded.origins).config);
       std::fwrite(dump.data(), 1, dump.size(), stdout);
       return;
     }
+    options.config_origins = std::move(loaded.origins);
     train_run(config, options);
     return;
   }

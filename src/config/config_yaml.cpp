@@ -25,8 +25,8 @@ namespace rfa {
 namespace {
 
 // Where each key's value came from ("configs/x.yaml:7", "--set 'a=b'"), so a
-// validation error can point at it.
-using Origins = std::map<std::string, std::string>;
+// validation error can point at it (and --init-from can tell a given key from one left out).
+using Origins = ConfigOrigins;
 
 int line_of(const YAML::Node& node) { return node.Mark().is_null() ? 0 : node.Mark().line + 1; }
 
@@ -266,9 +266,10 @@ Config config_parse(const std::string& yaml_text, const std::string& origin) {
   return config;
 }
 
-Config config_load(const std::string& yaml_path, const std::vector<std::string>& sets) {
-  Config config;
-  Origins origins;
+ConfigLoaded config_load_with_origins(const std::string& yaml_path, const std::vector<std::string>& sets) {
+  ConfigLoaded loaded;
+  Config& config = loaded.config;
+  Origins& origins = loaded.origins;
   if (!yaml_path.empty())
     apply_yaml(parse_config_file(read_file(yaml_path), yaml_path), yaml_path, config, origins);
   for (const std::string& assignment : sets) {
@@ -276,7 +277,13 @@ Config config_load(const std::string& yaml_path, const std::vector<std::string>&
     origins[assignment.substr(0, assignment.find('='))] = fmt::format("--set '{}'", assignment);
   }
   validate_with_origins(config, origins);
-  return config;
+  return loaded;
+}
+
+ConfigOrigins config_origins_all(const std::string& origin) {
+  ConfigOrigins origins;
+  for (const ConfigKey& key : config_keys()) origins[key.path] = origin;
+  return origins;
 }
 
 }  // namespace rfa

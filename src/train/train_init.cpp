@@ -38,27 +38,36 @@ Config tokenizer_resolved(Config parent) {
   return parent;
 }
 
-InitPoint prepare_from(const std::string& dir, const Config& child) {
+// A value that says "derive it" (model.vocab_size 0: from the tokenizer; tokenizer.path and
+// tokenizer.corpus "": from the corpus). A fine-tune's tokenizer is its parent's, so such a value
+// follows the parent whether it was given or left out.
+bool derives(std::string_view key, const std::string& value) {
+  if (key == "model.vocab_size") return value == "0";
+  return (key == "tokenizer.path" || key == "tokenizer.corpus") && value.empty();
+}
+
+InitPoint prepare_from(const std::string& dir, const Config& child, const ConfigOrigins& given) {
   const std::string config_path = dir + "/config.yaml", state_path = dir + "/state.json";
   const Config parent = tokenizer_resolved(
       checkpoint_file_read(dir, [&] { return config_parse(file_read_text(config_path), config_path); }));
   const TrainState state =
       checkpoint_file_read(dir, [&] { return train_state_parse(file_read_text(state_path), state_path); });
-  const Config defaults;
   Config merged = child;
-  std::vector<std::string> taken;  // keys the child left at their default, taken from the parent
+  std::vector<std::string> taken;  // keys the child left out, taken from the parent
   for (const ConfigKey& key : config_keys()) {
     if (!inherited(key.path)) continue;
     const std::string mine = config_key_get(key, child), theirs = config_key_get(key, parent);
     if (mine == theirs) continue;
-    if (mine == config_key_get(key, defaults)) {
+    const auto origin = given.find(key.path);
+    if (origin == given.end() || derives(key.path, mine)) {
       config_key_set(key, theirs, merged);
       taken.push_back(fmt::format("{}={}", key.path, theirs));
     } else if (!init_key_changeable(key.path)) {
-      fail("--init-from {}: {} is '{}' in the new config but '{}' in the parent checkpoint {}; a fine-tune keeps "
+      fail("{}: --init-from {}: {} is '{}' in the new config but '{}' in the parent checkpoint {}; a fine-tune keeps "
            "the parent's architecture and tokenizer: drop {} from the config (the parent's value is then used) or "
            "set it to '{}'. Only {} may differ from the parent",
-           child.train.init_from, key.path, mine, theirs, dir, key.path, theirs, fmt::join(kChangeable, " and "));
+           origin->second, child.train.init_from, key.path, mine, theirs, dir, key.path, theirs,
+           fmt::join(kChangeable, " and "));
     }
   }
   config_validate(merged);
@@ -67,7 +76,7 @@ InitPoint prepare_from(const std::string& dir, const Config& child) {
          "directory with --set train.run_dir=...",
          child.train.init_from, merged.train.run_dir);
   if (!taken.empty())
-    log_info("init", "from the parent's config (the new config leaves them at their defaults): {}",
+    log_info("init", "from the parent's config (the new config leaves them out): {}",
              fmt::join(taken, ", "));
   InitPoint point;
   point.checkpoint_dir = dir;
@@ -87,11 +96,11 @@ bool init_key_changeable(std::string_view key) {
   return false;
 }
 
-InitPoint init_from_prepare(const Config& child) {
+InitPoint init_from_prepare(const Config& child, const ConfigOrigins& given) {
   RFA_ASSERT(!child.train.init_from.empty(), "init_from_prepare without train.init_from");
   // A parent still training may prune the checkpoint its `latest` named while we read it.
   return checkpoint_read_retrying(child.train.init_from,
-                                  [&](const std::string& dir) { return prepare_from(dir, child); });
+                                  [&](const std::string& dir) { return prepare_from(dir, child, given); });
 }
 
 void init_from_load(TrainSession& session, const InitPoint& point) {

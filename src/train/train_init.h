@@ -6,9 +6,10 @@
 // step 0 with zero AdamW moments, its own schedule, seed and data, and no best val loss.
 //
 // The architecture comes from the parent: each model.*, attention.* and tokenizer.* key
-// the new config leaves at its default is taken from the parent's config.yaml; one it
-// sets to another value than the parent's is refused naming the key and both values,
-// except the keys that cannot change what the weights compute (init_key_changeable):
+// the new config leaves out (not in config_load's origins) is taken from the parent's
+// config.yaml; one it gives with another value than the parent's, its default included, is
+// refused naming where it was given, the key and both values, except the keys that cannot
+// change what the weights compute (init_key_changeable):
 // model.context_length (no parameter depends on T: RFA has no positions to outgrow, and
 // RoPE's angles are computed for any position) and attention.chunk_size (how the
 // training form is blocked, not what it computes). The parent's tokenizer.path and
@@ -20,6 +21,7 @@
 #include <string_view>
 
 #include "config/config.h"
+#include "config/config_load.h"
 
 namespace rfa {
 
@@ -37,10 +39,12 @@ struct InitPoint {
 bool init_key_changeable(std::string_view key);
 
 // Resolves child.train.init_from (a run directory, a checkpoints directory or a checkpoint)
-// and merges the parent's architecture and tokenizer into `child` (above). Reads only:
-// throws Error before anything is written, naming the key and both values, or the fix
-// when the child's train.run_dir is the parent's own run.
-InitPoint init_from_prepare(const Config& child);
+// and merges the parent's architecture and tokenizer into `child` (above); `given` holds the
+// keys the child's config gave (config_load_with_origins; config_origins_all for a saved
+// config, which gives every key). Reads only: throws Error before anything is written,
+// naming the key and both values, or the fix when the child's train.run_dir is the parent's
+// own run.
+InitPoint init_from_prepare(const Config& child, const ConfigOrigins& given);
 
 // Loads the parent's weights and fixed random matrices into `session` (built from
 // point.config), validating every tensor's name, dtype and shape. AdamW's moments and

@@ -169,7 +169,8 @@ InitPoint dpo_parent(const Config& config, const std::string& checkpoint_dir) {
   const TrainState saved = train_state_parse(file_read_text(path), path);
   Config from = config;
   if (!saved.init_from.empty()) from.train.init_from = saved.init_from;  // the very checkpoint it started from
-  const InitPoint parent = init_from_prepare(from);
+  // The run's saved config gives every key.
+  const InitPoint parent = init_from_prepare(from, config_origins_all(checkpoint_dir + "/config.yaml"));
   if (parent.model_xxh64 != saved.init_from_xxh64)
     fail("--resume {}: DPO's reference is the run's parent {}, whose model.safetensors now has checksum {}, not the "
          "{} it started from; restore that checkpoint (the reference log-probabilities are computed from it)",
@@ -442,7 +443,7 @@ TrainResult train_run_with(const Config& config_in, const TrainOptions& options,
 TrainResult train_run(const Config& config, const TrainOptions& options) {
   if (!options.resume_checkpoint.empty() || config.train.init_from.empty())
     return train_run_with(config, options, nullptr);  // a resumed fine-tune loads its own checkpoint
-  const InitPoint init = init_from_prepare(config);   // reads only: refuses before anything is written
+  const InitPoint init = init_from_prepare(config, options.config_origins);  // reads only: refuses before any write
   return train_run_with(init.config, options, &init);
 }
 

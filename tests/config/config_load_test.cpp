@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "config/config_keys.h"
 #include "config/config_load.h"
 #include "support/test_files.h"
 
@@ -87,4 +88,17 @@ TEST_CASE("config derived values: tokens path, tokenizer corpus, positions, ffn 
   CHECK(config_positions(c.attention) == PositionKind::none);
   c.model.d_model = 128;
   CHECK(config_ffn_hidden(c.model) == 352);  // 8/3 * 128 = 341.3 -> 352
+}
+
+TEST_CASE("config load: the origins name where each given key came from, and only those") {
+  const std::string path = temp_file("origins.yaml",
+                                     "model:\n"
+                                     "  context_length: 64\n"  // the default, given
+                                     "train: {steps: 5}\n");
+  const ConfigLoaded loaded = config_load_with_origins(path, {"optim.lr=1e-3"});
+  CHECK(loaded.config == config_load(path, {"optim.lr=1e-3"}));
+  CHECK(loaded.origins == ConfigOrigins{{"model.context_length", path + ":2"},
+                                        {"train.steps", path + ":3"},
+                                        {"optim.lr", "--set 'optim.lr=1e-3'"}});
+  CHECK(config_origins_all("x").size() == config_keys().size());
 }

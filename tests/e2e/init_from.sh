@@ -43,17 +43,25 @@ child_config "$tmp/A" >"$tmp/child.yaml"
 child_config "$tmp/X" "model: {n_layers: 3}" >"$tmp/bad.yaml"
 refused "$tmp/bad.log" "model.n_layers is '3' in the new config but '2' in the parent checkpoint" \
   --config "$tmp/bad.yaml" --init-from "$tmp/parent"
+# A key given with its default value (4 layers) is a key given: refused like any other, naming the line.
+child_config "$tmp/X" "model: {n_layers: 4}" >"$tmp/default.yaml"
+refused "$tmp/default.log" "$tmp/default.yaml:5: --init-from $tmp/parent: model.n_layers is '4' in the new config but \
+'2' in the parent checkpoint" --config "$tmp/default.yaml" --init-from "$tmp/parent"
 refused "$tmp/resume.log" "give one of them" --resume "$tmp/parent" --init-from "$tmp/parent"
 refused "$tmp/own.log" "is the parent's own run" --config "$tmp/child.yaml" --init-from "$tmp/parent" \
   --set train.run_dir="$tmp/parent"
 [ ! -e "$tmp/X" ] && [ ! -e "$tmp/data/child.tokens" ] || fail "a refused fine-tune wrote files"
 [ "$(cat "$tmp/parent/checkpoints/latest")" = step-000008 ] || fail "the parent's run changed"
 
-# The fine-tune's tokenizer keys name the parent's tokenizer and the corpus it was trained on.
-"$rfa" train --config "$tmp/child.yaml" --init-from "$tmp/parent" --dump-config >"$tmp/dump.yaml" 2>"$tmp/dump.log" ||
-  { cat "$tmp/dump.log" >&2; fail "--dump-config of a fine-tune"; }
-expect_in "$tmp/dump.yaml" "  path: \"$tmp/data/char.model\"  #"
-expect_in "$tmp/dump.yaml" "  corpus: \"$tmp/corpus.txt\"  # training text"
+# Given equal to the parent's, accepted; the changeable context_length given with its default (64, the parent
+# 32) is the child's. The tokenizer keys name the parent's tokenizer and corpus.
+child_config "$tmp/X" "model: {n_layers: 2, context_length: 64}" >"$tmp/same.yaml"
+"$rfa" train --config "$tmp/same.yaml" --init-from "$tmp/parent" --dump-config >"$tmp/same-dump.yaml" \
+  2>"$tmp/same.log" || { cat "$tmp/same.log" >&2; fail "a config giving the parent's n_layers"; }
+expect_in "$tmp/same-dump.yaml" "  n_layers: 2  #"
+expect_in "$tmp/same-dump.yaml" "  context_length: 64  #"
+expect_in "$tmp/same-dump.yaml" "  path: \"$tmp/data/char.model\"  #"
+expect_in "$tmp/same-dump.yaml" "  corpus: \"$tmp/corpus.txt\"  # training text"
 
 # rfa data prepare of a fine-tune's config encodes with the parent's tokenizer, as rfa train does (it would
 # once train a tokenizer of the child's corpus), and no warning calls that tokenizer another corpus's.

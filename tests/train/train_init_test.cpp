@@ -64,6 +64,13 @@ struct Parent {
   }
 };
 
+// The origins of a config that gave `keys` (config_load_with_origins), each from "child.yaml".
+ConfigOrigins given(std::initializer_list<const char*> keys) {
+  ConfigOrigins origins;
+  for (const char* key : keys) origins[key] = "child.yaml";
+  return origins;
+}
+
 bool all_zero(const float* p, int64_t n) {
   return std::all_of(p, p + n, [](float x) { return x == 0.0f; });
 }
@@ -83,7 +90,7 @@ TEST_CASE("init-from: the child's validation loss before its first step is the p
     resume_load(parent, checkpoint);
     const double parent_val = parent.evaluate(val);
 
-    const InitPoint point = init_from_prepare(child_config(dir / "parent", dir / "child"));
+    const InitPoint point = init_from_prepare(child_config(dir / "parent", dir / "child"), {});
     CHECK(point.checkpoint_dir == checkpoint);
     CHECK(point.step == 4);
     CHECK(point.model_xxh64.size() == 16);
@@ -109,32 +116,61 @@ TEST_CASE("init-from: a key that changes the architecture is refused by name wit
 
   Config layers = base;
   layers.model.n_layers = 3;  // the parent has 2
-  std::string e = test::error_of([&] { init_from_prepare(layers); });
+  std::string e = test::error_of([&] { init_from_prepare(layers, given({"model.n_layers"})); });
+  CHECK(e.find("child.yaml: --init-from") != std::string::npos);
   CHECK(e.find("model.n_layers is '3' in the new config but '2' in the parent checkpoint") != std::string::npos);
   CHECK(e.find("model.context_length and attention.chunk_size") != std::string::npos);
 
   Config kind = base;
   kind.attention.kind = AttentionKind::softmax;
-  e = test::error_of([&] { init_from_prepare(kind); });
+  e = test::error_of([&] { init_from_prepare(kind, given({"attention.kind"})); });
   CHECK(e.find("attention.kind is 'softmax' in the new config but 'rfa_gate'") != std::string::npos);
 
   Config vocab = base;
   vocab.tokenizer.vocab_size = 512;
-  e = test::error_of([&] { init_from_prepare(vocab); });
+  e = test::error_of([&] { init_from_prepare(vocab, given({"tokenizer.vocab_size"})); });
   CHECK(e.find("tokenizer.vocab_size is '512' in the new config but '300'") != std::string::npos);
 
   Config longer = base;  // what may change: the training context and the chunking
   longer.model.context_length = 48;
   longer.attention.chunk_size = 16;
-  const InitPoint point = init_from_prepare(longer);
+  const InitPoint point = init_from_prepare(longer, given({"model.context_length", "attention.chunk_size"}));
   CHECK(point.config.model.context_length == 48);
   CHECK(point.config.attention.chunk_size == 16);
   CHECK(point.config.model.n_layers == 2);
 
   Config own = base;
   own.train.run_dir = dir / "parent";
-  e = test::error_of([&] { init_from_prepare(own); });
+  e = test::error_of([&] { init_from_prepare(own, {}); });
   CHECK(e.find("is the parent's own run; a fine-tune is a new run") != std::string::npos);
+}
+
+TEST_CASE("init-from: a key given with its default value is told from one left out") {
+  // config_load's origins say which keys the config gave: 'n_layers: 4' (the default) against a
+  // parent of 2 layers was once taken for a key left out, and silently became 2.
+  test::TempDir dir;
+  const Parent p(AttentionKind::rfa_gate, dir / "parent", 3, 2);
+  const Config base = child_config(dir / "parent", dir / "child");
+  REQUIRE(base.model.n_layers == Config{}.model.n_layers);  // 4, the default; the parent has 2
+  CHECK(init_from_prepare(base, {}).config.model.n_layers == 2);  // left out: the parent's
+  const std::string e = test::error_of([&] { init_from_prepare(base, given({"model.n_layers"})); });
+  CHECK(e.find("model.n_layers is '4' in the new config but '2' in the parent checkpoint") != std::string::npos);
+
+  Config same = base;  // given equal to the parent's: accepted
+  same.model.n_layers = 2;
+  CHECK(init_from_prepare(same, given({"model.n_layers"})).config.model.n_layers == 2);
+
+  // A changeable key given with its default is the child's, not the parent's.
+  REQUIRE(p.config.model.context_length != Config{}.model.context_length);
+  CHECK(init_from_prepare(base, {}).config.model.context_length == p.config.model.context_length);
+  CHECK(init_from_prepare(base, given({"model.context_length"})).config.model.context_length ==
+        Config{}.model.context_length);
+
+  // "Derive it" values follow the parent given or not: vocab_size 0 (the tokenizer's, the
+  // parent's) and tokenizer.path/corpus "" (the parent's tokenizer, not one of the child's corpus).
+  const InitPoint point = init_from_prepare(base, given({"model.vocab_size", "tokenizer.path", "tokenizer.corpus"}));
+  CHECK(point.config.model.vocab_size == p.config.model.vocab_size);
+  CHECK(point.config.tokenizer.path == config_tokenizer_path(p.config));
 }
 
 TEST_CASE("init-from: the child's config names the parent's tokenizer and its corpus, resolved from \"\"") {
@@ -144,7 +180,7 @@ TEST_CASE("init-from: the child's config names the parent's tokenizer and its co
   REQUIRE(p.config.tokenizer.corpus.empty());
   Config child = child_config(dir / "parent", dir / "child");
   child.data.corpus = "child/text.txt";
-  const InitPoint point = init_from_prepare(child);
+  const InitPoint point = init_from_prepare(child, {});
   // Left "", they would name a tokenizer of child/text.txt (child/text-char300.model).
   CHECK(point.config.tokenizer.path == "data/kjv-char300.model");
   CHECK(point.config.tokenizer.corpus == "data/kjv.txt");
@@ -159,7 +195,7 @@ TEST_CASE("init-from: a fine-tune stopped, saved and resumed equals one that nev
     const Parent p(kind, dir / "parent", 11, 3);
     const TokenSplit& split = p.split;
 
-    const InitPoint point = init_from_prepare(child_config(dir / "parent", dir / "child"));
+    const InitPoint point = init_from_prepare(child_config(dir / "parent", dir / "child"), {});
     const Config& cc = point.config;
     const ModelSpec spec = model_spec_make(cc.model, cc.attention);
     BatchSampler sampler(split, cc.train.batch_size, cc.model.context_length, cc.train.seed);
