@@ -21,6 +21,8 @@ namespace {
 
 constexpr ConfigAllowed kAny{};
 constexpr ConfigAllowed kNonEmpty{.non_empty = true};
+constexpr ConfigAllowed kPaths{.list = true};  // "a,b", or a YAML sequence of them
+constexpr ConfigAllowed kNonEmptyPaths{.non_empty = true, .list = true};
 constexpr ConfigAllowed at_least(double v) { return {.min = v}; }
 constexpr ConfigAllowed above(double v) { return {.min = v, .min_open = true}; }
 constexpr ConfigAllowed in_range(double lo, double hi) { return {.min = lo, .max = hi}; }  // [lo, hi]
@@ -63,13 +65,14 @@ const ConfigKey kKeys[] = {
     {RFA_FIELD(tokenizer, kind), kAny, "SentencePiece model type"},
     {RFA_FIELD(tokenizer, vocab_size), in_range(kTokenizerMinVocab, kMaxVocab),
      "V to train, with 3 control + 256 byte tokens; char: an upper bound"},
-    {RFA_FIELD(tokenizer, corpus), kAny,
+    {RFA_FIELD(tokenizer, corpus), kPaths,
      "training text: a file, a directory or several (as data.corpus; read as text); \"\" = data.corpus"},
     {RFA_FIELD(tokenizer, max_sentences), at_least(1), "SentencePiece input_sentence_size"},
     {RFA_FIELD(tokenizer, character_coverage), kUpperUnit, "SentencePiece character_coverage"},
 
-    {RFA_FIELD(data, corpus), kNonEmpty,
-     "the corpus: a file, a directory (its files, by name) or several of either separated by commas"},
+    {RFA_FIELD(data, corpus), kNonEmptyPaths,
+     "the corpus: a file, a directory (its files, by name) or several of either, separated by commas or as a YAML "
+     "list"},
     {RFA_FIELD(data, tokens), kAny,
      "prepared token file; \"\" = the corpus path + .tokens (a directory's beside it; a list must name one)"},
     {RFA_FIELD(data, val_fraction), kOpenUnit,
@@ -229,6 +232,7 @@ std::string config_key_expected(const ConfigKey& key) {
 
 std::string config_key_allowed_text(const ConfigKey& key) {
   const ConfigAllowed& a = key.allowed;
+  if (a.list) return a.non_empty ? "non-empty; a list too" : "a string or a list";
   if (a.non_empty) return "non-empty";
   bool has_min = std::isfinite(a.min), has_max = std::isfinite(a.max);
   if (has_min && has_max)

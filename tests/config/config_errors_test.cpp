@@ -81,6 +81,17 @@ TEST_CASE("config errors: wrong types name the key, the value and the expected t
   CHECK(has(set_error("optim.lr=[1]"), "'optim.lr' expects a number, got a sequence"));
 }
 
+TEST_CASE("config errors: a list is for the path-list keys only, and holds paths") {
+  CHECK(has(load_error("data:\n  tokens: [a, b]\n"), ":2: 'data.tokens' expects a string, got a sequence"));
+  CHECK(has(load_error("data:\n  corpus: []\n"), ":2: 'data.corpus' is an empty list; give at least one path"));
+  CHECK(has(load_error("data:\n  corpus: [a.txt, [b.txt]]\n"),
+            ":2: 'data.corpus' is a list whose entries are paths, got a sequence"));
+  CHECK(has(load_error("data:\n  corpus: [a.txt, \"\"]\n"),
+            "'data.corpus' is a list whose entries are paths, got an empty entry"));
+  CHECK(has(load_error("data:\n  corpus: [\"a,b.txt\"]\n"), "lists the path 'a,b.txt', which holds a ','"));
+  CHECK(has(set_error("data.corpus=[]"), "--set 'data.corpus=[]': 'data.corpus' is an empty list"));
+}
+
 TEST_CASE("config errors: unknown enum values list the allowed ones") {
   CHECK(has(load_error("attention:\n  kind: rfa-gate\n"),
             ":2: 'attention.kind' expects one of softmax|rfa|rfa_gate, got 'rfa-gate'"));
