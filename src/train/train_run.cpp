@@ -180,6 +180,7 @@ InitPoint dpo_parent(const Config& config, const std::string& checkpoint_dir) {
 
 // train_run with `init` (a fine-tune, train/train_init.h) or without.
 TrainResult train_run_with(const Config& config_in, const TrainOptions& options, const InitPoint* init) {
+  train_dist_kernels_check();
   train_precision_require(config_in.train.precision);
   if (config_preference(config_in.data) && !init && options.resume_checkpoint.empty())
     fail("data.format preference trains by DPO against a frozen reference, the model it starts from: give "
