@@ -36,8 +36,10 @@ same_losses() {  # same_losses <run a> <run b> <lines at least> <relative tolera
 same_losses "$tmp/one" "$tmp/two" 10 1e-6
 echo "mpi_instruct: 2 ranks x B == 1 rank x 2 x B on instruction examples: $(tail -n 1 "$tmp/cmp.txt")"
 
-# DPO from the first run, on pairs whose answers differ in length. Within 5e-6: a pair's weight
-# depends on the step's own log-probabilities, which carry the two summation orders' noise.
+# DPO from the first run, on pairs whose answers differ in length. Within 2e-5: a pair's weight
+# depends on the step's own log-probabilities, which carry the two summation orders' noise
+# (measured: 7.2e-6 worst, layers.0.attn.wo, with the kernels of 2026-12-01; the mistake this
+# guards against, a per-rank normaliser, is 3.6% off).
 for i in $(seq 1 60); do
   printf '{"prompt": "Repeat %d times.", "chosen": "%s", "rejected": "fox"}\n' $((i % 5 + 1)) \
     "$(printf 'fox %.0s' $(seq 1 $((i % 5 + 1))))"
@@ -48,7 +50,7 @@ sed -i "s#^data: .*#data: {corpus: $tmp/pairs.jsonl, tokens: $tmp/data/pairs.tok
   --set train.grad_accum=2 --set train.batch_size=4 2>"$tmp/dpo1.log" || { cat "$tmp/dpo1.log" >&2; fail "1-rank DPO"; }
 mpi_run 2 --threads 1 train --config "$tmp/c.yaml" --init-from "$tmp/one" --set train.run_dir="$tmp/dpo2" \
   --set train.batch_size=4 >"$tmp/dpo2.out" 2>"$tmp/dpo2.log" || { cat "$tmp/dpo2.out" "$tmp/dpo2.log" >&2; fail "2-rank DPO"; }
-"$compare" "$tmp/dpo1/checkpoints/$ck/model.safetensors" "$tmp/dpo2/checkpoints/$ck/model.safetensors" 5e-6 \
+"$compare" "$tmp/dpo1/checkpoints/$ck/model.safetensors" "$tmp/dpo2/checkpoints/$ck/model.safetensors" 2e-5 \
   >"$tmp/cmp.txt" || { cat "$tmp/cmp.txt" >&2; fail "DPO: the weights of 2 ranks x B differ from 1 rank x 2 x B"; }
-same_losses "$tmp/dpo1" "$tmp/dpo2" 11 5e-6
+same_losses "$tmp/dpo1" "$tmp/dpo2" 11 2e-5
 echo "mpi_instruct: 2 ranks x B == 1 rank x 2 x B in DPO: $(tail -n 1 "$tmp/cmp.txt")"
