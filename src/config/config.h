@@ -58,6 +58,10 @@ struct AttentionConfig {
   friend bool operator==(const AttentionConfig&, const AttentionConfig&) = default;
 };
 
+// Smallest tokenizer.vocab_size: SentencePiece's 3 control tokens (<unk>, <s>, </s>) + the 256
+// byte-fallback tokens + 1 piece. The key table bounds the key with it and tokenizer_train refuses less.
+inline constexpr int kTokenizerMinVocab = 260;
+
 struct TokenizerConfig {
   std::string path = "";  // trained from `corpus` when missing; "" = next to it (config_tokenizer_path)
   TokenizerKind kind = TokenizerKind::bpe;

@@ -10,7 +10,6 @@
 #include "config/config_enums.h"
 #include "core/number_parse.h"
 #include "core/number_text.h"
-#include "tokenizer/tokenizer_train.h"  // kTokenizerMinVocab
 
 namespace rfa {
 namespace {

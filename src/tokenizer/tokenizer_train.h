@@ -34,7 +34,4 @@ struct TokenizerTrainOptions {
 // renamed into place, so a failure never leaves or replaces a model file.
 void tokenizer_train(const TokenizerTrainOptions& options);
 
-// Smallest vocab_size tokenizer_train accepts: 3 control tokens + 256 bytes + 1.
-constexpr int kTokenizerMinVocab = 260;
-
 }  // namespace rfa
