@@ -26,7 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // train.grad_accum may change only with the number of ranks, keeping the global batch
-// ranks x grad_accum (train_run checks it: train_dist.h, dist_resume_check).
+// ranks x grad_accum (train_start_resumed checks it: train_dist.h, train_dist_resume_check).
 // train.precision may change: checkpoints hold the fp32 master weights either way.
 constexpr std::array<std::string_view, 13> kChangeable = {
     "train.steps",      "train.log_every",      "train.eval_every",     "train.eval_batches",

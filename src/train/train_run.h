@@ -17,6 +17,11 @@
 // the last finished step is saved as a checkpoint (unless one is on disk already) and
 // train_run returns (result.interrupted); `rfa train --resume RUN_DIR` continues from
 // it exactly as an uninterrupted run would. A signal stop records no val loss.
+// Data parallel, rank 0 alone owns run_dir (train/run_dir_owner.h); the others only compute.
+//
+// The parts: train/train_setup.h (everything up to the first step: preflight, run directory,
+// data, session, where it starts: train/train_start.h), train/train_loop.h (the steps, their
+// cadence: train/train_cadence.h, stops, divergence checks) and train/train_checkpoints.h.
 #include <cstdint>
 #include <string>
 

@@ -43,7 +43,7 @@ struct StepStats {
 };
 
 // Throws Error naming the key and its fix when train.precision is bf16 on a CPU without
-// AVX512-BF16 (TrainSession checks it too; train_run asks first, before any data is prepared).
+// AVX512-BF16 (TrainSession checks it too; train_preflight asks first, before any data is prepared).
 void train_precision_require(Precision precision);
 
 class TrainSession {
