@@ -25,6 +25,7 @@
 #include "io/file_util.h"
 #include "io/json.h"
 #include "support/temp_dir.h"
+#include "support/text_run.h"
 #include "train/train_resume.h"
 #include "train/train_run.h"
 
@@ -34,26 +35,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The tokenizer of tests/checkpoint/fixtures (a committed file: no tokenizer is trained).
-const std::string kTokenizer = std::string(RFA_SOURCE_DIR) + "/tests/checkpoint/fixtures/v2-rfa_gate/tokenizer.model";
-
-// L=2, C=16, H=2, T=16 on 300 lines of text; 8 steps of 2 x 16 tokens.
+// text_run_config's tiny model; 8 steps of 2 x 16 tokens.
 Config run_config(const test::TempDir& dir, const std::string& run) {
-  std::string corpus;
-  for (int i = 1; i <= 300; ++i) corpus += "Line " + std::to_string(i) + ": the quick brown fox jumps over the lazy dog.\n";
-  Config c;
-  c.model.n_layers = 2;
-  c.model.d_model = 16;
-  c.model.n_heads = 2;
-  c.model.context_length = 16;
-  c.attention.num_features = 4;
-  c.attention.chunk_size = 8;
-  c.tokenizer.path = kTokenizer;
-  c.tokenizer.kind = TokenizerKind::character;
-  c.tokenizer.vocab_size = 300;
-  c.data.corpus = dir.write("corpus.txt", corpus);
-  c.data.tokens = dir / "corpus.tokens";
-  c.train.run_dir = dir / run;
+  Config c = test::text_run_config(dir, run);
   c.train.batch_size = 2;
   c.train.steps = 8;
   c.train.log_every = 2;

@@ -17,31 +17,15 @@
 #include "io/hash.h"
 #include "io/json.h"
 #include "support/temp_dir.h"
+#include "support/text_run.h"
 #include "train/train_run.h"
 
 using namespace rfa;
 
 namespace {
 
-// The tokenizer of tests/checkpoint/fixtures (a committed file: no dependence on training one).
-const std::string kTokenizer = std::string(RFA_SOURCE_DIR) + "/tests/checkpoint/fixtures/v2-rfa_gate/tokenizer.model";
-
 Config text_run(const test::TempDir& dir) {
-  std::string corpus;
-  for (int i = 1; i <= 300; ++i) corpus += "Line " + std::to_string(i) + ": the quick brown fox jumps over the lazy dog.\n";
-  Config c;
-  c.model.n_layers = 2;
-  c.model.d_model = 16;
-  c.model.n_heads = 2;
-  c.model.context_length = 16;
-  c.attention.num_features = 4;
-  c.attention.chunk_size = 8;
-  c.tokenizer.path = kTokenizer;
-  c.tokenizer.kind = TokenizerKind::character;
-  c.tokenizer.vocab_size = 300;
-  c.data.corpus = dir.write("corpus.txt", corpus);
-  c.data.tokens = dir / "corpus.tokens";
-  c.train.run_dir = dir / "run";
+  Config c = test::text_run_config(dir);
   c.train.batch_size = 3;
   c.train.grad_accum = 2;
   c.train.steps = 6;
