@@ -5,7 +5,9 @@
 # scripts/nanogpt-step-time.py (its model.py from a checkout you name; PyTorch from
 # Debian's python3-torch; nothing of nanoGPT is in this repository). Each pair runs
 # ROUNDS times, interleaved, so a busy neighbour slows both alike; the table gives
-# the medians and their ratio (nanoGPT ms / rfa ms: above 1, rfa is faster).
+# the medians and their ratio (nanoGPT ms / rfa ms: above 1, rfa is faster), by wall time and by
+# CPU time (all threads; it does not count the time other processes held the cores, so it is the
+# figure to read on a shared machine).
 #
 # usage: scripts/bench-vs-nanogpt.sh NANOGPT_DIR [RFA_BINARY]
 #   RFA_BINARY  default build/rfa. A build for x86-64-v3 (RFA_ARCH, docs/cpu-targets.md)
@@ -52,26 +54,32 @@ shape_args() {  # shape_args SHAPE -> "CONFIG L H C T B V"
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
-printf '%-6s %-9s %12s %14s %12s\n' shape rfa "rfa ms/step" "nanoGPT ms/st" "nanoGPT/rfa"
+printf '%-6s %-9s %12s %14s %12s %13s %15s %12s\n' shape rfa "rfa ms/step" "nanoGPT ms/st" "nanoGPT/rfa" \
+  "rfa CPU ms" "nanoGPT CPU ms" "CPU ratio"
 for shape in $shapes; do
   read -r config L H C T B V <<<"$(shape_args "$shape")"
-  declare -A rfa_ms=()
-  nano_ms=()
+  declare -A rfa_ms=() rfa_cpu=()
+  nano_ms=() nano_cpu=()
   for r in $(seq 1 "$rounds"); do
     for kind in $kinds; do
       "$rfa" --threads "$threads" bench train --config "$config" --set model.vocab_size="$V" \
         --set attention.kind="$kind" --steps "$steps" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
       rfa_ms[$kind]+="$(sed -n 's/.*median \([0-9.]*\) ms\/step.*/\1/p' "$log") "
+      rfa_cpu[$kind]+="$(sed -n 's/.*CPU time \([0-9.]*\) ms\/step.*/\1/p' "$log") "
     done
     env "${torch_env[@]}" "$python" scripts/nanogpt-step-time.py "$nanogpt" --layers "$L" --heads "$H" --width "$C" \
       --context "$T" --batch "$B" --vocab "$V" --steps "$steps" --threads "$threads" >"$log" 2>&1 ||
       { cat "$log" >&2; exit 1; }
     nano_ms+=("$(sed -n 's/.*median_ms=\([0-9.]*\).*/\1/p' "$log")")
+    nano_cpu+=("$(sed -n 's/.*cpu_ms=\([0-9.]*\).*/\1/p' "$log")")
   done
   n=$(printf '%s\n' "${nano_ms[@]}" | median)
+  nc=$(printf '%s\n' "${nano_cpu[@]}" | median)
   for kind in $kinds; do
     m=$(printf '%s\n' ${rfa_ms[$kind]} | median)
-    printf '%-6s %-9s %12.2f %14.2f %11.2fx\n' "$shape" "$kind" "$m" "$n" "$(awk -v a="$n" -v b="$m" 'BEGIN { print a / b }')"
+    mc=$(printf '%s\n' ${rfa_cpu[$kind]} | median)
+    printf '%-6s %-9s %12.2f %14.2f %11.2fx %13.2f %15.2f %11.2fx\n' "$shape" "$kind" "$m" "$n" \
+      "$(awk -v a="$n" -v b="$m" 'BEGIN { print a / b }')" "$mc" "$nc" "$(awk -v a="$nc" -v b="$mc" 'BEGIN { print a / b }')"
   done
-  unset rfa_ms
+  unset rfa_ms rfa_cpu
 done

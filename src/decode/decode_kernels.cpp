@@ -3,15 +3,9 @@
 #include <cmath>
 
 #include "kernels/fast_exp.h"
-#include "kernels/gemm.h"
 #include "kernels/vector_math.h"
 
 namespace rfa {
-template <typename T>
-void matvec_forward(T* out, const T* x, const T* W, int B, int IC, int OC, bool accumulate) {
-  gemm<T>(false, true, B, OC, IC, T(1), x, IC, W, IC, accumulate ? T(1) : T(0), out, OC, GemmThreads::one);
-}
-
 template <typename T>
 void rmsnorm_rows(T* out, const T* x, const T* weight, int B, int C, double eps) {
   for (int b = 0; b < B; ++b) {
@@ -38,7 +32,6 @@ void swiglu_rows(T* out, const T* gate_up, int B, int Hf) {
 }
 
 #define RFA_INSTANTIATE(T)                                                              \
-  template void matvec_forward<T>(T*, const T*, const T*, int, int, int, bool);         \
   template void rmsnorm_rows<T>(T*, const T*, const T*, int, int, double);              \
   template void swiglu_rows<T>(T*, const T*, int, int);
 RFA_INSTANTIATE(float)

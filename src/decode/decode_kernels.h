@@ -9,13 +9,6 @@
 
 namespace rfa {
 
-// out = x · Wᵀ (accumulate: out += x · Wᵀ) through gemm (oneDNN's matrix-vector
-// kernel streams the weights faster than a plain loop), on one thread: a thread
-// fork per product costs more than the product, and far more on a busy machine
-// where the second thread may not be running.
-template <typename T>
-void matvec_forward(T* out, const T* x, const T* W, int B, int IC, int OC, bool accumulate);
-
 // out = x * rstd * weight, rstd = 1/sqrt(mean(x²) + eps), per row.
 template <typename T>
 void rmsnorm_rows(T* out /*(B, C)*/, const T* x /*(B, C)*/, const T* weight /*(C)*/, int B, int C, double eps);

@@ -1,5 +1,6 @@
 #include "decode/generate.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/error.h"
@@ -8,7 +9,8 @@
 namespace rfa {
 
 GenerateStats generate(Decoder<float>& dec, std::span<Sampler> samplers, std::span<const int32_t> prompt,
-                       int64_t max_new_tokens, const std::function<void(int, int32_t)>& on_token) {
+                       int64_t max_new_tokens, const std::function<void(int, int32_t)>& on_token,
+                       int32_t stop_token) {
   const int B = dec.batch();
   RFA_ASSERT(samplers.size() == size_t(B), "{} samplers for {} rows", samplers.size(), B);
   if (max_new_tokens < 0) fail("-n {} must be >= 0", max_new_tokens);
@@ -16,6 +18,9 @@ GenerateStats generate(Decoder<float>& dec, std::span<Sampler> samplers, std::sp
   st.prompt_tokens = static_cast<int64_t>(prompt.size());
   std::vector<uint8_t> row(B > 1 && !prompt.empty() ? static_cast<size_t>(dec.row_bytes()) : 0);
   std::vector<int32_t> tokens(static_cast<size_t>(B));
+  std::vector<int> rows(static_cast<size_t>(B)), step_rows(static_cast<size_t>(B));  // the rows still going; a step's
+  for (int b = 0; b < B; ++b) rows[size_t(b)] = b;
+  int active = B;
   Timer timer;
   for (int64_t t0 = 0; t0 < st.prompt_tokens; t0 += dec.max_segment()) {
     const int S = static_cast<int>(std::min<int64_t>(dec.max_segment(), st.prompt_tokens - t0));
@@ -31,14 +36,29 @@ GenerateStats generate(Decoder<float>& dec, std::span<Sampler> samplers, std::sp
   st.prefill_seconds = timer.seconds();
   timer.reset();
   for (int64_t i = 0; i < max_new_tokens; ++i) {
-    for (int b = 0; b < B; ++b) {
-      tokens[size_t(b)] = samplers[size_t(b)].sample(dec.row_logits(b), 0, dec.position(b));
-      on_token(b, tokens[size_t(b)]);
+    // Every active row samples; a row that samples the stop token is fed it in this step and then leaves.
+    int n = 0, leaving = 0;
+    for (int j = 0; j < active; ++j) {
+      const int b = rows[size_t(j)];
+      const int32_t token = samplers[size_t(b)].sample(dec.row_logits(b), 0, dec.position(b));
+      step_rows[size_t(n)] = b;
+      tokens[size_t(n++)] = token;
+      if (token == stop_token) {
+        ++leaving;
+        rows[size_t(j)] = -1;
+        continue;
+      }
+      on_token(b, token);
+      ++st.generated;
     }
-    dec.step(tokens.data());
+    dec.step_rows(step_rows.data(), n, tokens.data());
+    if (leaving > 0) {
+      st.stopped += leaving;
+      active = static_cast<int>(std::remove(rows.begin(), rows.begin() + active, -1) - rows.begin());
+      if (active == 0) break;
+    }
   }
   st.decode_seconds = timer.seconds();
-  st.generated = max_new_tokens * B;
   st.state_bytes = dec.state_bytes();
   return st;
 }

@@ -19,6 +19,7 @@ namespace rfa {
 
 struct TokenizerTrainOptions {
   std::string corpus;                // UTF-8 text file
+  std::string corpus_recorded;       // recorded in the model as its training input; "" = corpus
   std::string model_path;            // written atomically (temporary name, then rename)
   TokenizerKind kind = TokenizerKind::bpe;
   int vocab_size = 1024;             // V incl. <unk>, <s>, </s>, 256 byte tokens; for character an upper bound
@@ -32,8 +33,5 @@ struct TokenizerTrainOptions {
 // byte tokens or too large for the corpus. The model is parsed back before it is
 // renamed into place, so a failure never leaves or replaces a model file.
 void tokenizer_train(const TokenizerTrainOptions& options);
-
-// Smallest vocab_size tokenizer_train accepts: 3 control tokens + 256 bytes + 1.
-constexpr int kTokenizerMinVocab = 260;
 
 }  // namespace rfa

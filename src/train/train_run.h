@@ -17,10 +17,16 @@
 // the last finished step is saved as a checkpoint (unless one is on disk already) and
 // train_run returns (result.interrupted); `rfa train --resume RUN_DIR` continues from
 // it exactly as an uninterrupted run would. A signal stop records no val loss.
+// Data parallel, rank 0 alone owns run_dir (train/run_dir_owner.h); the others only compute.
+//
+// The parts: train/train_setup.h (everything up to the first step: preflight, run directory,
+// data, session, where it starts: train/train_start.h), train/train_loop.h (the steps, their
+// cadence: train/train_cadence.h, stops, divergence checks) and train/train_checkpoints.h.
 #include <cstdint>
 #include <string>
 
 #include "config/config.h"
+#include "config/config_load.h"
 
 namespace rfa {
 
@@ -47,6 +53,9 @@ struct TrainOptions {
   // that already holds checkpoints (nothing is lost by accident); overwrite deletes them,
   // once everything else has been validated and allocated.
   bool overwrite = false;
+  // The keys the config gave (config_load_with_origins): with train.init_from, those left out
+  // are taken from the parent and those given must equal it (train/train_init.h).
+  ConfigOrigins config_origins;
 };
 
 TrainResult train_run(const Config& config, const TrainOptions& options = {});

@@ -56,16 +56,19 @@ std::vector<int32_t> ids_of(const std::string& text) {
   return ids;
 }
 
-std::string run(Decoder<float>& dec, const SamplerConfig& sc, const std::string& prompt, int n) {
+std::string run(Decoder<float>& dec, const SamplerConfig& sc, const std::string& prompt, int n, int32_t stop = -1,
+                GenerateStats* stats = nullptr) {
   Sampler sampler(dec.vocab(), sc);
   std::string out;
-  generate(dec, std::span<Sampler>(&sampler, 1), ids_of(prompt), n, [&](int, int32_t t) { out += char_of(t); });
+  const GenerateStats st = generate(
+      dec, std::span<Sampler>(&sampler, 1), ids_of(prompt), n, [&](int, int32_t t) { out += char_of(t); }, stop);
+  if (stats) *stats = st;
   return out;
 }
 
 // K samples decoded together, sample i with seed sc.seed + i: each row's text.
 std::vector<std::string> run_rows(Model<float>& model, const SamplerConfig& sc, const std::string& prompt, int n,
-                                  int K) {
+                                  int K, int32_t stop = -1, int* stopped = nullptr) {
   DecoderOptions o;
   o.batch = K;
   o.prefill_rows = 1;
@@ -80,8 +83,12 @@ std::vector<std::string> run_rows(Model<float>& model, const SamplerConfig& sc, 
   }
   std::vector<std::string> out(static_cast<size_t>(K));
   const GenerateStats st =
-      generate(dec, samplers, ids_of(prompt), n, [&](int row, int32_t t) { out[size_t(row)] += char_of(t); });
-  CHECK(st.generated == int64_t(n) * K);
+      generate(dec, samplers, ids_of(prompt), n, [&](int row, int32_t t) { out[size_t(row)] += char_of(t); }, stop);
+  int64_t emitted = 0;
+  for (const std::string& row : out) emitted += int64_t(row.size());
+  CHECK(st.generated == emitted);
+  if (stop < 0) CHECK(st.generated == int64_t(n) * K);
+  if (stopped) *stopped = st.stopped;
   CHECK(st.prompt_tokens == int64_t(prompt.size()));
   return out;
 }
@@ -125,6 +132,35 @@ void check_kind(AttentionKind kind) {
   const std::vector<std::string> rows = run_rows(model, warm, prompt, 30, 3);
   CHECK(rows[0] == a);
   CHECK(rows[1] == b);
+
+  // A stop token (EOS in `rfa generate`) ends the text where greedy decoding samples it: it is
+  // consumed by the decoder (a later call continues after it) but not emitted.
+  dec.reset();
+  const int32_t semicolon = id_of(';');
+  GenerateStats st;
+  std::string out = run(dec, greedy, prompt, n, semicolon, &st);
+  const std::string upto = kSentence.substr(12, kSentence.find(';') - 12);
+  CHECK(out == upto);
+  CHECK(st.stopped == 1);
+  CHECK(st.generated == static_cast<int64_t>(upto.size()));
+  CHECK(dec.position() == static_cast<int64_t>(prompt.size() + upto.size() + 1));
+  out = run(dec, greedy, "", 6, semicolon, &st);
+  CHECK(out == kSentence.substr(kSentence.find(';') + 1, 6));  // " the e": the text after the stop token
+  CHECK(st.stopped == 0);
+  // Rows stop on their own: a row that samples the stop token leaves, the others go on, and
+  // each row's text is its one-row run's.
+  const int32_t space = id_of(' ');
+  int stopped_rows = 0, stopped_alone = 0;
+  const std::vector<std::string> stopping = run_rows(model, warm, prompt, 30, 6, space, &stopped_rows);
+  for (int i = 0; i < 6; ++i) {
+    SamplerConfig one = warm;
+    one.seed = warm.seed + uint64_t(i);
+    dec.reset();
+    CHECK(stopping[size_t(i)] == run(dec, one, prompt, 30, space, &st));
+    stopped_alone += st.stopped;
+  }
+  CHECK(stopped_rows == stopped_alone);
+  CHECK(stopped_rows > 0);
   dec.reset();
   warm.seed = 9;
   CHECK(rows[2] == run(dec, warm, prompt, 30));

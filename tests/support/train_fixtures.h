@@ -14,12 +14,18 @@ inline Config train_config(AttentionKind kind, int vocab) {
   return tiny_config(kind, {.vocab = vocab, .context = 16, .d_model = 32, .num_features = 8, .chunk_size = 8});
 }
 
-// The resume tests' run: train_config with a char tokenizer of 300 (the smallest vocabulary
-// allowed; the tokens are drawn below 16), 3 rows x 2 micro-batches, 10 steps at lr 1e-2.
-inline Config resume_config(AttentionKind kind) {
+// train_config with V = 300 and a char tokenizer of 300 (the smallest vocab a tokenizer may
+// have), so the config a checkpoint saves loads back; the tokens stay below 16.
+inline Config train_config_saved(AttentionKind kind) {
   Config c = train_config(kind, 300);
   c.tokenizer.kind = TokenizerKind::character;
   c.tokenizer.vocab_size = 300;
+  return c;
+}
+
+// The resume tests' run: train_config_saved, 3 rows x 2 micro-batches, 10 steps at lr 1e-2.
+inline Config resume_config(AttentionKind kind) {
+  Config c = train_config_saved(kind);
   c.train.batch_size = 3;
   c.train.grad_accum = 2;
   c.train.steps = 10;
