@@ -108,6 +108,10 @@ int Tokenizer::token_bytes(int32_t id) const {
 }
 
 int Tokenizer::vocab_size() const { return static_cast<int>(token_text_.size()); }
+int32_t Tokenizer::eos_id() const {
+  const int id = sp_->eos_id();
+  return id >= 0 && id < vocab_size() && sp_->IsControl(id) ? id : -1;
+}
 uint64_t Tokenizer::fnv1a64() const { return fnv1a64_; }
 const std::string& Tokenizer::model_bytes() const { return model_bytes_; }
 const std::string& Tokenizer::origin() const { return origin_; }

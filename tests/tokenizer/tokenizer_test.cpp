@@ -100,6 +100,18 @@ TEST_CASE("tokenizer: character model round-trips, one token per seen character"
   CHECK(tok.decode_token(nl[0]) == "\n");
 }
 
+TEST_CASE("tokenizer: EOS is </s>, id 2, a control token no text encodes to and that decodes to nothing") {
+  TempDir dir;
+  for (TokenizerKind kind : {TokenizerKind::bpe, TokenizerKind::character}) {
+    Tokenizer tok = train_small(dir, kind, 360, "eos.model");
+    CHECK(tok.eos_id() == 2);
+    CHECK(tok.decode_token(tok.eos_id()).empty());
+    CHECK(tok.token_bytes(tok.eos_id()) == 0);
+    for (const std::string& text : {std::string("</s>"), test::corpus_make(20, 3), std::string("a</s>b")})
+      for (int32_t id : tok.encode(text)) CHECK(id != tok.eos_id());
+  }
+}
+
 TEST_CASE("tokenizer: load checks the file, checksum and model bytes identify it") {
   TempDir dir;
   Tokenizer a = train_small(dir, TokenizerKind::bpe, 340, "a.model");
