@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "serve/reply_text.h"
 #include "serve/serve_error.h"
 
@@ -102,7 +103,12 @@ Engine::Engine(SequenceBackend& backend, const Tokenizer& tokenizer, StateCache*
   batch_.reserve(static_cast<size_t>(slot_count_));
   batch_owner_.reserve(static_cast<size_t>(slot_count_));
   batch_logits_.reserve(static_cast<size_t>(slot_count_));
-  thread_ = std::thread([this] { run(); });
+  // OpenMP's thread count (--threads) is a per-thread setting: a new thread starts from the default,
+  // and the slots' workspaces were sized for this one's.
+  thread_ = std::thread([this, threads = thread_count()] {
+    thread_count_set(threads);
+    run();
+  });
 }
 
 Engine::~Engine() {
@@ -135,7 +141,7 @@ std::shared_ptr<RequestHandle> Engine::submit(GenerationRequest r) {
   if (r.params.max_tokens < 1) request_fail("max_tokens", "max_tokens {} must be at least 1", r.params.max_tokens);
   try {
     sampler_config_validate(r.params.sampler);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     request_fail("temperature", "{}", e.what());
   }
 
@@ -325,7 +331,7 @@ void Engine::prefill_tick() {
       } else {
         sample(a, 0, logits);
       }
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       fail_request(a, e.what());
     }
   }
@@ -390,7 +396,7 @@ void Engine::decode_tick() {
   batch_logits_.assign(batch_.size(), nullptr);
   try {
     backend_.step(batch_, batch_logits_);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     for (auto [a, c] : batch_owner_)
       if (!a->choices[static_cast<size_t>(c)].finished) fail_request(*a, e.what());
     return;
@@ -405,7 +411,7 @@ void Engine::decode_tick() {
     }
     try {
       sample(*a, c, batch_logits_[i]);
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       fail_request(*a, e.what());
     }
   }

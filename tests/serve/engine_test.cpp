@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "decode/generate.h"
+#include "core/parallel.h"
 #include "model/model.h"
 #include "serve/engine.h"
 #include "serve/reply_text.h"
@@ -313,4 +314,25 @@ TEST_CASE("engine over decoding slots: 32 concurrent requests each equal the sam
     for (int c = 0; c < 3; ++c) CHECK(r.text[size_t(c)] == reference(model, three, chunk, positions, uint64_t(c)));
     CHECK(r.text[0] != r.text[1]);
   }
+}
+
+TEST_CASE("engine over decoding slots: the scheduler thread keeps the --threads of the thread that built it") {
+  // OpenMP's thread count is per thread: a scheduler on the default count ran a slot built
+  // (and its prefill workspace sized) for one thread, and the chunked prefill's check failed.
+  Model<float> model(test::tiny_spec(AttentionKind::rfa_gate, {.vocab = tokenizer().vocab_size(), .context = 64,
+                                                               .d_model = 32, .num_features = 8, .chunk_size = 8}));
+  model_init(model, 3);
+  const int before = thread_count();
+  thread_count_set(1);
+  BackendOptions bo;
+  bo.prefill_chunk = 64;
+  auto backend = sequence_backend_create(model, bo);
+  backend->state_layout();  // builds slot 0's decoder here
+  {
+    Engine engine(*backend, tokenizer(), nullptr, {});
+    Reply r = collect(*engine.submit(request(test::corpus_make(1).substr(0, 60), 4)));
+    CHECK(r.error.empty());
+    CHECK(r.reason[0] == FinishReason::length);
+  }
+  thread_count_set(before);
 }
