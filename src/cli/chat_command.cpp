@@ -282,6 +282,8 @@ void run_chat(ChatArgs a) {
 void register_chat_command(CLI::App& app, CommandAction& action) {
   auto args = std::make_shared<ChatArgs>();
   args->setup.cache_mib = 64;
+  // A conversation's earlier turns come from the live state at no cost: only what a turn adds is prefilled.
+  args->setup.max_prompt_tokens = int64_t{1} << 30;
   args->params.sampler.temperature = 0.8;
   args->params.sampler.top_k = 40;
   args->params.sampler.top_p = 0.95;
