@@ -361,6 +361,9 @@ struct HttpServer::Impl {
     svr.set_read_timeout(o.timeout_seconds, 0);
     svr.set_write_timeout(o.timeout_seconds, 0);
     svr.set_keep_alive_timeout(5);
+    // Each token is a small write: without TCP_NODELAY, Nagle's algorithm holds it until the client
+    // acknowledges the previous one (up to its 40 ms delayed ACK).
+    svr.set_tcp_nodelay(true);
     svr.set_payload_max_length(o.max_body_bytes);
     svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (o.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
