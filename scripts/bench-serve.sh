@@ -36,6 +36,7 @@ YAML
 serve() {
   local run=$1 log="$work/serve.log"
   shift
+  rm -f "$log"  # else the last server's port could be read before this one starts
   "$rfa" --threads 2 serve "$run" --port 0 "$@" 2>"$log" &
   pid=$!
   for _ in $(seq 1 600); do

@@ -260,25 +260,31 @@ struct HttpServer::Impl {
                  fmt::format("endpoint=\"{}\",status=\"{}\"", key.first, key.second));
     }
     const EngineStats s = engine.stats();
-    m.metric("rfa_requests_active", "gauge", "requests being prefilled or decoded", s.active);
-    m.metric("rfa_requests_queued", "gauge", "requests waiting for a slot", s.queued);
-    m.metric("rfa_slots", "gauge", "sequences decoded at once (--parallel)", s.slots);
-    m.metric("rfa_requests_finished_total", "counter", "requests whose choices all ended", s.finished);
-    m.metric("rfa_requests_cancelled_total", "counter", "choices cancelled (the client went away)", s.cancelled);
-    m.metric("rfa_requests_rejected_total", "counter", "requests refused with 503 (queue full)", s.rejected);
-    m.metric("rfa_requests_failed_total", "counter", "choices ended by an error", s.errors);
-    m.metric("rfa_prompt_tokens_total", "counter", "prompt tokens of admitted requests", s.prompt_tokens);
-    m.metric("rfa_prompt_tokens_cached_total", "counter", "prompt tokens restored from the state cache",
-             s.cached_tokens);
-    m.metric("rfa_prompt_tokens_prefilled_total", "counter", "prompt tokens run through the model", s.prefilled_tokens);
-    m.metric("rfa_completion_tokens_total", "counter", "tokens sampled", s.completion_tokens);
     const StateCacheStats c = cache ? cache->stats() : StateCacheStats{};
-    m.metric("rfa_cache_bytes", "gauge", "bytes held by the state cache", c.bytes);
-    m.metric("rfa_cache_limit_bytes", "gauge", "the state cache's bound (--cache-mib)", c.limit);
-    m.metric("rfa_cache_entries", "gauge", "states in the cache", c.entries);
-    m.metric("rfa_cache_hits_total", "counter", "requests that found a cached prefix", c.hits);
-    m.metric("rfa_cache_misses_total", "counter", "requests that found none", c.misses);
-    m.metric("rfa_cache_evictions_total", "counter", "states dropped to stay within the bound", c.evictions);
+    struct Row {
+      const char *name, *type, *help;
+      int64_t value;
+    };
+    for (const Row& r : std::initializer_list<Row>{
+             {"rfa_requests_active", "gauge", "requests being prefilled or decoded", s.active},
+             {"rfa_requests_queued", "gauge", "requests waiting for a slot", s.queued},
+             {"rfa_slots", "gauge", "sequences decoded at once (--parallel)", s.slots},
+             {"rfa_requests_finished_total", "counter", "requests whose choices all ended", s.finished},
+             {"rfa_requests_cancelled_total", "counter", "choices cancelled (the client went away)", s.cancelled},
+             {"rfa_requests_rejected_total", "counter", "requests refused with 503 (queue full)", s.rejected},
+             {"rfa_requests_failed_total", "counter", "choices ended by an error", s.errors},
+             {"rfa_prompt_tokens_total", "counter", "prompt tokens of admitted requests", s.prompt_tokens},
+             {"rfa_prompt_tokens_cached_total", "counter", "prompt tokens restored from the cache", s.cached_tokens},
+             {"rfa_prompt_tokens_prefilled_total", "counter", "prompt tokens run through the model",
+              s.prefilled_tokens},
+             {"rfa_completion_tokens_total", "counter", "tokens sampled", s.completion_tokens},
+             {"rfa_cache_bytes", "gauge", "bytes held by the state cache", c.bytes},
+             {"rfa_cache_limit_bytes", "gauge", "the state cache's bound (--cache-mib)", c.limit},
+             {"rfa_cache_entries", "gauge", "states in the cache", c.entries},
+             {"rfa_cache_hits_total", "counter", "requests that found a cached prefix", c.hits},
+             {"rfa_cache_misses_total", "counter", "requests that found none", c.misses},
+             {"rfa_cache_evictions_total", "counter", "states dropped to stay within the bound", c.evictions}})
+      m.metric(r.name, r.type, r.help, r.value);
     res.set_content(m.text(), "text/plain; version=0.0.4");
   }
 

@@ -18,7 +18,7 @@ trap 'tmux -L "$sock" kill-server 2>/dev/null; rm -rf "$tmp"' EXIT
 tmux_ new-session -d -s chat -x 160 -y 50 \
   "cd '$tmp' && OMP_WAIT_POLICY=passive '$rfa' --threads 1 chat '$tmp/run-rfa_gate' --greedy -n 100000000 \
    --state-dir '$tmp/states'; echo \"EXITED \$?\"; sleep 600"
-screen() { tmux_ capture-pane -p -t chat -S -500; }
+screen() { tmux_ capture-pane -p -J -t chat -S -500; }  # -J: wrapped lines joined
 # see <text> [count]: until the screen shows text (count times); fails after 20 s.
 see() {
   for _ in $(seq 1 200); do
@@ -29,27 +29,30 @@ see() {
   fail "the chat never showed '$1' (${2:-1} times)"
 }
 type_line() { tmux_ send-keys -t chat -l "$1" && tmux_ send-keys -t chat Enter; }
+# turn <text> <n>: says text, stops the (endless) reply with Ctrl-C; $stats is the n-th turn's line
+# "(N new tokens prefilled after M from the state; K tokens in ...)", $new N and $kept M.
+turn() {
+  type_line "$1"
+  sleep 0.2
+  tmux_ send-keys -t chat C-c
+  see "[stopped]" "$2"
+  see "new tokens prefilled after" "$2"
+  stats=$(screen | grep -F "new tokens prefilled after" | sed -n "$2p")
+  new=$(echo "$stats" | sed -n 's/^(\([0-9]*\) new tokens prefilled after \([0-9]*\) from the state.*/\1/p')
+  kept=$(echo "$stats" | sed -n 's/^(\([0-9]*\) new tokens prefilled after \([0-9]*\) from the state.*/\2/p')
+}
 
 see "rfa chat:"
-type_line "Line 3"
-sleep 0.2
-tmux_ send-keys -t chat C-c
-see "[stopped]"
-see "new tokens prefilled after 0 from the state"
+turn "Line 3" 1
+[ "$kept" = 0 ] || fail "the first turn began from a state: $stats"
 # The first prompt is "User: Line 3\nAssistant: ", 24 characters; what the reply fed to the
 # state follows it; the second turn adds "\nUser: Line 4\nAssistant: " (25) and nothing else.
-type_line "Line 4"
-sleep 0.2
-tmux_ send-keys -t chat C-c
-see "[stopped]" 2
-second=$(screen | grep -F "new tokens prefilled after" | sed -n 2p)
-new=$(echo "$second" | sed -n 's/^(\([0-9]*\) new tokens prefilled after \([0-9]*\) from the state.*/\1/p')
-kept=$(echo "$second" | sed -n 's/^(\([0-9]*\) new tokens prefilled after \([0-9]*\) from the state.*/\2/p')
+turn "Line 4" 2
 [ "$new" = 25 ] || { screen >&2; fail "the second turn prefilled $new tokens, not only its own 25"; }
 [ "$kept" -gt 24 ] || fail "the second turn kept only $kept tokens of the state"
 
 type_line "/save conv"
-see "(saved $((kept + 25 + $(echo "$second" | sed -n 's/.*; \([0-9]*\) tokens in.*/\1/p'))) tokens to"
+see "(saved $((kept + 25 + $(echo "$stats" | sed -n 's/.*; \([0-9]*\) tokens in.*/\1/p'))) tokens to"
 [ -f "$tmp/states/conv.state" ] || fail "no conv.state"
 type_line "/reset"
 see "(conversation reset)"
@@ -63,11 +66,7 @@ see "/save NAME"
 tmux_ send-keys -t chat C-c
 see "(Ctrl-C stops a reply"
 # After the load, the next turn again prefills only its own tokens.
-type_line "Line 5"
-sleep 0.2
-tmux_ send-keys -t chat C-c
-see "[stopped]" 3
-third=$(screen | grep -F "new tokens prefilled after" | sed -n 3p)
-[ "$(echo "$third" | sed -n 's/^(\([0-9]*\) new.*/\1/p')" = 25 ] || fail "after /load: $third"
+turn "Line 5" 3
+[ "$new" = 25 ] || fail "after /load the turn prefilled $new tokens, not only its own 25: $stats"
 tmux_ send-keys -t chat C-d
 see "EXITED 0"

@@ -11,6 +11,7 @@ serve_train() {
 serve_start() {
   local log=$1
   shift
+  rm -f "$log"  # else an earlier server's port could be read before this one starts
   "$rfa" --threads 1 serve "$@" --port 0 2>"$log" &
   pid=$!
   port=
