@@ -40,6 +40,11 @@ void RequestHandle::wait(std::vector<ReplyEvent>& out, std::chrono::milliseconds
   }
 }
 
+size_t RequestHandle::backlog() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return events_.size();
+}
+
 bool RequestHandle::done() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return finished_ == static_cast<int>(completion_tokens_.size());
@@ -68,6 +73,8 @@ std::vector<int32_t> RequestHandle::consumed(int choice) const {
 // ---- The scheduler's records ----------------------------------------------------------
 
 namespace {
+
+constexpr size_t kMaxBacklog = 1024;  // unread events a request may have before its choices pause
 
 struct Choice {
   int slot = -1;
@@ -229,9 +236,14 @@ void Engine::run() {
       for (size_t c = 0; c < a->choices.size(); ++c)
         if (!a->choices[c].finished) finish(*a, static_cast<int>(c), stop ? FinishReason::stop : FinishReason::cancelled);
     }
-    admit();
-    prefill_tick();
-    decode_tick();
+    try {
+      admit();
+      prefill_tick();
+      decode_tick();
+    } catch (const std::exception& e) {
+      // Not a request's own failure (those end only their request, above): end them all, and go on.
+      for (auto& a : active_) fail_request(*a, fmt::format("internal error: {}", e.what()));
+    }
     std::erase_if(active_, [this](const std::unique_ptr<Active>& a) {
       if (a->unfinished > 0) return false;
       std::lock_guard<std::mutex> lock(mutex_);
@@ -387,6 +399,9 @@ void Engine::decode_tick() {
     for (size_t c = 0; c < a.choices.size(); ++c) {
       Choice& ch = a.choices[c];
       if (ch.finished || ch.pending < 0) continue;
+      // A client that reads slower than we decode: its choice waits (its text stays the same)
+      // rather than its unread events growing without bound.
+      if (a.handle->backlog() > kMaxBacklog) continue;
       if (!handle_token(a, static_cast<int>(c))) continue;
       batch_.push_back({ch.slot, ch.generated.back()});
       batch_owner_.push_back({&a, static_cast<int>(c)});

@@ -70,6 +70,7 @@ class RequestHandle {
   bool cancelled() const { return cancelled_.load() == 1; }
   bool stop_requested() const { return cancelled_.load() == 2; }
   bool done() const;  // every choice finished (its events may still be unread)
+  size_t backlog() const;  // events not yet read
 
   // Valid once the first event arrived (prompt) or the choice finished (the others).
   int64_t prompt_tokens() const;

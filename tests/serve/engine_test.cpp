@@ -66,6 +66,7 @@ class ScriptBackend final : public SequenceBackend {
   }
   void step(std::span<const SlotToken> batch, std::span<const float*> logits) override {
     calls.push_back("step " + std::to_string(batch.size()));
+    std::this_thread::sleep_for(std::chrono::microseconds(50));  // a step's time: readers keep up
     for (size_t i = 0; i < batch.size(); ++i) {
       ++position_[size_t(batch[i].slot)];
       logits[i] = next(batch[i].slot);
@@ -205,11 +206,12 @@ TEST_CASE("engine: a long prompt is prefilled a chunk per tick while another rep
   GenerationRequest endless = request("a", 1000000);
   endless.params.stop_at_eos = false;
   auto first = engine.submit(endless);
+  std::thread reader([&] { collect(*first); });  // read as it comes (an unread reply pauses)
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto second = engine.submit(request(std::string(40, 'b'), 2));
   collect(*second);
   first->cancel();
-  collect(*first);
+  reader.join();
   // The 40 tokens go in ten chunks of 4, and between any two of them the first reply steps.
   int chunks = 0, steps_between = 0;
   bool in_prompt = false;
@@ -252,6 +254,8 @@ TEST_CASE("engine: cancelled requests free their slots; a full queue is a 503; n
   two.params.n = 3;
   CHECK_THROWS_AS(engine.submit(two), ServeError);  // more choices than slots
   CHECK(engine.stats().cancelled == 3);
+  for (int i = 0; i < 100 && engine.stats().active > 0; ++i)  // removed at the end of the tick
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(engine.stats().active == 0);
 }
 
@@ -335,4 +339,17 @@ TEST_CASE("engine over decoding slots: the scheduler thread keeps the --threads 
     CHECK(r.reason[0] == FinishReason::length);
   }
   thread_count_set(before);
+}
+
+TEST_CASE("engine: a reader slower than the decoding pauses its reply instead of piling up events") {
+  ScriptBackend backend(script_after(1, "abcdefghij"), 1, 8);
+  Engine engine(backend, tokenizer(), nullptr, {});
+  GenerationRequest g = request("a", 1000000);
+  g.params.stop_at_eos = false;
+  auto h = engine.submit(g);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // nobody reads
+  CHECK(h->backlog() <= 1025);
+  CHECK(engine.stats().completion_tokens <= 1026);
+  h->cancel();
+  collect(*h);
 }
