@@ -71,11 +71,14 @@ post /v1/chat/completions '{"messages": [{"role": "user", "content": "Line 3"}],
 expect_status 200 chat
 reply=$(json_get "$tmp/resp" 'j.choices[0].message.content')
 first_prompt=$(json_get "$tmp/resp" 'j.usage.prompt_tokens')
+first_reply=$(json_get "$tmp/resp" 'j.usage.completion_tokens')
 follow=$(node -e 'console.log(JSON.stringify({messages: [{role: "user", content: "Line 3"},
   {role: "assistant", content: process.argv[1]}, {role: "user", content: "Line 4"}], max_tokens: 12, temperature: 0}))' "$reply")
 post /v1/chat/completions "$follow"
 cached=$(json_get "$tmp/resp" 'j.usage.prompt_tokens_details.cached_tokens')
-[ "$cached" -ge "$first_prompt" ] || fail "the follow-up reused $cached tokens, fewer than the first prompt's $first_prompt"
+# The first prompt and every reply token (the reply ended at its length: all fed) are reused.
+[ "$cached" = $((first_prompt + first_reply)) ] ||
+  fail "the follow-up reused $cached tokens, not the first prompt's $first_prompt and the reply's $first_reply"
 
 # A state saved under a name (here the follow-up's prompt) loads into a fresh server below.
 with_name() { node -e 'const j = JSON.parse(process.argv[1]); j.name = process.argv[2]; console.log(JSON.stringify(j))' "$@"; }
