@@ -142,6 +142,13 @@ GenerationRequest request(const std::string& prompt, int64_t max_tokens, double 
   return g;
 }
 
+// A reply that never ends by itself (no EOS, no max_tokens to speak of): the test cancels it.
+GenerationRequest endless_request() {
+  GenerationRequest g = request("a", 1000000);
+  g.params.stop_at_eos = false;
+  return g;
+}
+
 // The position (prompt tokens + generated) at which the script says `text`.
 std::vector<int32_t> script_after(size_t prompt_tokens, const std::string& text) {
   std::vector<int32_t> s(prompt_tokens, ids("x")[0]);
@@ -203,9 +210,7 @@ TEST_CASE("engine: a stop string ends the reply before it; the cached state hold
 TEST_CASE("engine: a long prompt is prefilled a chunk per tick while another reply keeps decoding") {
   ScriptBackend backend(script_after(1, "abcdefghijklmnopqrstuvwxyz"), 2, 4);
   Engine engine(backend, tokenizer(), nullptr, {});
-  GenerationRequest endless = request("a", 1000000);
-  endless.params.stop_at_eos = false;
-  auto first = engine.submit(endless);
+  auto first = engine.submit(endless_request());
   std::thread reader([&] { collect(*first); });  // read as it comes (an unread reply pauses)
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto second = engine.submit(request(std::string(40, 'b'), 2));
@@ -233,8 +238,7 @@ TEST_CASE("engine: cancelled requests free their slots; a full queue is a 503; n
   EngineOptions o;
   o.queue = 1;
   Engine engine(backend, tokenizer(), nullptr, o);
-  GenerationRequest g = request("a", 1000000);
-  g.params.stop_at_eos = false;
+  const GenerationRequest g = endless_request();
   auto a = engine.submit(g), b = engine.submit(g), c = engine.submit(g);
   try {
     engine.submit(g);
@@ -344,9 +348,7 @@ TEST_CASE("engine over decoding slots: the scheduler thread keeps the --threads 
 TEST_CASE("engine: a reader slower than the decoding pauses its reply instead of piling up events") {
   ScriptBackend backend(script_after(1, "abcdefghij"), 1, 8);
   Engine engine(backend, tokenizer(), nullptr, {});
-  GenerationRequest g = request("a", 1000000);
-  g.params.stop_at_eos = false;
-  auto h = engine.submit(g);
+  auto h = engine.submit(endless_request());
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // nobody reads
   CHECK(h->backlog() <= 1025);
   CHECK(engine.stats().completion_tokens <= 1026);
