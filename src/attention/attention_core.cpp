@@ -3,11 +3,13 @@
 #include "attention/attention_core.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "attention/random_features.h"
 #include "attention/rfa_attention.h"
 #include "attention/softmax_flash.h"
 #include "core/error.h"
+#include "core/step_profile.h"
 
 namespace rfa {
 namespace {
@@ -79,10 +81,17 @@ double attention_forward_flops_per_token(const AttentionSpec& s, int64_t T) {
       return 2.0 * s.C() * double(T + 1);
     case AttentionKind::rfa:
     case AttentionKind::rfa_gate: {
+      // What the chunked form executes (the useful part: no padding lanes, no block rounding):
+      //   feature maps of q and k                         2 * 2 D Dh
+      //   q̂ S_prev and the state update, both skipped in one of the n chunks (no state
+      //   before the first, none needed after the last)  2 * 2 F (Dh+1) (n-1)/n
+      //   the chunk's causal triangle, (c+1)/2 keys a row: (2 F + 2 (Dh+1)) (c+1)/2
       const double D = s.D, Dh = s.Dh, F = rfa_feature_count(s.rfa);
-      const double c = std::min<int64_t>(s.rfa.chunk_size, T);
+      const double c = double(std::min<int64_t>(s.rfa.chunk_size, T));
+      const double chunks = std::ceil(double(T) / c);
       const double gate = s.rfa.feature_gate ? 2 * F * s.C() : 0;  // the feature gate's projection per head
-      return s.H * (4 * D * Dh + 4 * F * (Dh + 1) + 2 * c * F + 2 * c * (Dh + 1) + gate);
+      return s.H * (4 * D * Dh + 4 * F * (Dh + 1) * (chunks - 1) / chunks + (2 * F + 2 * (Dh + 1)) * (c + 1) / 2 +
+                    gate);
     }
   }
   return 0;
@@ -118,6 +127,8 @@ void attention_forward(const AttentionCore& core, const AttentionWeights<T>& w, 
   const AttentionSpec& s = core.spec();
   const AttentionDims d = dims_of(s, call.B, call.T_len);
   RFA_ASSERT(call.scratch.data != nullptr, "attention forward needs its scratch");
+  const double tokens = double(call.B) * call.T_len;
+  ProfileScope profile(ProfiledKernel::attention_forward, attention_forward_flops_per_token(s, call.T_len) * tokens, 0);
   if (s.rope) {  // q = R q_pre, k = R k_pre, in place
     rope_forward(in.q, in.q, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0);
     rope_forward(in.k, in.k, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0);
@@ -141,6 +152,9 @@ void attention_backward(const AttentionCore& core, const AttentionWeights<T>& w,
                         const AttentionCall<T>& call) {
   const AttentionSpec& s = core.spec();
   const AttentionDims d = dims_of(s, call.B, call.T_len);
+  const double tokens = double(call.B) * call.T_len;  // the backward does twice the forward's work
+  ProfileScope profile(ProfiledKernel::attention_backward,
+                       2 * attention_forward_flops_per_token(s, call.T_len) * tokens, 0);
   switch (s.kind) {
     case AttentionKind::softmax:
       softmax_flash_backward(g.dq, g.dk, g.dv, call.scratch, dout, out, call.saved, in.q, in.k, in.v, d);

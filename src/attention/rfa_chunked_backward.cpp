@@ -19,6 +19,7 @@
 #include "attention/feature_map.h"
 #include "attention/rfa_attention.h"
 #include "attention/rfa_feature_gate.h"
+#include "attention/rfa_gate_products.h"
 #include "attention/rfa_layout.h"
 #include "attention/rfa_scratch.h"
 #include "kernels/vector_math.h"
@@ -32,39 +33,6 @@ bool all_zero(const T* x, size_t n) {
   bool nonzero = false;  // no early exit: the loop vectorises
   for (size_t i = 0; i < n; ++i) nonzero |= x[i] != T(0);
   return !nonzero;
-}
-
-// The gate's gradients once every (b, h) has its da (B,H,T), split over the B*T
-// token rows (a split over batch rows would leave threads idle at B = 1, the
-// long-context shape):
-//   a = gate_w[h]·n_t + gate_b[h]:  dn_t = sum_h da gate_w[h] (head 0 overwrites: no zeroing);
-//   dgate_w[h] += sum da n_t;  dgate_b[h] += sum da
-// dgate goes to each thread's partial sums (threads, H, C+1): [dgate_w[h], dgate_b[h]] rows.
-template <typename T>
-void gate_backward(T* dn, T* parts, const T* da, const T* n, const T* gate_w, const AttentionDims& d,
-                   int max_threads) {
-  const int Tn = d.T, H = d.H, C = d.C();
-  const int64_t N = int64_t(d.B) * Tn;
-  parallel_region([&](int thread, int threads) {
-    RFA_ASSERT(thread < max_threads, "thread {} but gate partials sized for {} threads", thread, max_threads);
-    T* partial = parts + static_cast<size_t>(thread) * H * (C + 1);
-    for (int64_t bt = N * thread / threads; bt < N * (thread + 1) / threads; ++bt) {
-      const int64_t b = bt / Tn, t = bt % Tn;
-      const size_t row = static_cast<size_t>(bt) * C;
-      for (int h = 0; h < H; ++h) {
-        const T s = da[(static_cast<size_t>(b) * H + h) * Tn + t];
-        T* dw = partial + static_cast<size_t>(h) * (C + 1);
-        axpy(dw, s, n + row, C);
-        dw[C] += s;
-        if (dn && h == 0) {
-#pragma omp simd
-          for (int c = 0; c < C; ++c) dn[row + c] = s * gate_w[c];
-        } else if (dn) {
-          axpy(dn + row, s, gate_w + static_cast<size_t>(h) * C, C);
-        }
-      }
-    }
-  });
 }
 
 // One (b, h) of the backward, chunk by chunk in reverse; each step below is one
@@ -81,7 +49,7 @@ struct RfaHeadBackward {
   const T* dout;   // (B, T, C)
   const T* out;    // (B, T, C)
   const T* saved;
-  T* da;           // (B, H, T)
+  T* da;           // (B, T, H)
   // This (b, h) and its scratch.
   int b, h;
   int64_t bh;
@@ -97,6 +65,8 @@ struct RfaHeadBackward {
   const T* phik = nullptr;    // (c, F) saved
   const T* S_prev = nullptr;  // (F, E) saved chunk-entry state
   const T* P = nullptr;       // (c, c) saved (Q̂ K̃ᵀ) ⊙ M
+  const T* Qp = nullptr;      // (c, FP) q̂: the saved rows themselves when F is a whole number of
+                              // registers (FP == F), else s.Qp, a copy padded to FP
 
   size_t row_of(int i) const {
     return (static_cast<size_t>(b) * d.T + t0 + i) * d.C() + static_cast<size_t>(h) * d.Dh;
@@ -125,9 +95,12 @@ struct RfaHeadBackward {
         __builtin_prefetch(in.q + row_of(i) + e);
         __builtin_prefetch(in.k + row_of(i) + e);
       }
-    gate_rows(s.g, s.beta, s.eG, c.gated ? saved + L.gate_a + bht0 : nullptr, n);
+    if (c.gated)  // the forward's gate pre-activations, (B, T, H)
+      for (int i = 0; i < n; ++i) s.arow[i] = saved[L.gate_a + (static_cast<size_t>(b) * d.T + t0 + i) * d.H + h];
+    gate_rows(s.g, s.beta, s.eG, c.gated ? s.arow : nullptr, n);
+    Qp = FP == size_t(F) ? phiq : s.Qp;
     for (int i = 0; i < n; ++i) {
-      std::copy_n(phiq + size_t(i) * F, F, s.Qp + i * FP);
+      if (FP != size_t(F)) std::copy_n(phiq + size_t(i) * F, F, s.Qp + i * FP);
       std::copy_n(in.v + row_of(i), Dh, s.Vp + size_t(i) * E);
       s.Vp[size_t(i) * E + Dh] = T(1);
       // out = num / max(den, eps_d): above the floor dnum = dh/den, dden = -(dh·out)/den;
@@ -149,54 +122,44 @@ struct RfaHeadBackward {
     }
   }
 
-  // dA = dP ⊙ M with dP = dY V'ᵀ (Y_i = sum_j P_ij v'_j, P saved by the forward), in
-  // blocks of 4 rows; 0 right of the diagonal, and the transposes Pᵀ, dAᵀ are 0 below it.
+  // dA = dP ⊙ M with dP = dY V'ᵀ (Y_i = sum_j P_ij v'_j, P saved by the forward), over the
+  // whole chunk as one product (as the forward's P), then 0 right of the diagonal.
   void chunk_score_grads() {
     const int Cc = int(sd.Cc), E = L.E;
     const size_t EP = sd.EP, CP = sd.CP;
-    for (int i0 = 0; i0 < n; i0 += 4) {
-      const int m = std::min(4, n - i0), cols = i0 + m;
-      matmul(s.dA + size_t(i0) * Cc, Cc, s.dY + i0 * EP, EP, s.VpT, CP, m, E, cols, T(1), false);
-      for (int i = i0; i < cols; ++i) {
-        T* dAi = s.dA + size_t(i) * Cc;
-        if (c.gated) {
-          // M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i: no exp, no overflow.
-          T* Mi = s.M + size_t(i) * Cc;
-          for (int j = 0; j < i; ++j) Mi[j] = s.M[size_t(i - 1) * Cc + j] * s.g[i];
-          Mi[i] = T(1);
-          for (int j = 0; j <= i; ++j) dAi[j] *= Mi[j];
-        }
-        for (int j = i + 1; j < cols; ++j) dAi[j] = T(0);
+    matmul(s.dA, Cc, s.dY, EP, s.VpT, CP, n, E, n, T(1), false);
+    for (int i = 0; i < n; ++i) {
+      T* dAi = s.dA + size_t(i) * Cc;
+      if (c.gated) {
+        // M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i: no exp, no overflow.
+        T* Mi = s.M + size_t(i) * Cc;
+        for (int j = 0; j < i; ++j) Mi[j] = s.M[size_t(i - 1) * Cc + j] * s.g[i];
+        Mi[i] = T(1);
+        for (int j = 0; j <= i; ++j) dAi[j] *= Mi[j];
       }
-    }
-    for (int j = 0; j < n; ++j) {
-      T* PTj = s.PT + size_t(j) * Cc;
-      T* dATj = s.dAT + size_t(j) * Cc;
-      for (int i = j / 4 * 4; i < j; ++i) PTj[i] = T(0), dATj[i] = T(0);  // read by the 4-row blocks below
-      for (int i = j; i < n; ++i) PTj[i] = P[size_t(i) * Cc + j], dATj[i] = s.dA[size_t(i) * Cc + j];
+      for (int j = i + 1; j < n; ++j) dAi[j] = T(0);
     }
   }
 
-  // Intra-chunk: dq̂_i = sum_{j<=i} dA_ij k̃_j,  dv'_j = sum_{i>=j} P_ij dy_i,  dk̃_j = sum_{i>=j} dA_ij q̂_i.
+  // Intra-chunk: dq̂_i = sum_{j<=i} dA_ij k̃_j,  dv'_j = sum_{i>=j} P_ij dy_i,  dk̃_j = sum_{i>=j} dA_ij q̂_i,
+  // each one product over the whole chunk (the zeros right of the diagonals stand in for the
+  // limits); dv' and dk̃ read P and dA by columns (matmul_at: no transposed copies).
   void chunk_intra_grads() {
     const int Cc = int(sd.Cc), Dh = d.Dh, F = L.F, E = L.E;
     const size_t FP = sd.FP, EP = sd.EP;
-    for (int i0 = 0; i0 < n; i0 += 4) {
-      const int m = std::min(4, n - i0);
-      matmul(s.dQ + size_t(i0) * F, F, s.dA + size_t(i0) * Cc, Cc, s.Kt, FP, m, i0 + m, F, T(1), false);
-      // (only dv's first Dh columns are needed: the last entry of v' is the constant 1)
-      matmul(s.dV + size_t(i0) * E, E, s.PT + size_t(i0) * Cc + i0, Cc, s.dY + i0 * EP, EP, m, n - i0, Dh, T(1),
-             false);
-      matmul(s.dK + size_t(i0) * F, F, s.dAT + size_t(i0) * Cc + i0, Cc, s.Qp + i0 * FP, FP, m, n - i0, F, T(1),
-             false);
-    }
+    matmul(s.dQ, F, s.dA, Cc, s.Kt, FP, n, n, F, T(1), false);
+    // (only dv's first Dh columns are needed: the last entry of v' is the constant 1)
+    matmul_at(s.dV, E, P, Cc, s.dY, EP, n, n, Dh, T(1), false);
+    matmul_at(s.dK, F, s.dA, Cc, Qp, FP, n, n, F, T(1), false);
   }
 
   // Y_i += eG_i q̂_iᵀ S_prev:  dq̂_i += eG_i S_prev dy_i (when the chunk entered with a state).
   void chunk_state_in_grads() {
     const int F = L.F, E = L.E;
     const size_t FP = sd.FP, EP = sd.EP, FE = static_cast<size_t>(F) * E;
-    if ((ci > 0 || saved[L.state_flags + bh] != T(0)) && !all_zero(S_prev, FE)) {
+    // After the first chunk there is always a state (and a product with zeros adds zeros);
+    // an entering state given to the first chunk may be all zeros (stateful training's first step).
+    if (ci > 0 || (saved[L.state_flags + bh] != T(0) && !all_zero(S_prev, FE))) {
       for (int f = 0; f < F; ++f)
         for (int e = 0; e < E; ++e) s.SpT[e * FP + f] = S_prev[size_t(f) * E + e];
       for (int i = 0; i < n; ++i)
@@ -224,14 +187,15 @@ struct RfaHeadBackward {
   // dS_prev = e^{G_C} dS + (Q̂ ⊙ eG)ᵀ dY; not needed before the first chunk (the entering state is a constant).
   void chunk_carry_state_grad() {
     if (ci == 0) return;
-    const int Cc = int(sd.Cc), F = L.F, E = L.E;
+    const int F = L.F, E = L.E;
     const size_t FP = sd.FP, EP = sd.EP;
     const T decay = s.eG[n - 1];
+    T* Qe = s.Qe;  // (c, F) Q̂ ⊙ eG, read transposed by matmul_at
     for (int i = 0; i < n; ++i)
-      for (int f = 0; f < F; ++f) s.QeT[size_t(f) * Cc + i] = s.Qp[i * FP + f] * s.eG[i];
+      for (int f = 0; f < F; ++f) Qe[size_t(i) * F + f] = Qp[i * FP + f] * s.eG[i];
     if (!dS_zero)
       for (size_t x = 0; x < size_t(F) * EP; ++x) s.dS[x] *= decay;
-    matmul(s.dS, EP, s.QeT, Cc, s.dY, EP, F, n, E, T(1), !dS_zero);
+    matmul_at(s.dS, EP, Qe, F, s.dY, EP, F, n, E, T(1), !dS_zero);
     dS_zero = false;
   }
 
@@ -248,10 +212,10 @@ struct RfaHeadBackward {
     for (int i = n - 1; i >= 0; --i) {
       T* dKi = s.dK + size_t(i) * F;
       const T k_dk = dot(s.Kt + i * FP, dKi, F);
-      dlambda += dot(s.Qp + i * FP, s.dQ + size_t(i) * F, F) - k_dk;  // dG_t
+      dlambda += dot(Qp + i * FP, s.dQ + size_t(i) * F, F) - k_dk;  // dG_t
       // lambda = logsigmoid(a), k̃ = delta beta phi(k), beta = 1 - sigmoid(a):
       //   da = beta dlambda - g (dk̃·k̃)
-      da[bht0 + i] = s.beta[i] * dlambda - s.g[i] * k_dk;
+      da[(static_cast<size_t>(b) * d.T + t0 + i) * d.H + h] = s.beta[i] * dlambda - s.g[i] * k_dk;
       for (int f = 0; f < F; ++f) dKi[f] *= s.kscale[i];  // dphi(k) = delta beta dk̃
     }
   }
@@ -303,7 +267,6 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && pgrads.dgate_w && pgrads.dgate_b), "gated RFA needs n and gate grads");
   RfaBackwardShared<T> shared;
   const size_t shared_size = shared.carve(workspace.data, c, d, threads);
-  std::fill(shared.gate_parts, shared.gate_parts + static_cast<size_t>(threads) * H * (C + 1), T(0));
   T* thread_slices = workspace.data + shared_size;
 
   attention_tasks_run(int64_t(d.B) * H, thread_slices, rfa_thread_scratch_size(c, d), threads,
@@ -328,21 +291,16 @@ void rfa_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads,
       hb.chunk_input_grads();
     }
   });
-  if (c.gated) gate_backward(grads.dn, shared.gate_parts, shared.da, in.n, p.gate_w, d, threads);
+  // a = n gate_wᵀ + gate_b, from every (b, h)'s da
+  if (c.gated)
+    rfa_gate_param_grads(grads.dn, pgrads.dgate_w, pgrads.dgate_b, shared.da, in.n, p.gate_w, int64_t(d.B) * d.T, H,
+                         C);
 
   // dsigma[h] += sum_b partials (serial: H*B*Dh adds).
   for (int h = 0; h < H; ++h)
     for (int b = 0; b < d.B; ++b)
       axpy(pgrads.dsigma + static_cast<size_t>(h) * Dh, T(1),
            shared.dsigma_parts + (static_cast<size_t>(b) * H + h) * Dh, Dh);
-  if (c.gated) {
-    for (int t = 0; t < threads; ++t)
-      for (int h = 0; h < H; ++h) {
-        const T* part = shared.gate_parts + (static_cast<size_t>(t) * H + h) * (C + 1);
-        axpy(pgrads.dgate_w + static_cast<size_t>(h) * C, T(1), part, C);
-        pgrads.dgate_b[h] += part[C];
-      }
-  }
 }
 
 #define RFA_INSTANTIATE(T)                                                                               \

@@ -11,6 +11,7 @@
 #include "attention/feature_map.h"
 #include "attention/rfa_attention.h"
 #include "attention/rfa_feature_gate.h"
+#include "attention/rfa_gate_products.h"
 #include "attention/rfa_layout.h"
 #include "attention/rfa_scratch.h"
 #include "kernels/vector_math.h"
@@ -32,7 +33,13 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
   const T eps_n = T(c.eps_n), eps_d = T(c.eps_d);
   const size_t per_thread = rfa_thread_scratch_size(c, d);
-  T* thread_slices = workspace.data + rfa_shared_scratch_size(c, d, threads);
+  RfaBackwardShared<T> shared;  // the forward uses its gate_a when nothing is saved
+  T* thread_slices = workspace.data + shared.carve(workspace.data, c, d, threads);
+  T* gate_a = nullptr;  // (B, T, H) every row's and head's gate pre-activation: one gemm
+  if (c.gated) {
+    gate_a = saved ? saved + L.gate_a : shared.gate_a;
+    rfa_gate_preact(gate_a, in.n, p.gate_w, p.gate_b, int64_t(d.B) * Tn, H, C);
+  }
   const size_t FE = static_cast<size_t>(F) * E;
 
   attention_tasks_run(int64_t(d.B) * H, thread_slices, per_thread, threads, [&](int64_t bh, T* scratch) {
@@ -40,12 +47,11 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
     RfaForwardScratch<T> sc;
     sc.carve(scratch, sd);
     T *xbar = sc.xbar, *SX = sc.SX, *U = sc.U, *beta = sc.beta, *g = sc.g, *Kt = sc.Kt, *KtT = sc.KtT,
-      *KwT = sc.KwT, *Vp = sc.Vp, *Y = sc.Y, *arow = sc.arow, *eG = sc.eG, *mrow = sc.mrow, *S = sc.S,
+      *Kw = sc.Kw, *Vp = sc.Vp, *Y = sc.Y, *arow = sc.arow, *eG = sc.eG, *mrow = sc.mrow, *S = sc.S,
       *Wt = sc.Wt, *Qe = sc.Qe;
 
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
     feature_map_pack_forward(Wt, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
-    const T* gate_w = c.gated ? p.gate_w + static_cast<size_t>(h) * C : nullptr;
     bool state_zero = state_in == nullptr;
     if (saved) saved[L.state_flags + bh] = state_zero ? T(0) : T(1);
     if (!state_zero)
@@ -78,10 +84,7 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
 #pragma omp simd
         for (int e = 0; e < Dh; ++e) SX[size_t(Cc + i) * Dh + e] = sigma[e] * xbar[e];
         if (saved) saved[L.r_k + bht0 + i] = r;
-        if (c.gated) {
-          arow[i] = dot(gate_w, in.n + (static_cast<size_t>(b) * Tn + t0 + i) * C, C) + p.gate_b[h];
-          if (saved) saved[L.gate_a + bht0 + i] = arow[i];
-        }
+        if (c.gated) arow[i] = gate_a[(static_cast<size_t>(b) * Tn + t0 + i) * H + h];
         std::copy(in.v + row, in.v + row + Dh, Vp + i * EP);
         Vp[i * EP + Dh] = T(1);
       }
@@ -96,30 +99,24 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
           KtT[f * CP + j] = Kt[size_t(j) * F + f];
         }
 
-      // P = (Q̂ K̃ᵀ) ⊙ M, in blocks of 4 rows; entries right of the diagonal (up to the
-      // block's last column) are set to 0 so that Y's products can run to the block's end.
-      for (int i0 = 0; i0 < n; i0 += 4) {
-        const int m = std::min(4, n - i0), cols = i0 + m;
-        matmul(P + size_t(i0) * Cc, Cc, phiq + size_t(i0) * F, F, KtT, CP, m, F, cols, T(1), false);
-        for (int i = i0; i < cols; ++i) {
-          T* Pi = P + size_t(i) * Cc;
-          if (c.gated) {  // ungated: M = 1 on the lower triangle
-            // Row i of M from row i-1: M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i.
-            for (int j = 0; j < i; ++j) mrow[j] *= g[i];
-            mrow[i] = T(1);
-            for (int j = 0; j <= i; ++j) Pi[j] *= mrow[j];
-          }
-          for (int j = i + 1; j < cols; ++j) Pi[j] = T(0);
+      // P = (Q̂ K̃ᵀ) ⊙ M over the whole chunk, then 0 right of the diagonal (the backward reads
+      // P's columns too). One product of n rows keeps the register tiles at full height: the
+      // triangle in blocks of 4 rows did half the multiply-adds at a third of the rate.
+      matmul(P, Cc, phiq, F, KtT, CP, n, F, n, T(1), false);
+      for (int i = 0; i < n; ++i) {
+        T* Pi = P + size_t(i) * Cc;
+        if (c.gated) {  // ungated: M = 1 on the lower triangle
+          // Row i of M from row i-1: M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i.
+          for (int j = 0; j < i; ++j) mrow[j] *= g[i];
+          mrow[i] = T(1);
+          for (int j = 0; j <= i; ++j) Pi[j] *= mrow[j];
         }
-        // Y = P V' + diag(exp G) Q̂ S_prev: the numerator columns as a product, and the
-        // denominator column (V' ends in a column of ones) as row sums of P.
-        matmul(Y + size_t(i0) * E, E, P + size_t(i0) * Cc, Cc, Vp, EP, m, cols, Dh, T(1), false);
-        for (int i = i0; i < cols; ++i) {
-          T den = 0;
-          for (int j = 0; j <= i; ++j) den += P[size_t(i) * Cc + j];
-          Y[size_t(i) * E + Dh] = den;
-        }
+        for (int j = i + 1; j < n; ++j) Pi[j] = T(0);
       }
+      // Y = P V' + diag(exp G) Q̂ S_prev; V' ends in a column of ones, so the product's last
+      // column is the denominator, P's row sums (in the order a plain loop would add them,
+      // without that loop's chain of dependent adds).
+      matmul(Y, E, P, Cc, Vp, EP, n, n, E, T(1), false);
       if (!state_zero) {  // Y += diag(exp G) Q̂ S_prev
         for (int i = 0; i < n; ++i)
           for (int f = 0; f < F; ++f) Qe[size_t(i) * F + f] = eG[i] * phiq[size_t(i) * F + f];
@@ -140,11 +137,11 @@ void rfa_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& i
       if (ci + 1 < L.n_chunks || state_out) {
         const T decay = eG[n - 1];
         gate_suffix(mrow, g, n);  // after the P loop, so mrow's use as a row of M is over
-        for (int f = 0; f < F; ++f)
-          for (int j = 0; j < n; ++j) KwT[f * CP + j] = KtT[f * CP + j] * mrow[j];
+        for (int j = 0; j < n; ++j)
+          for (int f = 0; f < F; ++f) Kw[size_t(j) * F + f] = Kt[size_t(j) * F + f] * mrow[j];
         if (!state_zero)
           for (size_t x = 0; x < size_t(F) * EP; ++x) S[x] *= decay;
-        matmul(S, EP, KwT, CP, Vp, EP, F, n, E, T(1), !state_zero);
+        matmul_at(S, EP, Kw, F, Vp, EP, F, n, E, T(1), !state_zero);  // S (F, E) += Kwᵀ V'
         state_zero = false;
       }
     }

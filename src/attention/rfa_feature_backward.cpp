@@ -22,7 +22,7 @@
 #include "attention/rfa_scratch.h"
 #include "core/error.h"
 #include "core/parallel.h"
-#include "kernels/gemm.h"
+#include "attention/rfa_gate_products.h"
 #include "kernels/vector_math.h"
 
 namespace rfa {
@@ -249,9 +249,7 @@ void rfa_feature_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>&
 
   // a = n gate_wᵀ + gate_b:  dn = da gate_w (overwrites), dgate_w += daᵀ n, dgate_b += column sums of da.
   const int64_t BT = int64_t(d.B) * Tn;
-  if (grads.dn) gemm(false, false, BT, C, int64_t(HF), T(1), da, int64_t(HF), p.gate_w, C, T(0), grads.dn, C);
-  gemm(true, false, int64_t(HF), C, BT, T(1), da, int64_t(HF), in.n, C, T(1), pgrads.dgate_w, C);
-  for (int64_t r = 0; r < BT; ++r) axpy(pgrads.dgate_b, T(1), da + r * HF, int(HF));
+  rfa_gate_param_grads(grads.dn, pgrads.dgate_w, pgrads.dgate_b, da, in.n, p.gate_w, BT, int(HF), C);
   // dsigma[h] += sum_b partials
   for (int h = 0; h < H; ++h)
     for (int b = 0; b < d.B; ++b)

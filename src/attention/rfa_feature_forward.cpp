@@ -15,21 +15,10 @@
 #include "attention/rfa_scratch.h"
 #include "core/error.h"
 #include "core/parallel.h"
-#include "kernels/gemm.h"
+#include "attention/rfa_gate_products.h"
 #include "kernels/vector_math.h"
 
 namespace rfa {
-
-// a (B*T, H*F) = n (B*T, C) gate_wᵀ + gate_b, gate_w (H*F, C): the (B, T, H, F) layout.
-template <typename T>
-void feature_gate_preact(T* a, const T* n, const T* gate_w, const T* gate_b, int64_t rows, int HF, int C) {
-  gemm(false, true, rows, HF, C, T(1), n, C, gate_w, C, T(0), a, HF);
-  parallel_for(rows, parallel_grain(HF), [&](int64_t r) {
-    T* ar = a + r * HF;
-#pragma omp simd
-    for (int x = 0; x < HF; ++x) ar[x] += gate_b[x];
-  });
-}
 
 template <typename T>
 void rfa_feature_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& in, const RfaParams<T>& p,
@@ -46,7 +35,7 @@ void rfa_feature_forward(T* out, T* saved, Workspace<T> workspace, const RfaInpu
   RfaBackwardShared<T> shared;
   const size_t shared_size = shared.carve(workspace.data, c, d, threads);
   T* gate_a = saved ? saved + L.gate_a : shared.gate_a;  // (B, T, H, F)
-  feature_gate_preact(gate_a, in.n, p.gate_w, p.gate_b, int64_t(d.B) * Tn, int(HF), C);
+  rfa_gate_preact(gate_a, in.n, p.gate_w, p.gate_b, int64_t(d.B) * Tn, int(HF), C);
   T* thread_slices = workspace.data + shared_size;
   const size_t FE = static_cast<size_t>(F) * E;
   constexpr int kSub = kFeatureGateSub;
@@ -178,7 +167,6 @@ void rfa_feature_forward(T* out, T* saved, Workspace<T> workspace, const RfaInpu
 }
 
 #define RFA_INSTANTIATE(T)                                                                                       \
-  template void feature_gate_preact<T>(T*, const T*, const T*, const T*, int64_t, int, int);                     \
   template void rfa_feature_forward<T>(T*, T*, Workspace<T>, const RfaInputs<T>&, const RfaParams<T>&,          \
                                        const RfaConfig&, const AttentionDims&, const T*, T*);
 RFA_INSTANTIATE(float)

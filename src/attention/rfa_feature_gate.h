@@ -26,9 +26,6 @@ inline constexpr int kFeatureGateSub = 16;  // rows per sub-chunk (the matmuls' 
 template <typename T>
 void rfa_feature_forward(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>& in, const RfaParams<T>& p,
                          const RfaConfig& c, const AttentionDims& d, const T* state_in, T* state_out);
-// a (B*T, H*F) = n (B*T, C) gate_wᵀ + gate_b: every row's and head's gate pre-activations (a gemm).
-template <typename T>
-void feature_gate_preact(T* a, const T* n, const T* gate_w, const T* gate_b, int64_t rows, int HF, int C);
 template <typename T>
 void rfa_feature_backward(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrads, Workspace<T> workspace,
                           const T* dout, const T* out, const T* saved, const RfaInputs<T>& in,

@@ -14,9 +14,10 @@
 namespace rfa {
 
 // Saved activations, per task bh = b*H + h:
-//   phi_q, phi_k (B,H,T,F); r_q, r_k, gate_a, den (B,H,T) (feature gate: gate_a (B,T,H,F)); states (B,H,n_chunks,F,Dh+1);
+//   phi_q, phi_k (B,H,T,F); r_q, r_k, den (B,H,T); gate_a (B,T,H,W), W = 1 (scalar gate) or F (feature
+//   gate), the gate product's layout (attention/rfa_gate_products.h); states (B,H,n_chunks,F,Dh+1);
 //   state_flags (B,H): 1 when the forward started from a given state (else chunk 0's state is 0);
-//   P (B,H,n_chunks,chunk,chunk): each chunk's (Q̂ K̃ᵀ) ⊙ M, lower triangle (saves the backward a product).
+//   P (B,H,n_chunks,chunk,chunk): each chunk's (Q̂ K̃ᵀ) ⊙ M, lower triangle and 0 above it (saves the backward a product; it reads P by rows and columns).
 struct RfaSavedLayout {
   int F = 0, E = 0, n_chunks = 0;  // E = Dh + 1, the augmented value width
   size_t phi_q = 0, phi_k = 0, r_q = 0, r_k = 0, gate_a = 0, den = 0, states = 0, state_flags = 0, P = 0;

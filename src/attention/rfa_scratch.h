@@ -58,10 +58,10 @@ struct RfaForwardScratch {
   T* phik_scratch;  // (c, F)     phi(k) when nothing is saved
   T* Kt;            // (c, F)     k̃ = beta phi(k)
   T* KtT;           // (F, CP)    K̃ᵀ
-  T* KwT;           // (F, CP)    (K̃ ⊙ exp(G_C - G))ᵀ
+  T* Kw;            // (c, F)     K̃ ⊙ exp(G_C - G) (read transposed)
   T* Vp;            // (c, EP)    [v, 1]
   T* Y;             // (c, E)     [num, den]
-  T* P_scratch;     // (c, c)     (Q̂ K̃ᵀ) ⊙ M, lower triangle, when nothing is saved
+  T* P_scratch;     // (c, c)     (Q̂ K̃ᵀ) ⊙ M, lower triangle (0 above it), when nothing is saved
   T* arow;          // (c)        gate pre-activations a
   T* eG;            // (c)        exp(G)
   T* mrow;          // (c)        one row of M, or exp(G_C - G)
@@ -79,7 +79,7 @@ struct RfaForwardScratch {
     k.take(phik_scratch, s.Cc * s.F);
     k.take(Kt, s.Cc * s.F);
     k.take(KtT, s.F * s.CP);
-    k.take(KwT, s.F * s.CP);
+    k.take(Kw, s.Cc * s.F);
     k.take(Vp, s.Cc * s.EP);
     k.take(Y, s.Cc * s.E);
     k.take(P_scratch, s.Cc * s.Cc);
@@ -108,19 +108,18 @@ struct RfaBackwardScratch {
   T* dQ;     // (c, F)    dq̂
   T* dK;     // (c, F)    dk̃
   T* dV;     // (c, E)    dv'
-  T* dA;     // (c, c)    (dY V'ᵀ) ⊙ M, lower
-  T* PT;     // (c, c)    Pᵀ, upper
-  T* dAT;    // (c, c)    dAᵀ, upper
+  T* dA;     // (c, c)    (dY V'ᵀ) ⊙ M, lower (0 right of the diagonal)
   T* M;      // (c, c)    exp(G_i - G_j), lower
   T* eG;     // (c)
   T* beta;   // (c)
   T* g;      // (c)
+  T* arow;   // (c)       this head's gate pre-activations a, gathered from (B, T, H)
   T* kscale; // (c)       delta beta: k̃ = kscale phi(k)
   T* w;      // (c)       exp(G_C - G_j)
   T* dS;     // (F, EP)   gradient of the state leaving the current chunk
   T* dST;    // (E, FP)
   T* SpT;    // (E, FP)   S_prev transposed
-  T* QeT;    // (F, c)    (Q̂ ⊙ exp G)ᵀ
+  T* Qe;     // (c, F)    Q̂ ⊙ exp G (read transposed)
   T* Wp;     // (D, pad16(Dh)) this head's W, packed
   T* tmp;    // (c, max(FP, EP)) a diag-scaled copy for one product
   size_t carve(T* base, const RfaScratchDims& s) {
@@ -138,40 +137,36 @@ struct RfaBackwardScratch {
     k.take(dK, s.Cc * s.F);
     k.take(dV, s.Cc * s.E);
     k.take(dA, s.Cc * s.Cc);
-    k.take(PT, s.Cc * s.Cc);
-    k.take(dAT, s.Cc * s.Cc);
     k.take(M, s.Cc * s.Cc);
     k.take(eG, s.Cc);
     k.take(beta, s.Cc);
     k.take(g, s.Cc);
+    k.take(arow, s.Cc);
     k.take(kscale, s.Cc);
     k.take(w, s.Cc);
     k.take(dS, s.F * s.EP);
     k.take(dST, s.E * s.FP);
     k.take(SpT, s.E * s.FP);
-    k.take(QeT, s.F * s.Cc);
+    k.take(Qe, s.Cc * s.F);
     k.take(Wp, s.W);
     k.take(tmp, s.Cc * std::max(s.FP, s.EP));
     return k.taken();
   }
 };
 
-// The backward's part shared by all threads, before the slices.
+// The part shared by all threads, before the slices.
 template <typename T>
 struct RfaBackwardShared {
-  T* dsigma_parts;  // (B, H, Dh)        per (b, h) partial dsigma
-  T* da;            // (B, H, T)         gate pre-activation gradients
-  T* gate_parts;    // (threads, H, C+1) per-thread [dgate_w[h], dgate_b[h]] partial sums
-  // Feature gate: da is (B, T, H, F) and gate_parts unused (the gate's gradients are two
-  // gemms); gate_a (B, T, H, F) holds the forward's gate pre-activations when nothing is saved.
-  T* gate_a;
-  size_t carve(T* base, const RfaConfig& c, const AttentionDims& d, int threads) {
+  T* dsigma_parts;  // (B, H, Dh)        per (b, h) partial dsigma (the backward)
+  T* da;            // (B, T, H, W)      gate pre-activation gradients, the gate product's layout
+                    //                   (W = rfa_gate_width: 1 for the scalar gate, F for the feature gate)
+  T* gate_a;        // (B, T, H, W)      the forward's gate pre-activations when nothing is saved
+  size_t carve(T* base, const RfaConfig& c, const AttentionDims& d, int /*threads*/) {
     ScratchCarver<T> k(base);
     const size_t bh = static_cast<size_t>(d.B) * d.H;
     k.take(dsigma_parts, bh * d.Dh);
     k.take(da, bh * d.T * rfa_gate_width(c));
-    k.take(gate_parts, c.feature_gate ? 0 : static_cast<size_t>(threads) * d.H * (d.C() + 1));
-    k.take(gate_a, c.feature_gate ? bh * d.T * rfa_feature_count(c) : 0);
+    k.take(gate_a, c.gated ? bh * d.T * rfa_gate_width(c) : 0);
     return k.taken();
   }
 };

@@ -76,4 +76,19 @@ void checkpoint_tokenizer_verify(const std::string& dir, const TrainState& state
                                                                              tokenizer_path));
 }
 
+std::string checkpoint_tokenizer_path(const std::string& dir, const TrainState& state,
+                                      const std::string& path) {
+  const std::string copy = dir + "/" + kTokenizerFile;
+  checkpoint_tokenizer_verify(dir, state, path);
+  if (fs::exists(copy)) return copy;
+  if (state.tokenizer_xxh64.empty() || !fs::exists(path))
+    fail("checkpoint {} has no tokenizer.model and the tokenizer it was trained with cannot be identified "
+         "(tokenizer.path '{}'); copy the training tokenizer to {}/tokenizer.model",
+         dir, path, dir);
+  if (std::string actual = tokenizer_xxh64(path); actual != state.tokenizer_xxh64)
+    fail("checkpoint {} has no tokenizer.model and '{}' has checksum {}, not the {} recorded in training; {}", dir,
+         path, actual, state.tokenizer_xxh64, tokenizer_restore_advice(dir, state.tokenizer_xxh64, ""));
+  return path;
+}
+
 }  // namespace rfa

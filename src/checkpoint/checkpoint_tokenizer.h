@@ -28,4 +28,11 @@ std::string tokenizer_restore_advice(const std::string& dir, const std::string& 
 // the copy or the recorded checksum is absent.
 void checkpoint_tokenizer_verify(const std::string& dir, const TrainState& state, const std::string& tokenizer_path);
 
+// The tokenizer checkpoint `dir` was trained with, for training on from it (a resume, a
+// fine-tune): its own copy (verified as above), else `tokenizer_path` (the config's
+// tokenizer.path) if its checksum is the one state.json records. Throws Error otherwise,
+// naming where an intact copy is.
+std::string checkpoint_tokenizer_path(const std::string& dir, const TrainState& state,
+                                      const std::string& tokenizer_path);
+
 }  // namespace rfa

@@ -29,7 +29,10 @@ std::string state_fields(const TrainState& s) {
       s.format_version, s.step, s.seed, s.data_position, s.tokens_seen, json_number(s.wall_seconds),
       json_number(s.val_loss), json_number(s.best_val_loss), json_quote(s.tokenizer_xxh64), s.threads) +
          (s.ranks > 0 ? fmt::format(",\n  \"ranks\": {},\n  \"grad_accum\": {}", s.ranks, s.grad_accum) : "") +
-         (s.config_xxh64.empty() ? "" : fmt::format(",\n  \"config_checksum\": {}", json_quote(s.config_xxh64)));
+         (s.config_xxh64.empty() ? "" : fmt::format(",\n  \"config_checksum\": {}", json_quote(s.config_xxh64))) +
+         (s.init_from.empty() ? ""
+                              : fmt::format(",\n  \"init_from\": {},\n  \"init_from_step\": {},\n  \"init_from_checksum\": {}",
+                                            json_quote(s.init_from), s.init_from_step, json_quote(s.init_from_xxh64)));
 }
 
 std::string state_checksum(const TrainState& s) {
@@ -76,6 +79,14 @@ TrainState train_state_parse(std::string_view json, const std::string& source) {
       fail("{}: ranks {} and grad_accum {} must be >= 1", source, s.ranks, s.grad_accum);
   }
   if (const JsonValue* c = root.find("config_checksum")) s.config_xxh64 = c->as_string(what("config_checksum"));
+  if (const JsonValue* i = root.find("init_from")) {
+    s.init_from = i->as_string(what("init_from"));
+    s.init_from_step = field("init_from_step").as_int64(what("init_from_step"));
+    s.init_from_xxh64 = field("init_from_checksum").as_string(what("init_from_checksum"));
+    if (s.init_from.empty() || s.init_from_step < 0)
+      fail("{}: init_from '{}' must name the parent checkpoint and init_from_step {} be >= 0", source, s.init_from,
+           s.init_from_step);
+  }
   if (s.step < 0 || s.data_position < 0 || s.tokens_seen < 0) {
     fail("{}: step {}, data_position {} and tokens_seen {} must be >= 0", source, s.step, s.data_position,
          s.tokens_seen);

@@ -37,6 +37,12 @@ struct TrainState {
   // XXH64 of the checkpoint's config.yaml (key "config_checksum"; "" = not recorded, written
   // only when set): the saved config a resume trains with is otherwise unchecked text.
   std::string config_xxh64;
+  // A fine-tune (train.init_from, train/train_init.h): the parent checkpoint it started from,
+  // its step and the XXH64 of its model.safetensors (keys "init_from", "init_from_step",
+  // "init_from_checksum"; written only when init_from is set, so other files keep their checksum).
+  std::string init_from;
+  int64_t init_from_step = 0;
+  std::string init_from_xxh64;
 };
 
 // Pretty JSON, trailing newline; the last field, "checksum", is XXH64 over the canonical

@@ -9,6 +9,8 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/memory_check.h"
+#include "core/step_profile.h"
+#include "kernels/cpu_target.h"
 #include "model/memory_estimate.h"
 #include "model/model_flops.h"
 #include "tokenizer/tokenizer.h"
@@ -24,7 +26,54 @@ struct BenchOptions {
   ConfigOptions config;
   int steps = 20;
   int warmup = 3;
+  bool profile = false;
 };
+
+// --profile: where the step's time goes, kernel by kernel (core/step_profile.h), each
+// against its roof: the products against the measured sgemm peak, the hand-written
+// kernels against the measured FMA peak of this build's vectors; bandwidth-bound
+// kernels show the bytes they move instead. Rates per core are per second of CPU
+// time (the process's, inside the calls): what a kernel does with the cores while it
+// has them, which other processes on a shared machine do not change; wall-time
+// rates beside them.
+void bench_profile_report(const TrainBenchResult& r) {
+  const double steps = r.timed_steps;
+  log_info("bench", "profile over {} steps (mean {:.2f} ms/step), {} threads; roofs measured in this process: "
+           "FMA of this build's {}-float vectors {:.1f} GFLOP/s per core ({:.1f} over the pool by wall time), "
+           "sgemm {:.1f} per core ({:.1f} by wall time), y = a x + y over two {:.1f} MB buffers {:.1f} GB/s",
+           r.timed_steps, r.mean_ms, thread_count(), r.vector_floats, r.fma_peak_gflops_per_core, r.fma_peak_gflops,
+           r.gemm_peak_gflops_per_core, r.gemm_peak_gflops, r.bandwidth_bytes / 1e6, r.bandwidth_gbs);
+  log_info("bench", "  {:<19} {:>6} {:>8} {:>6} {:>8} {:>9} {:>7} {:>8} {:>6} {:>5}", "kernel", "calls", "ms",
+           "share", "CPU ms", "GF/core", "% peak", "MB", "GB/s", "% bw");
+  double accounted = 0;
+  for (int k = 0; k < kProfiledKernels; ++k) {
+    const ProfileRow& row = r.profile[size_t(k)];
+    if (row.calls == 0) continue;
+    const double ms = row.ms / steps;
+    accounted += ms;
+    const bool product = static_cast<ProfiledKernel>(k) == ProfiledKernel::gemm;
+    const double roof = product ? r.gemm_peak_gflops_per_core : r.fma_peak_gflops_per_core;
+    const double per_core = row.cpu_ms > 0 ? row.flop / (row.cpu_ms * 1e6) : 0;
+    const bool counted = row.flop > 0 && row.cpu_ms > 0;
+    const double gbs = row.ms > 0 ? row.bytes / (row.ms * 1e6) : 0;
+    const bool moved = row.bytes > 0 && row.ms > 0 && !product;  // the products are bound by their FLOPs
+    log_info("bench", "  {:<19} {:>6.1f} {:>8.2f} {:>5.1f}% {:>8.2f} {:>9} {:>7} {:>8} {:>6} {:>5}",
+             profiled_kernel_name(static_cast<ProfiledKernel>(k)), double(row.calls) / steps, ms,
+             100 * ms / r.mean_ms, row.cpu_ms / steps, counted ? fmt::format("{:.1f}", per_core) : "-",
+             counted && roof > 0 ? fmt::format("{:.0f}%", 100 * per_core / roof) : "-",
+             row.bytes > 0 ? fmt::format("{:.1f}", row.bytes / steps / 1e6) : "-",
+             moved ? fmt::format("{:.1f}", gbs) : "-",
+             moved && r.bandwidth_gbs > 0 ? fmt::format("{:.0f}%", 100 * gbs / r.bandwidth_gbs) : "-");
+  }
+  const double other = r.mean_ms - accounted;
+  log_info("bench", "  {:<19} {:>6} {:>8.2f} {:>5.1f}%  (the rest of the step: batch, loss sums, stop polls)", "other",
+           "", other, 100 * other / r.mean_ms);
+  log_info("bench", "  GF/core: GFLOP per CPU-second inside the calls; % peak: that against the per-core roof (sgemm's "
+           "for gemm, the FMA's for the rest); GB/s by wall time, % bw against the y = a x + y roof");
+  if (r.gemm_peak_gflops_per_core > 1.15 * r.fma_peak_gflops_per_core && r.vector_floats >= 16)
+    log_warn("bench", "sgemm ran {:.1f} GFLOP/s per core, above the FMA peak {:.1f} of the same vectors: the FMA "
+             "probe is wrong", r.gemm_peak_gflops_per_core, r.fma_peak_gflops_per_core);
+}
 
 void bench_train(Config config, const BenchOptions& o) {
   if (config.model.vocab_size == 0) {
@@ -42,7 +91,8 @@ void bench_train(Config config, const BenchOptions& o) {
            enum_name(spec.attention.kind), enum_name(config.train.precision), spec.L, spec.C, spec.H, T, spec.V, B,
            config.train.grad_accum,
            table.count(), table.size() * 4.0 / 1e6, thread_count(), o.steps, o.warmup);
-  TrainBenchResult r = train_bench(config, o.steps, o.warmup);
+  log_info("bench", "kernels: {}", cpu_target_description());
+  TrainBenchResult r = train_bench(config, o.steps, o.warmup, o.profile);
   FlopCount f = model_train_flops(spec, int64_t(B) * config.train.grad_accum * r.ranks, T);
   log_info("bench", "median {:.2f} ms/step (min {:.2f}): forward {:.2f}, backward {:.2f}, optimizer {:.2f}",
            r.median_ms, r.min_ms, r.median_forward_ms, r.median_backward_ms, r.median_optimizer_ms);
@@ -67,6 +117,7 @@ void bench_train(Config config, const BenchOptions& o) {
              r.gemm_bf16_peak_gflops, r.gemm_bf16_peak_gflops / r.gemm_peak_gflops);
   log_info("bench", "memory: activation arena {}, AdamW m+v {}, peak RSS {}", bytes_text(double(r.activation_bytes)),
            bytes_text(double(r.optimizer_bytes)), bytes_text(double(r.peak_rss_bytes)));
+  if (r.profiled) bench_profile_report(r);
 }
 
 }  // namespace
@@ -79,6 +130,8 @@ void register_bench_command(CLI::App& app, CommandAction& action) {
   config_options_add(*train, o->config);
   train->add_option("--steps", o->steps, "Timed steps")->capture_default_str()->check(cli_integer<int>(1));
   train->add_option("--warmup", o->warmup, "Untimed steps first")->capture_default_str()->check(cli_integer<int>(0));
+  train->add_flag("--profile", o->profile,
+                  "Also time each kernel of the step (ms, GFLOP/s against the measured FMA and sgemm peaks, GB/s)");
   train->callback([&action, o] {
     action = [o] {
       std::optional<Config> config = config_options_load(o->config);

@@ -1,6 +1,7 @@
 #include "cli/config_options.h"
 
 #include <cstdio>
+#include <utility>
 
 #include "config/config_load.h"
 
@@ -15,13 +16,19 @@ void config_options_add(CLI::App& command, ConfigOptions& options) {
   command.add_flag("--dump-config", options.dump, "Print the merged config as YAML and exit");
 }
 
-std::optional<Config> config_options_load(const ConfigOptions& options) {
-  Config config = config_load(options.path, options.sets);
-  if (!options.dump) return config;
-  std::string dump = config_dump(config);
+std::optional<ConfigLoaded> config_options_load_with_origins(const ConfigOptions& options) {
+  ConfigLoaded loaded = config_load_with_origins(options.path, options.sets);
+  if (!options.dump) return loaded;
+  std::string dump = config_dump(loaded.config);
   std::fwrite(dump.data(), 1, dump.size(), stdout);
   std::fflush(stdout);
   return std::nullopt;
+}
+
+std::optional<Config> config_options_load(const ConfigOptions& options) {
+  std::optional<ConfigLoaded> loaded = config_options_load_with_origins(options);
+  if (!loaded) return std::nullopt;
+  return std::move(loaded->config);
 }
 
 }  // namespace rfa

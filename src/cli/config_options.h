@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/config_load.h"
 
 namespace rfa {
 
@@ -34,5 +35,7 @@ void config_options_add(CLI::App& command, ConfigOptions& options);
 // The merged, validated Config (throws rfa::Error). With --dump-config it
 // prints the dump to stdout and returns nullopt: the command has nothing more to do.
 std::optional<Config> config_options_load(const ConfigOptions& options);
+// The same, with where each given key came from (config_load_with_origins).
+std::optional<ConfigLoaded> config_options_load_with_origins(const ConfigOptions& options);
 
 }  // namespace rfa

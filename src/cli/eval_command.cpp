@@ -1,8 +1,15 @@
 // rfa eval perplexity RUN_OR_CHECKPOINT [--data FILE | --split val|train] [--max-tokens N] [--json]
-//   [--stride S] [--window W] [--segment N] [--tokens FILE]
-// Mean NLL per token, perplexity and bits per byte of the original text.
+//   [--stride S] [--window W] [--segment N] [--tokens FILE] [--format F]
+// Mean NLL per token, perplexity and bits per byte of the original text. Data of a JSON Lines
+// format (the run's data.format, or --format): jsonl documents joined by EOS as one text (EOS
+// counted like any token); instruction examples (alpaca, prompt_completion) each scored alone,
+// the mean NLL that of the response tokens, the prompt's beside it (eval/example_nll.h).
+#include <unistd.h>
+
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,9 +21,14 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "data/token_file.h"
+#include "data/data_setup.h"
+#include "data/token_file_documents.h"
 #include "data/token_file_format.h"
+#include "eval/example_nll.h"
+#include "train/dpo.h"
 #include "eval/perplexity.h"
 #include "model/model_load.h"
+#include "core/timer.h"
 #include "tokenizer/text_check.h"
 
 namespace rfa {
@@ -29,15 +41,39 @@ struct EvalArgs {
   std::string tokens_path;  // "" = the config's data.tokens
   int64_t max_tokens = 0;
   bool json = false;
+  std::string format;  // "" = the run's data.format
   PerplexityOptions options;
 };
 
-// The evaluated tokens and the bytes of text they stand for.
+// The evaluated tokens and the bytes of text they stand for; or, for instruction data, the
+// examples (over the token file that holds them).
 struct EvalText {
   std::vector<int32_t> tokens;
   int64_t bytes = 0;
   std::string source;
+  std::optional<TokenFile> file;
+  std::optional<ExampleSet> examples;
 };
+
+DataFormat format_of(const EvalArgs& a, const LoadedModel& m) {
+  if (a.format.empty()) return m.config.data.format;
+  DataFormat f;
+  if (!enum_parse(a.format, &f)) fail("--format {} is not one of {}", a.format, enum_choices(DataFormat{}));
+  return f;
+}
+
+// A --data file of a JSON Lines format, encoded as `rfa data prepare` would (every document,
+// no validation split) into a temporary token file, opened and unlinked at once.
+TokenFile documents_encode(const std::string& path, DataFormat format, const LoadedModel& m) {
+  const std::string temp = (std::filesystem::temp_directory_path() /
+                            fmt::format("rfa-eval-{}-{}.tokens", ::getpid(), std::filesystem::path(path).filename().string()))
+                               .string();
+  token_file_prepare_documents(corpus_source(path, format, m.config.data.prompt_template), *m.tokenizer, temp, 0.0);
+  TokenFile file = TokenFile::open(temp, *m.tokenizer);
+  std::error_code ec;
+  std::filesystem::remove(temp, ec);  // the mapping keeps it readable
+  return file;
+}
 
 int64_t bytes_of(const Tokenizer& tok, const std::vector<int32_t>& ids) {
   int64_t n = 0;
@@ -48,6 +84,9 @@ int64_t bytes_of(const Tokenizer& tok, const std::vector<int32_t>& ids) {
 EvalText text_load(const EvalArgs& a, const LoadedModel& m) {
   EvalText t;
   const Tokenizer& tok = *m.tokenizer;
+  const DataFormat format = format_of(a, m);
+  DataConfig data = m.config.data;
+  data.format = format;
   if (!a.data.empty()) {
     const std::string text = file_read_user_text(a.data, "--data");
     // SentencePiece would encode any bytes (invalid UTF-8 as byte tokens) and give a perplexity of noise.
@@ -56,9 +95,14 @@ EvalText text_load(const EvalArgs& a, const LoadedModel& m) {
            a.data);
     if (text.empty()) fail("--data {} is empty; give a UTF-8 text file", a.data);
     text_check(text, a.data, "--data file");
-    t.tokens = tok.encode(text);
-    t.bytes = static_cast<int64_t>(text.size());
     t.source = a.data;
+    if (format == DataFormat::text) {
+      t.tokens = tok.encode(text);
+      t.bytes = static_cast<int64_t>(text.size());
+    } else {
+      t.file.emplace(documents_encode(a.data, format, m));
+      t.source += fmt::format(" ({}, {} documents)", enum_name(format), t.file->documents().size());
+    }
   } else {
     if (a.split != "val" && a.split != "train") fail("--split {} is not one of val|train", a.split);
     const std::string path = a.tokens_path.empty() ? config_tokens_path(m.config.data) : a.tokens_path;
@@ -66,11 +110,21 @@ EvalText text_load(const EvalArgs& a, const LoadedModel& m) {
       fail("token file '{}' (data.tokens of the checkpoint's config) does not exist here; run from the training "
            "directory, pass --tokens FILE, or evaluate a text with --data FILE",
            path);
-    TokenFile file = TokenFile::open(path, tok);  // checks it was made by this tokenizer
-    TokenSplit split = a.split == "val" ? file.val() : file.train();
+    t.file.emplace(TokenFile::open(path, tok));  // checks it was made by this tokenizer
+    token_file_format_require(*t.file, data);
+    t.source = fmt::format("{} ({} split)", path, a.split);
+  }
+  if (t.file && (config_supervised(data) || config_preference(data))) {  // the examples of the split (or --data)
+    const TokenFile& f = *t.file;
+    const int64_t split = a.data.empty() ? f.header().split_document : f.documents().size();
+    const bool val = a.data.empty() && a.split == "val";
+    t.examples = ExampleSet{f.all(), f.documents(), val ? split : 0, val ? f.documents().size() - split : split};
+    return t;
+  }
+  if (t.file) {
+    const TokenSplit split = !a.data.empty() ? t.file->all() : a.split == "val" ? t.file->val() : t.file->train();
     t.tokens = split.to_vector();
     t.bytes = split.bytes();
-    t.source = fmt::format("{} ({} split)", path, a.split);
   }
   if (a.max_tokens > 0 && static_cast<int64_t>(t.tokens.size()) > a.max_tokens) {
     t.tokens.resize(static_cast<size_t>(a.max_tokens));
@@ -80,10 +134,61 @@ EvalText text_load(const EvalArgs& a, const LoadedModel& m) {
   return t;
 }
 
+// Instruction examples: the response NLL as mean NLL, the prompt's beside it.
+void report_examples(const EvalArgs& a, const LoadedModel& m, const EvalText& text) {
+  if (a.max_tokens > 0) fail("--max-tokens {} applies to a text; instruction examples are scored whole", a.max_tokens);
+  log_info("eval", "{}: {} examples, each scored alone (examples longer than model.context_length + 1 = {} tokens "
+           "skipped, as in training)", text.source, text.examples->count, m.config.model.context_length + 1);
+  Timer clock;
+  const bool pairs = format_of(a, m) == DataFormat::preference;
+  std::vector<double> logprobs;
+  const ExampleNll r = examples_evaluate(*m.model, *text.examples, a.options.precision, pairs ? &logprobs : nullptr);
+  // Preference pairs: the share the model prefers the chosen answer in, and the mean margin (the
+  // DPO loss needs the run's reference model: the trainer logs it as val_loss).
+  DpoScores s;
+  if (pairs) s = dpo_scores(logprobs, std::vector<double>(logprobs.size(), 0.0), 1.0);
+  if (r.examples == 0)
+    fail("none of the {} examples of {} fits model.context_length + 1 = {} tokens; nothing was scored",
+         text.examples->count, text.source, m.config.model.context_length + 1);
+  const double seconds = clock.seconds();
+  const char* kind = enum_name(m.model->spec.attention.kind);
+  if (a.json) {
+    std::printf("{\"checkpoint\": %s, \"step\": %lld, \"attention\": %s, \"source\": %s, \"method\": %s, "
+                "\"examples\": %lld, \"skipped\": %lld, \"tokens\": %lld, \"prompt_tokens\": %lld, \"mean_nll\": %s, "
+                "\"perplexity\": %s, \"prompt_nll\": %s%s, \"seconds\": %s}\n",
+                json_quote(m.checkpoint_dir).c_str(), static_cast<long long>(m.step), json_quote(kind).c_str(),
+                json_quote(text.source).c_str(), json_quote("each example alone; response tokens").c_str(),
+                static_cast<long long>(r.examples), static_cast<long long>(r.too_long),
+                static_cast<long long>(r.response_tokens), static_cast<long long>(r.prompt_tokens),
+                json_number(r.response_mean()).c_str(), json_number(std::exp(r.response_mean())).c_str(),
+                json_number(r.prompt_mean()).c_str(),
+                pairs ? fmt::format(", \"pairs\": {}, \"pair_accuracy\": {}, \"margin\": {}", s.pairs,
+                                    json_number(s.accuracy), json_number(s.margin)).c_str()
+                      : "",
+                json_number(seconds).c_str());
+  } else {
+    std::printf("checkpoint     %s (step %lld, %s)\n", m.checkpoint_dir.c_str(), static_cast<long long>(m.step), kind);
+    std::printf("text           %s\n", text.source.c_str());
+    std::printf("method         each example alone from an empty state; %lld scored, %lld too long skipped\n",
+                static_cast<long long>(r.examples), static_cast<long long>(r.too_long));
+    std::printf("response NLL   %.5f nats/token over %lld response tokens (EOS included)\n", r.response_mean(),
+                static_cast<long long>(r.response_tokens));
+    std::printf("perplexity     %.4f (of the responses)\n", std::exp(r.response_mean()));
+    std::printf("prompt NLL     %.5f nats/token over %lld prompt tokens\n", r.prompt_mean(),
+                static_cast<long long>(r.prompt_tokens));
+    if (pairs)
+      std::printf("pairs          %lld: the chosen answer preferred in %.1f%%, mean margin %.4f nats\n",
+                  static_cast<long long>(s.pairs), 100 * s.accuracy, s.margin);
+    std::printf("time           %.1f s\n", seconds);
+  }
+  std::fflush(stdout);
+}
+
 void run_eval(const EvalArgs& a) {
   if (a.max_tokens < 0) fail("--max-tokens {} must be >= 0 (0 = all)", a.max_tokens);
   LoadedModel m = model_load(a.model, a.options.precision);
   EvalText text = text_load(a, m);
+  if (text.examples) return report_examples(a, m, text);
   log_info("eval", "{}: {} tokens, {} bytes", text.source, text.tokens.size(), text.bytes);
   PerplexityResult r = perplexity_evaluate(*m.model, text.tokens, text.bytes, a.options);
   const char* kind = enum_name(m.model->spec.attention.kind);
@@ -139,6 +244,9 @@ void register_eval_command(CLI::App& app, CommandAction& action) {
       ->capture_default_str()
       ->check(cli_integer<int64_t>(0));
   cmd->add_flag("--json", args->json, "Print one JSON object instead of a table");
+  cmd->add_option("--format", args->format,
+                  "What --data (or the token file) holds: text|jsonl|alpaca|prompt_completion (default: the run's "
+                  "data.format); alpaca and prompt_completion score each example's response");
   cmd->add_option("--stride", args->options.stride, "Sliding-window advance (0 = window / 2)")
       ->capture_default_str()
       ->check(cli_integer<int>(0));

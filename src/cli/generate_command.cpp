@@ -1,6 +1,8 @@
 // rfa generate RUN_OR_CHECKPOINT --prompt TEXT | --prompt-file FILE [-n N] [--temperature T]
 //   [--top-k K] [--top-p P] [--seed S] [--greedy] [--num-samples N] [--window W] [--save-state F] [--load-state F]
-// Tokens stream to stdout as they are produced; statistics go to stderr at the end.
+//   [--ignore-eos] [--instruction TEXT [--input TEXT] [--template T]]
+// Tokens stream to stdout as they are produced; a sample ends after -n tokens or at the
+// tokenizer's end-of-sequence token (unless --ignore-eos); statistics go to stderr at the end.
 #include <cstdio>
 #include <limits>
 #include <string>
@@ -17,6 +19,7 @@
 #include "core/parallel.h"
 #include "decode/decode_memory.h"
 #include "decode/decoder_state_io.h"
+#include "data/prompt_template.h"
 #include "decode/generate.h"
 #include "model/model_load.h"
 
@@ -35,7 +38,36 @@ struct GenerateArgs {
   std::string save_state;
   std::string load_state;
   Precision precision = Precision::fp32;
+  bool ignore_eos = false;  // generate -n tokens even past an end-of-sequence token
+  std::string instruction;  // rendered with the run's template into the prompt (docs/fine-tuning.md)
+  std::string input;
+  std::string prompt_template;  // --template; "" = the run's data.template
 };
+
+// The prompt --instruction and --input stand for: the template of the run's instruction data
+// (alpaca: data.template, or --template; prompt_completion: the instruction verbatim, its
+// prompt); for a model not tuned on instructions, --template (default alpaca), with a note.
+std::string instruction_prompt(const GenerateArgs& a, const Config& config) {
+  if (!a.prompt.empty() || !a.prompt_file.empty())
+    fail("--instruction renders the prompt from the run's template; drop --prompt / --prompt-file");
+  if (a.instruction.empty()) fail("--input {} needs --instruction: the input completes an instruction", a.input);
+  const DataFormat format = config.data.format;
+  if (format == DataFormat::prompt_completion) {
+    if (!a.input.empty() || !a.prompt_template.empty())
+      fail("this run was tuned on prompt_completion data, whose prompt is used as written: put everything in "
+           "--instruction (no --input, no --template)");
+    return a.instruction;
+  }
+  PromptTemplate t = format == DataFormat::alpaca ? config.data.prompt_template : PromptTemplate::alpaca;
+  if (!a.prompt_template.empty() && !enum_parse(a.prompt_template, &t))
+    fail("--template {} is not one of {}", a.prompt_template, enum_choices(PromptTemplate{}));
+  if (format == DataFormat::preference)
+    log_info("generate", "a preference run's prompts are its data's own; rendering the {} template", enum_name(t));
+  else if (format != DataFormat::alpaca)
+    log_info("generate", "the model was trained on data.format {}, not instruction examples; rendering the {} "
+             "template anyway", enum_name(format), enum_name(t));
+  return prompt_render(t, a.instruction, a.input);
+}
 
 std::string bytes_human(int64_t bytes) {
   if (bytes < 1024) return fmt::format("{} B", bytes);
@@ -51,7 +83,10 @@ void run_generate(const GenerateArgs& a) {
   LoadedModel loaded = model_load(a.model, a.precision);
   Model<float>& model = *loaded.model;
   const Tokenizer& tok = *loaded.tokenizer;
-  const std::string text = a.prompt_file.empty() ? a.prompt : file_read_user_text(a.prompt_file, "--prompt-file");
+  const bool instructed = !a.instruction.empty() || !a.input.empty();
+  const std::string text = instructed               ? instruction_prompt(a, loaded.config)
+                           : a.prompt_file.empty() ? a.prompt
+                                                   : file_read_user_text(a.prompt_file, "--prompt-file");
   const std::vector<int32_t> prompt = tok.encode(text);
   if (prompt.empty() && a.load_state.empty())
     fail("the prompt is empty; give --prompt TEXT or --prompt-file FILE (the model has no start token)");
@@ -93,6 +128,8 @@ void run_generate(const GenerateArgs& a) {
   const std::string checksum = (a.save_state.empty() && a.load_state.empty()) ? "" : model_checksum(model);
 
   GenerateStats total;
+  int stopped = 0;  // samples that ended at EOS
+  const int32_t stop = a.ignore_eos ? -1 : tok.eos_id();
   for (int sample = 0; sample < a.num_samples; ++sample) {
     dec.reset();
     if (!a.load_state.empty()) {
@@ -100,13 +137,14 @@ void run_generate(const GenerateArgs& a) {
       log_info("generate", "continuing from {} at position {}", a.load_state, dec.position());
     }
     if (sample > 0) std::fputs("\n---------------\n", stdout);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (!instructed) std::fwrite(text.data(), 1, text.size(), stdout);  // an instruction's response alone
     std::fflush(stdout);
     GenerateStats st = generate(dec, sampler, prompt, a.max_new_tokens, static_cast<uint64_t>(sample), [&](int32_t id) {
       const std::string piece = tok.decode_token(id);  // short: no heap allocation (SSO)
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
-    });
+    }, stop);
+    stopped += st.stopped;
     total.prompt_tokens += st.prompt_tokens;
     total.prefill_seconds += st.prefill_seconds;
     total.generated += st.generated;
@@ -127,6 +165,9 @@ void run_generate(const GenerateArgs& a) {
   log_info("generate", "generated: {} tokens in {} sample(s), {:.0f} tokens/s, {:.3f} ms/token", total.generated,
            a.num_samples, total.generated / std::max(total.decode_seconds, 1e-9),
            total.decode_seconds * 1e3 / std::max<int64_t>(total.generated, 1));
+  if (stop >= 0)
+    log_info("generate", "{} of {} sample(s) stopped at the end-of-sequence token (id {}) before -n {}{}", stopped,
+             a.num_samples, stop, a.max_new_tokens, stopped > 0 ? "; --ignore-eos generates past it" : "");
   if (!attention_state_grows(model.spec.attn))
     log_info("generate", "state: {} ({} recurrent state, fixed size whatever the length)",
              bytes_human(total.state_bytes), kind);
@@ -175,6 +216,17 @@ void register_generate_command(CLI::App& app, CommandAction& action) {
       ->check(cli_integer<int>(0));
   cmd->add_option("--save-state", args->save_state, "After generating, save the RFA state to this file");
   cmd->add_option("--load-state", args->load_state, "Continue from a state saved with --save-state");
+  auto* instruction = cmd->add_option(
+      "--instruction", args->instruction,
+      "Instruction for a model tuned on instruction data: rendered with the run's template (alpaca: data.template; "
+      "prompt_completion: as written) into the prompt; only the response is printed");
+  instruction->excludes(prompt)->excludes(file);
+  cmd->add_option("--input", args->input, "The instruction's input (alpaca template), if any")->needs(instruction);
+  cmd->add_option("--template", args->prompt_template,
+                  "With --instruction: alpaca|alpaca_short instead of the run's data.template")
+      ->needs(instruction);
+  cmd->add_flag("--ignore-eos", args->ignore_eos,
+                "Generate all -n tokens: do not stop at the end-of-sequence token (a sampled one prints nothing)");
   cli_add_precision(*cmd, args->precision);
   cmd->callback([args, &action] { action = [args] { run_generate(*args); }; });
 }

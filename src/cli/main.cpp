@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "dist/dist.h"
+#include "kernels/cpu_target.h"
 
 namespace {
 
@@ -121,7 +122,8 @@ int main(int argc, char** argv) {
   // MPI only under an MPI launcher (dist/dist.h); without one, one rank and no MPI.
   DistScope dist(&argc, &argv);
   CLI::App app{"rfa: train, evaluate and sample Random Feature Attention language models on the CPU"};
-  app.set_version_flag("--version", std::string("rfa ") + RFA_VERSION);
+  app.set_version_flag("--version", std::string("rfa ") + RFA_VERSION + ", kernels for " + cpu_target_name() + " (" +
+                                        cpu_target_vectors() + ")");
   app.require_subcommand(1);
 
   int threads = 0;
@@ -152,6 +154,7 @@ int main(int argc, char** argv) {
     log_file_check(log_file);
     // Rank 0 speaks for the run; the other ranks report only their errors.
     log_setup(dist_is_root() ? log_level_parse(log_level) : LogLevel::error, dist_is_root() ? log_file : "");
+    cpu_target_apply();  // before any kernel: refuses a CPU without the build's instructions
     thread_count_set(threads_default(threads));
     single_process_check(chosen_command(app));
     if (action) action();

@@ -6,6 +6,7 @@
 // drives reading, validation, dump and the README table).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace rfa {
 
@@ -16,6 +17,12 @@ enum class TokenizerKind { bpe, unigram, character };
 enum class Precision { fp32, bf16 };  // of the matrix products (docs/bf16.md)
 enum class GateKind { scalar, feature };       // rfa_gate: one gate per head, or one per state feature
 enum class TimeDiscountKind { none, log };     // RFA kinds: the feature written at position t scaled by log(t + c)
+// data.format: one text; JSON Lines documents {"text"}; instruction examples; preference pairs (DPO)
+// (docs/fine-tuning.md).
+enum class DataFormat { text, jsonl, alpaca, prompt_completion, preference };
+enum class DocumentBoundaries { none, reset };  // attention across a document's start: runs on, or restarts
+enum class Packing { pad, pack };               // instruction examples: one per row, or several
+enum class PromptTemplate { alpaca, alpaca_short };  // how an alpaca example's instruction and input become a prompt
 
 struct ModelConfig {
   int vocab_size = 0;        // V; 0 = take it from the tokenizer
@@ -66,6 +73,11 @@ struct DataConfig {
   std::string corpus = "data/kjv.txt";
   std::string tokens = "";          // prepared token file; "" = corpus path with ".tokens" appended
   double val_fraction = 0.1;        // last fraction of the tokens is the validation split
+  DataFormat format = DataFormat::text;
+  DocumentBoundaries document_boundaries = DocumentBoundaries::none;
+  Packing packing = Packing::pad;
+  PromptTemplate prompt_template = PromptTemplate::alpaca;  // key data.template
+  bool train_on_prompt = false;     // instruction examples: the loss covers the prompt too, not only the response
 
   friend bool operator==(const DataConfig&, const DataConfig&) = default;
 };
@@ -82,6 +94,8 @@ struct TrainConfig {
   bool stateful = false;      // contiguous streams, each RFA layer's state carried across steps (data/stream_sampler.h)
   int stateful_redraw = 0;    // stateful: 0 = the fixed random features; K = a draw per K steps, states reset at each
   Precision precision = Precision::fp32;  // bf16: the matrix products read bf16 copies (docs/bf16.md)
+  std::string init_from = "";  // a run or checkpoint whose weights start this run (train/train_init.h); "" = random
+  double dpo_beta = 0.1;       // data.format preference: DPO's beta (train/dpo.h)
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };
@@ -130,14 +144,26 @@ inline int config_ffn_hidden(const ModelConfig& m) {
 inline const std::string& config_tokenizer_corpus(const Config& c) {
   return c.tokenizer.corpus.empty() ? c.data.corpus : c.tokenizer.corpus;
 }
-// The prepared token file; "" means next to the corpus.
-inline std::string config_tokens_path(const DataConfig& d) {
-  return d.tokens.empty() ? d.corpus + ".tokens" : d.tokens;
-}
-// The tokenizer model file; "" means next to the corpus it trains on, named after it, the kind and
-// the vocab: data/kjv.txt -> data/kjv-bpe2048.model. A tokenizer then follows the corpus as the
-// token file does, and another corpus (or kind, or vocab) never reuses it. (config_paths.cpp)
+// The paths of a corpus (data.corpus, tokenizer.corpus): the text split at each ','.
+std::vector<std::string> config_corpus_paths(const std::string& corpus);
+// The files a config derives when their key is "" (config_paths.cpp), named after the corpus:
+// a file's beside it, a directory's beside the directory (never inside, where they would join
+// the corpus: data/books/ -> data/books...), a list's beside its first path.
+// The prepared token file: the corpus path + ".tokens" (a list must name it: config_validate).
+std::string config_tokens_path(const DataConfig& d);
+// The tokenizer model file, named after the corpus it trains on (tokenizer.corpus, else
+// data.corpus), the kind and the vocab: data/kjv.txt -> data/kjv-bpe2048.model, data/books/ ->
+// data/books-bpe2048.model, a list data/a.txt,data/b.txt,c.txt -> data/a+2-bpe2048.model (+N:
+// the N paths after the first). A tokenizer then follows the corpus as the token file does, and
+// another corpus (or kind, or vocab) gets its own; one that was trained on another corpus than
+// the configured one (two lists alike in first path and length) warns (data/data_setup.h).
 std::string config_tokenizer_path(const Config& c);
+// alpaca and prompt_completion: (prompt, response) examples, the loss on the response.
+inline bool config_supervised(const DataConfig& d) {
+  return d.format == DataFormat::alpaca || d.format == DataFormat::prompt_completion;
+}
+// preference: (prompt, chosen, rejected) pairs, trained by DPO against the --init-from model.
+inline bool config_preference(const DataConfig& d) { return d.format == DataFormat::preference; }
 inline PositionKind config_positions(const AttentionConfig& a) {
   if (a.positions != PositionKind::automatic) return a.positions;
   return a.kind == AttentionKind::softmax ? PositionKind::rope : PositionKind::none;

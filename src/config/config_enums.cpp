@@ -15,6 +15,16 @@ constexpr EnumName<Precision> kPrecisions[] = {{Precision::fp32, "fp32"}, {Preci
 constexpr EnumName<GateKind> kGateKinds[] = {{GateKind::scalar, "scalar"}, {GateKind::feature, "feature"}};
 constexpr EnumName<TimeDiscountKind> kTimeDiscounts[] = {{TimeDiscountKind::none, "none"},
                                                          {TimeDiscountKind::log, "log"}};
+constexpr EnumName<DataFormat> kDataFormats[] = {{DataFormat::text, "text"},
+                                                 {DataFormat::jsonl, "jsonl"},
+                                                 {DataFormat::alpaca, "alpaca"},
+                                                 {DataFormat::prompt_completion, "prompt_completion"},
+                                                 {DataFormat::preference, "preference"}};
+constexpr EnumName<DocumentBoundaries> kBoundaries[] = {{DocumentBoundaries::none, "none"},
+                                                        {DocumentBoundaries::reset, "reset"}};
+constexpr EnumName<Packing> kPackings[] = {{Packing::pad, "pad"}, {Packing::pack, "pack"}};
+constexpr EnumName<PromptTemplate> kTemplates[] = {{PromptTemplate::alpaca, "alpaca"},
+                                                   {PromptTemplate::alpaca_short, "alpaca_short"}};
 
 }  // namespace
 
@@ -25,5 +35,9 @@ std::span<const EnumName<TokenizerKind>> enum_names(TokenizerKind) { return kTok
 std::span<const EnumName<Precision>> enum_names(Precision) { return kPrecisions; }
 std::span<const EnumName<GateKind>> enum_names(GateKind) { return kGateKinds; }
 std::span<const EnumName<TimeDiscountKind>> enum_names(TimeDiscountKind) { return kTimeDiscounts; }
+std::span<const EnumName<DataFormat>> enum_names(DataFormat) { return kDataFormats; }
+std::span<const EnumName<DocumentBoundaries>> enum_names(DocumentBoundaries) { return kBoundaries; }
+std::span<const EnumName<Packing>> enum_names(Packing) { return kPackings; }
+std::span<const EnumName<PromptTemplate>> enum_names(PromptTemplate) { return kTemplates; }
 
 }  // namespace rfa

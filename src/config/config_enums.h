@@ -21,6 +21,10 @@ std::span<const EnumName<TokenizerKind>> enum_names(TokenizerKind);
 std::span<const EnumName<Precision>> enum_names(Precision);
 std::span<const EnumName<GateKind>> enum_names(GateKind);
 std::span<const EnumName<TimeDiscountKind>> enum_names(TimeDiscountKind);
+std::span<const EnumName<DataFormat>> enum_names(DataFormat);
+std::span<const EnumName<DocumentBoundaries>> enum_names(DocumentBoundaries);
+std::span<const EnumName<Packing>> enum_names(Packing);
+std::span<const EnumName<PromptTemplate>> enum_names(PromptTemplate);
 
 // "rfa_gate" for AttentionKind::rfa_gate; usable in log lines.
 template <typename E>

@@ -21,6 +21,8 @@ namespace {
 
 constexpr ConfigAllowed kAny{};
 constexpr ConfigAllowed kNonEmpty{.non_empty = true};
+constexpr ConfigAllowed kPaths{.list = true};  // "a,b", or a YAML sequence of them
+constexpr ConfigAllowed kNonEmptyPaths{.non_empty = true, .list = true};
 constexpr ConfigAllowed at_least(double v) { return {.min = v}; }
 constexpr ConfigAllowed above(double v) { return {.min = v, .min_open = true}; }
 constexpr ConfigAllowed in_range(double lo, double hi) { return {.min = lo, .max = hi}; }  // [lo, hi]
@@ -57,17 +59,38 @@ const ConfigKey kKeys[] = {
 
     {RFA_FIELD(tokenizer, path), kAny,
      "SentencePiece model file, trained from the corpus when missing; \"\" = next to the corpus, named after it, "
-     "the kind and the vocab (data/kjv.txt: data/kjv-bpe2048.model)"},
+     "the kind and the vocab (data/kjv.txt: data/kjv-bpe2048.model; a directory data/books/: beside it, "
+     "data/books-bpe2048.model; a list data/a.txt,b.txt: beside its first path, data/a+1-bpe2048.model); a fine-tune "
+     "(train.init_from) uses its parent's"},
     {RFA_FIELD(tokenizer, kind), kAny, "SentencePiece model type"},
     {RFA_FIELD(tokenizer, vocab_size), in_range(kTokenizerMinVocab, kMaxVocab),
      "V to train, with 3 control + 256 byte tokens; char: an upper bound"},
-    {RFA_FIELD(tokenizer, corpus), kAny, "training text; \"\" = data.corpus"},
+    {RFA_FIELD(tokenizer, corpus), kPaths,
+     "training text: a file, a directory or several (as data.corpus; read as text); \"\" = data.corpus"},
     {RFA_FIELD(tokenizer, max_sentences), at_least(1), "SentencePiece input_sentence_size"},
     {RFA_FIELD(tokenizer, character_coverage), kUpperUnit, "SentencePiece character_coverage"},
 
-    {RFA_FIELD(data, corpus), kNonEmpty, "UTF-8 text corpus"},
-    {RFA_FIELD(data, tokens), kAny, "prepared token file; \"\" = the corpus path + .tokens"},
-    {RFA_FIELD(data, val_fraction), kOpenUnit, "the last fraction of the tokens is the validation split"},
+    {RFA_FIELD(data, corpus), kNonEmptyPaths,
+     "the corpus: a file, a directory (its files, by name) or several of either, separated by commas or as a YAML "
+     "list"},
+    {RFA_FIELD(data, tokens), kAny,
+     "prepared token file; \"\" = the corpus path + .tokens (a directory's beside it; a list must name one)"},
+    {RFA_FIELD(data, val_fraction), kOpenUnit,
+     "the last fraction of the tokens (text) or of the documents (other formats) is the validation split"},
+    {RFA_FIELD(data, format), kAny,
+     "text: UTF-8 text, files joined by EOS; jsonl: {\"text\"} documents; alpaca: {\"instruction\",\"input\",\"output\"}; "
+     "prompt_completion: {\"prompt\",\"completion\"}; preference: {\"prompt\",\"chosen\",\"rejected\"} for DPO (JSON Lines, "
+     "each document ends with EOS)"},
+    {RFA_FIELD(data, document_boundaries), kAny,
+     "none: attention runs across documents; reset: restarts at each (so far only with alpaca/prompt_completion and "
+     "packing pad, where each row is one example)"},
+    {RFA_FIELD(data, packing), kAny,
+     "alpaca/prompt_completion: pad = one example per row; pack = whole examples back to back, the label across "
+     "examples masked"},
+    {"data.template", ConfigField{+[](Config& c) -> auto& { return c.data.prompt_template; }}, kAny,
+     "alpaca: an alpaca example's prompt, Stanford Alpaca's exact text; alpaca_short: without its first sentence"},
+    {RFA_FIELD(data, train_on_prompt), kAny,
+     "alpaca/prompt_completion: the loss covers the prompt tokens too (default: the response and its EOS only)"},
 
     {RFA_FIELD(train, run_dir), kNonEmpty, "directory for logs and checkpoints"},
     {RFA_FIELD(train, batch_size), at_least(1), "B, sequences per micro-batch"},
@@ -84,6 +107,10 @@ const ConfigKey kKeys[] = {
      "stateful: 0 = train under the fixed (evaluation) random features; K = redraw every K steps, resetting the states"},
     {RFA_FIELD(train, precision), kAny,
      "fp32, or bf16: matrix products on bf16 copies, fp32 master weights (needs AVX512-BF16)"},
+    {RFA_FIELD(train, dpo_beta), above(0),
+     "data.format preference: DPO's beta, the strength of the pull toward the reference (the --init-from model)"},
+    {RFA_FIELD(train, init_from), kAny,
+     "fine-tune: a run or checkpoint whose weights, architecture and tokenizer this run starts from; \"\" = random init"},
 
     {RFA_FIELD(optim, lr), above(0), "peak learning rate"},
     {RFA_FIELD(optim, lr_min), at_least(0), "learning rate at the end of the cosine decay; <= lr"},
@@ -205,6 +232,7 @@ std::string config_key_expected(const ConfigKey& key) {
 
 std::string config_key_allowed_text(const ConfigKey& key) {
   const ConfigAllowed& a = key.allowed;
+  if (a.list) return a.non_empty ? "non-empty; a list too" : "a string or a list";
   if (a.non_empty) return "non-empty";
   bool has_min = std::isfinite(a.min), has_max = std::isfinite(a.max);
   if (has_min && has_max)

@@ -35,16 +35,20 @@ using ConfigField =
     std::variant<FieldRef<int>, FieldRef<int64_t>, FieldRef<uint64_t>, FieldRef<double>, FieldRef<bool>,
                  FieldRef<std::string>, FieldRef<AttentionKind>, FieldRef<FeatureMapKind>,
                  FieldRef<PositionKind>, FieldRef<TokenizerKind>, FieldRef<Precision>, FieldRef<GateKind>,
-                 FieldRef<TimeDiscountKind>>;
+                 FieldRef<TimeDiscountKind>, FieldRef<DataFormat>, FieldRef<DocumentBoundaries>, FieldRef<Packing>,
+                 FieldRef<PromptTemplate>>;
 
 // What a single value may be; config_validate checks it. Numbers: min/max with
-// open or closed ends (infinite = unbounded). Strings: non_empty.
+// open or closed ends (infinite = unbounded). Strings: non_empty, and list: paths
+// separated by ',', which a YAML file may also give as a sequence ('[a.txt, b.txt]' or
+// '- a.txt' lines), read as its entries joined by ','.
 struct ConfigAllowed {
   double min = -std::numeric_limits<double>::infinity();
   double max = std::numeric_limits<double>::infinity();
   bool min_open = false;
   bool max_open = false;
   bool non_empty = false;
+  bool list = false;
 };
 
 struct ConfigKey {

@@ -3,6 +3,7 @@
 //   defaults (config.h) < YAML file < --set key.path=value (in order given).
 // Every function throws rfa::Error with the key, the value, the file line
 // where there is one, and what would be accepted.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -10,9 +11,24 @@
 
 namespace rfa {
 
+// Where each key a user gave came from: key path -> "configs/x.yaml:7" or "--set 'train.steps=5'".
+// A key not in it was left out; one in it may hold its default value ('context_length: 64').
+using ConfigOrigins = std::map<std::string, std::string>;
+
+struct ConfigLoaded {
+  Config config;
+  ConfigOrigins origins;  // the keys the file and --set gave
+};
+
 // Defaults, then the YAML file (none when yaml_path is ""), then each
 // "key.path=value" of `sets`; the result is validated.
-Config config_load(const std::string& yaml_path, const std::vector<std::string>& sets);
+ConfigLoaded config_load_with_origins(const std::string& yaml_path, const std::vector<std::string>& sets);
+inline Config config_load(const std::string& yaml_path, const std::vector<std::string>& sets) {
+  return config_load_with_origins(yaml_path, sets).config;
+}
+
+// Every key, from `origin`: a config that states them all (a checkpoint's config.yaml).
+ConfigOrigins config_origins_all(const std::string& origin);
 
 // Defaults, then YAML text (e.g. a dump saved in a checkpoint); validated.
 // `origin` names the text in error messages ("checkpoint runs/x/step-500").

@@ -72,6 +72,35 @@ void config_validate(const Config& config) {
               "'train.stateful' is true but 'attention.positions' resolves to rope: positions would grow without "
               "bound across carried segments; set attention.positions=none (the RFA kinds' default)");
 
+  const DataConfig& d = config.data;
+  if (d.tokens.empty() && d.corpus.find(',') != std::string::npos)
+    fail_keys({"data.tokens", "data.corpus"},
+              "'data.corpus' lists several paths ('{}') and 'data.tokens' is empty; set data.tokens to the token file "
+              "to write (one file holds the whole corpus)",
+              d.corpus);
+  if (d.document_boundaries == DocumentBoundaries::reset &&
+      !((config_supervised(d) || config_preference(d)) && d.packing == Packing::pad))
+    fail_keys({"data.document_boundaries", "data.packing", "data.format"},
+              "'data.document_boundaries' reset is not yet available with data.format {}{}: the attention cannot yet "
+              "restart its RFA state, mask softmax or restart RoPE positions at a document's first token; use "
+              "data.document_boundaries=none (attention runs across documents joined by EOS) or, for alpaca and "
+              "prompt_completion, data.packing=pad (one example per row, each starting empty)",
+              enum_name(d.format), config_supervised(d) || config_preference(d) ? " and data.packing pack" : "");
+  if (config_preference(d) && d.packing == Packing::pack)
+    fail_keys({"data.packing", "data.format"},
+              "'data.packing' is pack but 'data.format' is preference: a pair's two answers are trained as padded rows "
+              "side by side; set data.packing=pad");
+  if (config_preference(d) && t.batch_size % 2 != 0)
+    fail_keys({"train.batch_size", "data.format"},
+              "'train.batch_size' is {} but 'data.format' is preference, whose rows come in pairs (chosen, rejected); "
+              "use an even batch size ({} or {})",
+              t.batch_size, t.batch_size - 1 > 0 ? t.batch_size - 1 : 2, t.batch_size + 1);
+  if (t.stateful && (config_supervised(d) || config_preference(d)))
+    fail_keys({"train.stateful", "data.format"},
+              "'train.stateful' is true but 'data.format' is {}: instruction examples are independent texts with no "
+              "state to carry from one row to the next; set train.stateful=false",
+              enum_name(d.format));
+
   const OptimConfig& o = config.optim;
   if (o.lr_min > o.lr)
     fail_keys({"optim.lr_min", "optim.lr"},

@@ -25,16 +25,41 @@ namespace rfa {
 namespace {
 
 // Where each key's value came from ("configs/x.yaml:7", "--set 'a=b'"), so a
-// validation error can point at it.
-using Origins = std::map<std::string, std::string>;
+// validation error can point at it (and --init-from can tell a given key from one left out).
+using Origins = ConfigOrigins;
 
 int line_of(const YAML::Node& node) { return node.Mark().is_null() ? 0 : node.Mark().line + 1; }
 
 const char* node_kind(const YAML::Node& node) { return node.IsSequence() ? "a sequence" : "a mapping"; }
 
+// "n_layers" of "model.n_layers": how the key is written inside its section.
+std::string_view leaf_of(const ConfigKey& key) {
+  const std::string_view path(key.path);
+  return path.substr(path.find('.') + 1);
+}
+
 bool is_section(const std::string& name) {
   auto sections = config_sections();
   return std::find(sections.begin(), sections.end(), name) != sections.end();
+}
+
+// A list key given as a YAML sequence ('corpus: [a.txt, b.txt]' or '- a.txt' lines): its entries
+// joined by ',', the value's one form, so --set, the dump and resume see the same string.
+void assign_list(const ConfigKey& key, const YAML::Node& value, const std::string& where, Config& config) {
+  std::string joined;
+  for (const YAML::Node& entry : value) {
+    if (!entry.IsScalar() || entry.Scalar().empty())
+      fail("{}'{}' is a list whose entries are paths, got {}", where, key.path,
+           entry.IsScalar() || entry.IsNull() ? "an empty entry" : std::string(node_kind(entry)));
+    if (entry.Scalar().find(',') != std::string::npos)
+      fail("{}'{}' lists the path '{}', which holds a ',': the paths of a list are joined by ',', so it would read as "
+           "several; rename the file",
+           where, key.path, entry.Scalar());
+    joined += (joined.empty() ? "" : ",") + entry.Scalar();
+  }
+  if (joined.empty())
+    fail("{}'{}' is an empty list; give at least one path, e.g. '{}: [data/a.txt]'", where, key.path, leaf_of(key));
+  config_key_set(key, joined, config);  // a string: always parses
 }
 
 // Assigns one YAML value node to a known key. `where` is "file:line: ". A null ('steps:' with
@@ -44,10 +69,13 @@ void assign_node(const ConfigKey& key, const YAML::Node& value, const std::strin
   if (value.IsNull()) {
     std::string fallback = config_key_get(key, Config{});
     if (std::holds_alternative<FieldRef<std::string>>(key.field)) fallback = "\"" + fallback + "\"";
-    const std::string_view leaf = std::string_view(key.path).substr(std::string_view(key.path).find('.') + 1);
     fail("{}'{}' has no value (nothing after its ':', or null); give it one on the same line, e.g. '{}: {}' (the "
          "default), or delete the line to keep the default",
-         where, key.path, leaf, fallback);
+         where, key.path, leaf_of(key), fallback);
+  }
+  if (key.allowed.list && value.IsSequence()) {
+    assign_list(key, value, where, config);
+    return;
   }
   if (!value.IsScalar())
     fail("{}'{}' expects {}, got {}", where, key.path, config_key_expected(key), node_kind(value));
@@ -266,9 +294,10 @@ Config config_parse(const std::string& yaml_text, const std::string& origin) {
   return config;
 }
 
-Config config_load(const std::string& yaml_path, const std::vector<std::string>& sets) {
-  Config config;
-  Origins origins;
+ConfigLoaded config_load_with_origins(const std::string& yaml_path, const std::vector<std::string>& sets) {
+  ConfigLoaded loaded;
+  Config& config = loaded.config;
+  Origins& origins = loaded.origins;
   if (!yaml_path.empty())
     apply_yaml(parse_config_file(read_file(yaml_path), yaml_path), yaml_path, config, origins);
   for (const std::string& assignment : sets) {
@@ -276,7 +305,13 @@ Config config_load(const std::string& yaml_path, const std::vector<std::string>&
     origins[assignment.substr(0, assignment.find('='))] = fmt::format("--set '{}'", assignment);
   }
   validate_with_origins(config, origins);
-  return config;
+  return loaded;
+}
+
+ConfigOrigins config_origins_all(const std::string& origin) {
+  ConfigOrigins origins;
+  for (const ConfigKey& key : config_keys()) origins[key.path] = origin;
+  return origins;
 }
 
 }  // namespace rfa

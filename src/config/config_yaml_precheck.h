@@ -2,7 +2,8 @@
 // The raw text of a config file checked before yaml-cpp reads it, for the YAML that yaml-cpp
 // accepts but reads as something else than what the user wrote. A config is a mapping of
 // one-line values (sections, then 'key: value' lines, or flow mappings such as
-// 'train: {steps: 5}'), so the check refuses, naming the line and the key:
+// 'train: {steps: 5}'; the corpus keys also take a sequence of paths, '[a, b]' or one
+// '- path' line each), so the check refuses, naming the line and the key:
 //   - a quoted scalar that does not close on the line where it opens: yaml-cpp reads an unclosed
 //     quote to the end of the file, swallowing every key after it ('run_dir: "runs/a' then
 //     'steps: 5' gave run_dir 'runs/a steps: 5 '); a quote closed on a later line is valid YAML

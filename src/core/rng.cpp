@@ -1,5 +1,6 @@
 #include "core/rng.h"
 
+#include <bit>
 #include <cmath>
 
 namespace rfa {
@@ -33,6 +34,26 @@ uint64_t mix64(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
+}
+
+uint64_t permute_index(uint64_t i, uint64_t n, uint64_t key) {
+  if (n <= 1) return 0;
+  int bits = std::bit_width(n - 1);
+  bits += bits & 1;  // even: two halves of equal width
+  const int half = bits / 2;
+  const uint64_t mask = (uint64_t{1} << half) - 1;
+  uint64_t x = i;
+  do {
+    uint64_t left = x >> half, right = x & mask;
+    for (uint64_t round = 0; round < 6; ++round) {  // each round a bijection: (l, r) -> (r, l ^ f(r))
+      const uint64_t f = mix64(key ^ mix64(round * 0x632BE59BD9B4E019ull + right)) & mask;
+      const uint64_t next = left ^ f;
+      left = right;
+      right = next;
+    }
+    x = (left << half) | right;
+  } while (x >= n);  // a bijection of [0, 2^bits): walking its cycle from i reaches [0, n) again
+  return x;
 }
 
 CounterRng::CounterRng(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {

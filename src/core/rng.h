@@ -32,4 +32,10 @@ class CounterRng {
 // splitmix64: mixes a 64-bit value; used to fold stream ids together.
 uint64_t mix64(uint64_t x);
 
+// A pseudo-random permutation of [0, n) keyed by `key`, evaluated at i < n: a balanced
+// Feistel network on the smallest even number of bits covering n, cycle-walked back into
+// [0, n) (under 4 rounds of the network on average). A shuffle that needs no table, so a
+// data order is a pure function of (seed, epoch, index): exact resume, O(1) memory.
+uint64_t permute_index(uint64_t i, uint64_t n, uint64_t key);
+
 }  // namespace rfa

@@ -1,5 +1,7 @@
 #include "data/batch_sampler.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/rng.h"
 
@@ -20,11 +22,19 @@ BatchSampler::BatchSampler(const TokenSplit& split, int batch_size, int context_
   check_split(split, B_, T_, "batch sampler");
 }
 
+void BatchSampler::set_documents(const DocumentTable& documents, int64_t first) {
+  documents_ = documents;
+  documents_first_ = first;
+}
+
+int64_t BatchSampler::window_start(CounterRng& rng) const {
+  return static_cast<int64_t>(rng.below(static_cast<uint64_t>(split_.size() - T_)));  // windows of T+1 tokens
+}
+
 void BatchSampler::sample(int64_t step, int micro_batch, int32_t* inputs, int32_t* targets) const {
   CounterRng rng(seed_, static_cast<uint64_t>(step), static_cast<uint64_t>(micro_batch));
-  const uint64_t starts = static_cast<uint64_t>(split_.size() - T_);  // windows of T+1 tokens
   for (int b = 0; b < B_; ++b) {
-    int64_t s = static_cast<int64_t>(rng.below(starts));
+    int64_t s = window_start(rng);
     split_.copy(s, T_, inputs + static_cast<int64_t>(b) * T_);
     split_.copy(s + 1, T_, targets + static_cast<int64_t>(b) * T_);
   }
@@ -34,6 +44,16 @@ void BatchSampler::sample(int64_t step, int micro_batch, TokenBatch& out) const 
   RFA_ASSERT(out.batch_size == B_ && out.context_length == T_, "batch is ({}, {}), sampler ({}, {})", out.batch_size,
              out.context_length, B_, T_);
   sample(step, micro_batch, out.inputs.data(), out.targets.data());
+  if (documents_.size() == 0) return;
+  CounterRng rng(seed_, static_cast<uint64_t>(step), static_cast<uint64_t>(micro_batch));  // the same windows
+  for (int b = 0; b < B_; ++b)
+    document_starts_fill(documents_, documents_first_ + window_start(rng), T_, out.starts.data() + int64_t(b) * T_);
+}
+
+void document_starts_fill(const DocumentTable& documents, int64_t first, int T, uint8_t* starts) {
+  std::fill(starts, starts + T, uint8_t{0});
+  for (int64_t d = documents.find(first); d < documents.size() && documents.start(d) < first + T; ++d)
+    if (documents.start(d) >= first) starts[documents.start(d) - first] = 1;
 }
 
 SequentialBatches::SequentialBatches(const TokenSplit& split, int batch_size, int context_length,

@@ -1,6 +1,12 @@
 #include "data/data_setup.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
+
+#include "data/corpus_source.h"
+#include "data/token_file_documents.h"
 
 #include "core/heartbeat.h"
 #include "config/config_enums.h"
@@ -15,12 +21,14 @@
 namespace rfa {
 namespace {
 
-void require_corpus(const std::string& path, const char* needed_for) {
-  if (!std::filesystem::exists(path))
-    fail("corpus '{}' (needed for {}) does not exist; fetch it with scripts/get-data.sh or point data.corpus at "
-         "a UTF-8 text file",
-         path, needed_for);
-}
+// A file removed when this goes out of scope (the text a tokenizer trains on, extracted).
+struct RemovedFile {
+  std::string path;
+  ~RemovedFile() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove(path, ec);
+  }
+};
 
 // Removes the tokenizer file at `path` if it still holds the model with `checksum`
 // (the one this process trained); never throws, as it runs while an error propagates.
@@ -34,12 +42,23 @@ void tokenizer_remove_trained(const std::string& path, uint64_t checksum) {
   }
 }
 
-// Whether two corpus paths name the same file: the same path, or two spellings of one file.
-bool same_corpus(const std::string& a, const std::string& b) {
+void corpus_text_check(const Config& config) {
+  for (const std::string& file : corpus_source(config.data).files) text_file_check(file, "corpus (data.corpus)");
+}
+
+// Whether two paths name the same file or directory: the same path, or two spellings of one.
+bool same_path(const std::string& a, const std::string& b) {
   namespace fs = std::filesystem;
   if (fs::path(a).lexically_normal() == fs::path(b).lexically_normal()) return true;
   std::error_code ec;
   return fs::equivalent(a, b, ec);  // false (and ec set) when either is missing
+}
+
+// Whether two corpora (data.corpus syntax: a list of files and directories) are the same
+// paths in the same order.
+bool same_corpus(const std::string& a, const std::string& b) {
+  const std::vector<std::string> as = config_corpus_paths(a), bs = config_corpus_paths(b);
+  return std::equal(as.begin(), as.end(), bs.begin(), bs.end(), same_path);
 }
 
 // A tokenizer made from another corpus than the configured one still encodes it (byte fallback),
@@ -79,14 +98,26 @@ TokenizerTrainOptions tokenizer_train_options(const Config& config) {
 
 void tokenizer_train_logged(const Config& config) {
   TokenizerTrainOptions o = tokenizer_train_options(config);
-  require_corpus(o.corpus, "training the tokenizer");
+  // tokenizer.corpus is text; data.corpus is what data.format says.
+  const CorpusSource source = config.tokenizer.corpus.empty()
+                                  ? corpus_source(o.corpus, config.data.format, config.data.prompt_template)
+                                  : corpus_source(o.corpus, DataFormat::text, PromptTemplate::alpaca);
   std::error_code ec;
+  auto parent = std::filesystem::path(o.model_path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // a failure shows when writing
+  RemovedFile extracted;
+  o.corpus_recorded = o.corpus;  // the model records the configured corpus, not the extract below
+  if (!corpus_is_one_text(source)) {  // several files or JSON Lines: their text, extracted into one file
+    extracted.path = o.model_path + ".corpus-" + std::to_string(::getpid()) + ".txt";
+    log_info("tokenizer", "extracting the text of {} ({} file(s), {}) into {}", o.corpus, source.files.size(),
+             enum_name(source.format), extracted.path);
+    corpus_text_write(source, extracted.path);
+    o.corpus = extracted.path;
+  }
   auto corpus_bytes = std::filesystem::file_size(o.corpus, ec);  // only for the log line
   std::string size = ec ? std::string("unreadable") : fmt::format("{:.1f} MB", corpus_bytes / 1e6);
   log_info("tokenizer", "training a {} tokenizer, vocab {}, on {} ({}) -> {}", enum_name(o.kind), o.vocab_size,
            o.corpus, size, o.model_path);
-  auto parent = std::filesystem::path(o.model_path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // a failure shows when writing
   Heartbeat heartbeat("tokenizer", "training " + o.model_path);
   tokenizer_train(o);  // logs the vocab it reached and the time
 }
@@ -110,16 +141,19 @@ TokenFileStats token_file_prepare_logged(const Config& config, const Tokenizer& 
   Timer timer;
   const std::string& corpus = config.data.corpus;
   const std::string tokens_path = config_tokens_path(config.data);
-  require_corpus(corpus, "the token file");
-  log_info("data", "encoding {} with {} (vocab {}), validation fraction {} -> {}", corpus, tokenizer.origin(),
-           tokenizer.vocab_size(), config.data.val_fraction, tokens_path);
+  const CorpusSource source = corpus_source(corpus, config.data.format, config.data.prompt_template);
+  log_info("data", "encoding {} ({}) with {} (vocab {}), validation fraction {} -> {}", corpus,
+           enum_name(config.data.format), tokenizer.origin(), tokenizer.vocab_size(), config.data.val_fraction,
+           tokens_path);
   std::error_code ec;
   auto parent = std::filesystem::path(tokens_path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // a failure shows when writing
   TokenFileStats stats;
   {
     Heartbeat heartbeat("data", "encoding " + corpus);
-    stats = token_file_prepare(corpus, tokenizer, tokens_path, config.data.val_fraction);
+    stats = corpus_is_one_text(source)
+                ? token_file_prepare(source.files[0], tokenizer, tokens_path, config.data.val_fraction)
+                : token_file_prepare_documents(source, tokenizer, tokens_path, config.data.val_fraction);
   }
   // token_file_prepare logged the token counts; add the text each split holds and the total time.
   log_info("data", "prepared {}: train {} tokens / {:.2f} MB of text, validation {} tokens / {:.2f} MB; {:.1f}s in all",
@@ -128,13 +162,29 @@ TokenFileStats token_file_prepare_logged(const Config& config, const Tokenizer& 
   return stats;
 }
 
+void token_file_format_require(const TokenFile& file, const DataConfig& data) {
+  const TokenFileHeader& h = file.header();
+  const bool documents = h.version == kTokenFileDocumentsVersion;
+  const DataFormat format = documents ? h.format : DataFormat::text;
+  const std::string what = documents ? fmt::format("{} documents", enum_name(format)) : "one text (version 2)";
+  if (format != data.format)
+    fail("token file {} holds {} but data.format is {}; re-run `rfa data prepare` (it encodes data.corpus as "
+         "data.format says) or point data.tokens at another file",
+         file.path(), what, enum_name(data.format));
+  if (format == DataFormat::alpaca && h.prompt_template != 1 + static_cast<uint32_t>(data.prompt_template))
+    fail("token file {} holds alpaca examples rendered with template {} but data.template is {}; re-run `rfa data "
+         "prepare` or point data.tokens at another file",
+         file.path(), enum_name(static_cast<PromptTemplate>(h.prompt_template - 1)), enum_name(data.prompt_template));
+}
+
+void data_encode_with(const Config& config, const Tokenizer& tokenizer) {
+  corpus_text_check(config);
+  token_file_prepare_logged(config, tokenizer);
+}
+
 Tokenizer data_ensure(const Config& config, bool encode_always) {
-  const std::string& corpus = config.data.corpus;
   const bool encode = encode_always || !std::filesystem::exists(config_tokens_path(config.data));
-  if (encode) {
-    require_corpus(corpus, "the token file");
-    text_file_check(corpus, "corpus (data.corpus)");
-  }
+  if (encode) corpus_text_check(config);  // before a tokenizer is trained from it
   const std::string tokenizer_path = config_tokenizer_path(config);
   const bool trains = !std::filesystem::exists(tokenizer_path);
   Tokenizer tokenizer = tokenizer_ensure(config);

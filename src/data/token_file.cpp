@@ -48,6 +48,29 @@ std::vector<int32_t> TokenSplit::to_vector() const {
   return v;
 }
 
+namespace {
+
+int64_t entry(const unsigned char* entries, int64_t d, int field) {
+  int64_t v;
+  std::memcpy(&v, entries + (d * 2 + field) * 8, 8);
+  return v;
+}
+
+}  // namespace
+
+int64_t DocumentTable::start(int64_t d) const { return entry(entries_, d, 0); }
+int64_t DocumentTable::response_start(int64_t d) const { return entry(entries_, d, 1); }
+
+int64_t DocumentTable::find(int64_t pos) const {
+  int64_t lo = 0, hi = size_;  // the first d with end(d) > pos
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (end(mid) > pos) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
 TokenFile::TokenFile(TokenFile&& o) noexcept
     : path_(std::move(o.path_)), header_(o.header_), map_(o.map_), map_size_(o.map_size_) {
   o.map_ = nullptr;
@@ -111,13 +134,16 @@ TokenFileHeader token_file_check(const unsigned char* bytes, size_t size, const 
          size, kTokenFileHeaderBytes);
   const TokenFileHeader h = token_file_header_parse(bytes, size, path);
   // Every id must index the embedding table; a 30M-token scan takes ~20 ms.
-  TokenSplit all(bytes + kTokenFileHeaderBytes, h.token_width, h.tokens, 0);
+  TokenSplit all(bytes + token_file_header_size(h.version), h.token_width, h.tokens, 0);
   for (int64_t i = 0; i < h.tokens; ++i) {
     int32_t id = all[i];
     if (id < 0 || static_cast<uint32_t>(id) >= h.vocab_size)
       fail("token file {} is corrupt: token {} has id {} outside vocab [0, {}); re-run `rfa data prepare`", path, i,
            id, h.vocab_size);
   }
+  if (h.version == kTokenFileDocumentsVersion)
+    token_file_documents_check(all, DocumentTable(bytes + token_file_table_offset(h), h.documents, h.tokens), h,
+                               path);
   return h;
 }
 
@@ -134,14 +160,25 @@ TokenFile TokenFile::open(const std::string& path, const Tokenizer& expected) {
 }
 
 TokenSplit TokenFile::train() const {
-  const auto* tokens = static_cast<const unsigned char*>(map_) + kTokenFileHeaderBytes;
+  const auto* tokens = static_cast<const unsigned char*>(map_) + token_file_header_size(header_.version);
   return TokenSplit(tokens, header_.token_width, header_.split, header_.train_bytes);
 }
 
 TokenSplit TokenFile::val() const {
-  const auto* tokens = static_cast<const unsigned char*>(map_) + kTokenFileHeaderBytes;
+  const auto* tokens = static_cast<const unsigned char*>(map_) + token_file_header_size(header_.version);
   return TokenSplit(tokens + header_.split * header_.token_width, header_.token_width,
                     header_.tokens - header_.split, header_.val_bytes);
+}
+
+TokenSplit TokenFile::all() const {
+  const auto* tokens = static_cast<const unsigned char*>(map_) + token_file_header_size(header_.version);
+  return TokenSplit(tokens, header_.token_width, header_.tokens, header_.train_bytes + header_.val_bytes);
+}
+
+DocumentTable TokenFile::documents() const {
+  if (header_.version != kTokenFileDocumentsVersion) return {};
+  return DocumentTable(static_cast<const unsigned char*>(map_) + token_file_table_offset(header_), header_.documents,
+                       header_.tokens);
 }
 
 }  // namespace rfa

@@ -7,6 +7,9 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "kernels/cpu_target.h"
+#include "kernels/gemm.h"
+#include "core/step_profile.h"
 
 namespace rfa {
 namespace {
@@ -48,13 +51,18 @@ bool bf16_hidden_by_test() {
 }  // namespace
 
 bool bf16_native() {
-  static const bool native = __builtin_cpu_supports("avx512bf16") && !bf16_hidden_by_test();
+  // oneDNN must also be allowed its bf16 kernels (a build for x86-64-v3 caps it at AVX2).
+  static const bool native = __builtin_cpu_supports("avx512bf16") && gemm_isa_allows_bf16() && !bf16_hidden_by_test();
   return native;
 }
 
 void bf16_require(const char* what, const char* fix) {
-  if (!bf16_native())
-    fail("{} asks for bf16, but this CPU has no AVX512-BF16 (see avx512_bf16 in /proc/cpuinfo); {}", what, fix);
+  if (bf16_native()) return;
+  if (__builtin_cpu_supports("avx512bf16") && !gemm_isa_allows_bf16() && !bf16_hidden_by_test())
+    fail("{} asks for bf16, but this rfa holds its matrix products at {} (built for {}; docs/cpu-targets.md); "
+         "build with RFA_ARCH=native or x86-64-v4 for bf16, or {}",
+         what, gemm_isa_effective(), cpu_target_name(), fix);
+  fail("{} asks for bf16, but this CPU has no AVX512-BF16 (see avx512_bf16 in /proc/cpuinfo); {}", what, fix);
 }
 
 void bf16_from_float_serial(uint16_t* out, const float* x, int64_t n) {
@@ -65,6 +73,7 @@ void bf16_from_float_serial(uint16_t* out, const float* x, int64_t n) {
 }
 
 void bf16_from_float(uint16_t* out, const float* x, int64_t n) {
+  ProfileScope profile(ProfiledKernel::bf16_copy, 0, 6.0 * double(n));  // 4 bytes read, 2 written each
   const int64_t blocks = (n + kBlock - 1) / kBlock;
   // Memory-bound: a second thread helps only once the array is past a few blocks.
   parallel_for(blocks, 4, [&](int64_t b) {

@@ -19,6 +19,41 @@ void scale_c(int64_t M, int64_t N, T beta, T* C, int64_t ldc) {
 
 }  // namespace
 
+void gemm_isa_cap(GemmIsa isa) {
+  dnnl_cpu_isa_t cap = dnnl_cpu_isa_all;
+  switch (isa) {
+    case GemmIsa::any: return;
+    case GemmIsa::sse41: cap = dnnl_cpu_isa_sse41; break;
+    case GemmIsa::avx2: cap = dnnl_cpu_isa_avx2; break;
+    case GemmIsa::avx512: cap = dnnl_cpu_isa_avx512_core_bf16; break;  // every AVX-512 level with fp32 and bf16 kernels
+  }
+  dnnl_set_max_cpu_isa(cap);  // fails (and changes nothing) once a kernel exists: then the level stays
+}
+
+std::string gemm_isa_effective() {
+  switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_all: return "all";
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
+    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+  }
+  return "unknown";
+}
+
+bool gemm_isa_allows_bf16() {
+  // The ISA values are bit sets, each level containing the bits of those below it.
+  const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  const unsigned bf16 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
+  return (isa & bf16) == bf16;
+}
+
 template <typename T>
 void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
                     int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {

@@ -8,8 +8,18 @@
 // float goes through oneDNN's sgemm; double runs the reference (it exists for
 // gradient checks, not speed). Never call gemm inside a parallel_for body.
 #include <cstdint>
+#include <string>
 
 namespace rfa {
+
+// The highest instruction set oneDNN may use (kernels/cpu_target.h sets it at start-up).
+enum class GemmIsa { any, sse41, avx2, avx512 };
+// Caps oneDNN's JIT; a no-op once oneDNN has built a kernel (it then keeps its level).
+void gemm_isa_cap(GemmIsa isa);
+// The ISA oneDNN dispatches to now, e.g. "avx2", "avx512_core_bf16".
+std::string gemm_isa_effective();
+// True when oneDNN may run bf16 products (its ISA reaches avx512_core_bf16).
+bool gemm_isa_allows_bf16();
 
 // Threads one product may use: the pool (OpenMP's thread count), or only the
 // calling thread. `one` is for the decode step's matrix-vector products: oneDNN's

@@ -20,28 +20,38 @@
 
 namespace rfa {
 
-// One 64-byte SIMD register of T (GCC/Clang vector extension): explicit, so the
+// The build's vector register (RFA_ARCH, CMakeLists.txt): 64 bytes with AVX-512,
+// 32 with AVX2, 16 with SSE2 or NEON. Every hand-written kernel takes its width
+// and its register tiles from here, so that the accumulators of a tile fit the
+// register file of the target (a 64-byte vector on AVX2 is two ymm registers,
+// and a tile sized for 32 zmm spills to the stack).
+#if defined(__AVX512F__)
+inline constexpr int kVectorBytes = 64;
+#elif defined(__AVX__)
+inline constexpr int kVectorBytes = 32;
+#else
+inline constexpr int kVectorBytes = 16;
+#endif
+// Architectural vector registers: 32 with AVX-512 (zmm0-31) and on arm64 (v0-31), else 16.
+#if defined(__AVX512F__) || defined(__aarch64__)
+inline constexpr int kVectorRegisters = 32;
+#else
+inline constexpr int kVectorRegisters = 16;
+#endif
+
+// One SIMD register of T (GCC/Clang vector extension): explicit, so the
 // accumulators below live in registers rather than in stack arrays.
 template <typename T>
-struct Simd;
-template <>
-struct Simd<float> {
-  typedef float V __attribute__((vector_size(64)));
-  typedef float U __attribute__((vector_size(64), aligned(4), may_alias));  // unaligned access
-  static constexpr int W = 16;
+struct Simd {
+  typedef T V __attribute__((vector_size(kVectorBytes)));
+  typedef T U __attribute__((vector_size(kVectorBytes), aligned(alignof(T)), may_alias));  // unaligned access
+  static constexpr int W = kVectorBytes / int(sizeof(T));
 };
-template <>
-struct Simd<double> {
-  typedef double V __attribute__((vector_size(64)));
-  typedef double U __attribute__((vector_size(64), aligned(8), may_alias));
-  static constexpr int W = 8;
-};
-// The helpers take and give registers by reference, never by value: a 64-byte
-// vector by value has one calling convention with AVX-512 (zmm registers) and
-// another without (memory), so an out-of-line copy compiled without it (the
-// sanitizer build has no -march=native) would not match a caller compiled with
-// it, and GCC warns (-Wpsabi) wherever such a signature is compiled. Inlined,
-// the code is the same.
+// The helpers take and give registers by reference, never by value: a vector
+// wider than the baseline ISA's has one calling convention where the wide
+// registers exist and another without (memory), so an out-of-line copy compiled
+// for another target would not match, and GCC warns (-Wpsabi) wherever such a
+// signature is compiled. Inlined, the code is the same.
 template <typename T>
 inline const typename Simd<T>::U& simd_load(const T* p) {
   return *reinterpret_cast<const typename Simd<T>::U*>(p);
@@ -51,20 +61,31 @@ inline void simd_store(T* p, const typename Simd<T>::V& v) {
   *reinterpret_cast<typename Simd<T>::U*>(p) = v;
 }
 
-// Sum of a register's lanes: fold halves (the compiler turns the copies into
-// lane extracts), then the last 128 bits in scalar.
+namespace simd_detail {
+// Folds a Bytes-wide vector held in memory at p down to 16 bytes, halving:
+// the compiler turns the copies into lane extracts.
+template <typename T, int Bytes>
+inline void fold_to_16(const char* p, char* out16) {
+  if constexpr (Bytes == 16) {
+    std::memcpy(out16, p, 16);
+  } else {
+    typedef T Half __attribute__((vector_size(Bytes / 2)));
+    Half lo, hi;
+    std::memcpy(&lo, p, Bytes / 2);
+    std::memcpy(&hi, p + Bytes / 2, Bytes / 2);
+    const Half h = lo + hi;
+    fold_to_16<T, Bytes / 2>(reinterpret_cast<const char*>(&h), out16);
+  }
+}
+}  // namespace simd_detail
+
+// Sum of a register's lanes: fold halves down to 128 bits, then those lanes in
+// scalar (for 64 bytes the same order as before the width became a choice).
 template <typename T>
 inline T simd_sum(const typename Simd<T>::V& v) {
-  typedef T Half __attribute__((vector_size(32)));
   typedef T Quarter __attribute__((vector_size(16)));
-  Half lo, hi;
-  std::memcpy(&lo, &v, 32);
-  std::memcpy(&hi, reinterpret_cast<const char*>(&v) + 32, 32);
-  const Half h = lo + hi;
-  Quarter a, b;
-  std::memcpy(&a, &h, 16);
-  std::memcpy(&b, reinterpret_cast<const char*>(&h) + 16, 16);
-  const Quarter q = a + b;
+  Quarter q;
+  simd_detail::fold_to_16<T, kVectorBytes>(reinterpret_cast<const char*>(&v), reinterpret_cast<char*>(&q));
   T s = 0;
   for (int l = 0; l < int(16 / sizeof(T)); ++l) s += q[l];
   return s;
@@ -90,71 +111,155 @@ inline T dot(const T* a, const T* b, int n) {
 // vecmat may read whole registers past a row's last column.
 inline int pad16(int n) { return (n + 15) / 16 * 16; }
 
-// out[0:n] (+)= alpha * sum_p a[p] B[p, 0:n], B row-major with leading dimension
-// ldb >= pad16(n): columns go a whole register at a time (extra lanes computed,
-// never stored), four independent accumulators over p hide the FMA latency, and
-// the accumulators stay in registers (repeated axpy into a short row would
-// instead bounce every partial sum through memory).
+namespace simd_detail {
+// out[0:W*NV) of a register tile: alpha * acc, stored, added, or cut to the n - col
+// columns that exist.
 template <typename T>
-inline void vecmat(T* out, const T* a, const T* B, int k, int n, size_t ldb, T alpha, bool accumulate) {
-  using V = typename Simd<T>::V;
+inline void tile_store(T* out, const typename Simd<T>::V& acc, int cols_left, T alpha, bool accumulate) {
   constexpr int W = Simd<T>::W;
-  for (int j0 = 0; j0 < n; j0 += W) {
-    V acc0 = {}, acc1 = {}, acc2 = {}, acc3 = {};
-    const T* b = B + j0;
-    int p = 0;
-    for (; p + 4 <= k; p += 4, b += 4 * ldb) {
-      acc0 += a[p] * simd_load(b);
-      acc1 += a[p + 1] * simd_load(b + ldb);
-      acc2 += a[p + 2] * simd_load(b + 2 * ldb);
-      acc3 += a[p + 3] * simd_load(b + 3 * ldb);
-    }
-    for (; p < k; ++p, b += ldb) acc0 += a[p] * simd_load(b);
-    const V r = alpha * ((acc0 + acc1) + (acc2 + acc3));
-    if (n - j0 >= W) {
-      simd_store(out + j0, accumulate ? simd_load(out + j0) + r : r);
-    } else {
-      for (int l = 0; l < n - j0; ++l) out[j0 + l] = accumulate ? out[j0 + l] + r[l] : r[l];
-    }
+  const typename Simd<T>::V r = alpha * acc;
+  if (cols_left >= W) {
+    simd_store(out, accumulate ? simd_load(out) + r : r);
+  } else {
+    for (int l = 0; l < cols_left; ++l) out[l] = accumulate ? out[l] + r[l] : r[l];
   }
 }
 
+// vecmat's columns [j0, j0 + NV W): four accumulators over p per register of columns
+// (4 NV independent FMA chains, enough to cover the FMA latency on two ports).
+// a[p] is read at a[p * as] (as = 1: a row; a column of a row-major matrix otherwise).
+template <typename T, int NV>
+inline void vecmat_block(T* out, const T* a, size_t as, const T* B, int k, int n, size_t ldb, T alpha,
+                         bool accumulate, int j0) {
+  using V = typename Simd<T>::V;
+  constexpr int W = Simd<T>::W;
+  V acc[4][NV] = {};
+  const T* b = B + j0;
+  int p = 0;
+  for (; p + 4 <= k; p += 4, b += 4 * ldb)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      acc[0][v] += a[p * as] * simd_load(b + v * W);
+      acc[1][v] += a[(p + 1) * as] * simd_load(b + ldb + v * W);
+      acc[2][v] += a[(p + 2) * as] * simd_load(b + 2 * ldb + v * W);
+      acc[3][v] += a[(p + 3) * as] * simd_load(b + 3 * ldb + v * W);
+    }
+  for (; p < k; ++p, b += ldb)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[0][v] += a[p * as] * simd_load(b + v * W);
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v)
+    tile_store(out + j0 + v * W, (acc[0][v] + acc[1][v]) + (acc[2][v] + acc[3][v]), n - j0 - v * W, alpha, accumulate);
+}
+
+// A's entry (row r, column p) is A[r * ar + p * ap]: (lda, 1) for a row-major A,
+// (1, lda) for the transpose of one (A stored (k, m)).
+struct MatView {
+  size_t ar, ap;
+};
+
+// Rows [0, R) of C by columns [j0, j0 + NV W): R NV accumulators, NV loads of B and R
+// broadcasts of A per R NV FMAs; each output sums p in order (0, 1, ..., k-1).
+template <typename T, int R, int NV>
+inline void tile_block(T* C, size_t ldc, const T* A, MatView av, const T* B, size_t ldb, int k, int n, int j0,
+                       T alpha, bool accumulate) {
+  using V = typename Simd<T>::V;
+  constexpr int W = Simd<T>::W;
+  V acc[R][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = V{};
+  const T* b = B + j0;
+  for (int p = 0; p < k; ++p, b += ldb) {
+    V bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = simd_load(b + v * W);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const T ar = A[r * av.ar + p * av.ap];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] += ar * bv[v];
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      if (j0 + v * W < n) tile_store(C + r * ldc + j0 + v * W, acc[r][v], n - j0 - v * W, alpha, accumulate);
+}
+
+// Rows [0, R) of C, all n columns: two registers of columns at a time, one for the last odd one.
+template <typename T, int R>
+inline void tile_rows(T* C, size_t ldc, const T* A, MatView av, const T* B, size_t ldb, int k, int n, T alpha,
+                      bool accumulate) {
+  constexpr int W = Simd<T>::W;
+  int j0 = 0;
+  for (; j0 + W < n; j0 += 2 * W) tile_block<T, R, 2>(C, ldc, A, av, B, ldb, k, n, j0, alpha, accumulate);
+  if (j0 < n) tile_block<T, R, 1>(C, ldc, A, av, B, ldb, k, n, j0, alpha, accumulate);
+}
+
+// The rows of matmul and matmul_at: tiles of kTileRows, 4 and 2 rows over the first
+// m - m % 4 rows (each output summing p in order), vecmat for the rest.
+template <typename T>
+inline void matmul_rows(T* C, size_t ldc, const T* A, MatView av, const T* B, size_t ldb, int m, int k, int n,
+                        T alpha, bool accumulate);
+}  // namespace simd_detail
+
+// out[0:n] (+)= alpha * sum_p a[p] B[p, 0:n], B row-major with leading dimension
+// ldb >= pad16(n): columns go whole registers at a time (extra lanes computed,
+// never stored), two registers of columns with four independent accumulators
+// over p each hide the FMA latency, and the accumulators stay in registers
+// (repeated axpy into a short row would instead bounce every partial sum
+// through memory). Each output sums p in four interleaved partial sums
+// whatever the width of the tile.
+template <typename T>
+inline void vecmat(T* out, const T* a, const T* B, int k, int n, size_t ldb, T alpha, bool accumulate,
+                   size_t a_stride = 1) {
+  constexpr int W = Simd<T>::W;
+  int j0 = 0;
+  for (; j0 + W < n; j0 += 2 * W)
+    simd_detail::vecmat_block<T, 2>(out, a, a_stride, B, k, n, ldb, alpha, accumulate, j0);
+  if (j0 < n) simd_detail::vecmat_block<T, 1>(out, a, a_stride, B, k, n, ldb, alpha, accumulate, j0);
+}
+
+// Rows of C per register tile: as many as keep 2 R accumulators, 2 loads of B and a
+// broadcast of A in the register file. 32 registers (AVX-512, arm64): 8 rows, 16
+// accumulators; 16 registers (AVX2, SSE): 6 rows, 12 accumulators + 2 + 1 = 15, where
+// 8 rows would spill.
+inline constexpr int kTileRows = kVectorRegisters >= 32 ? 8 : 6;
+
 // C[0:m, 0:n] (+)= alpha * A[0:m, 0:k] B[0:k, 0:n], all row-major; ldb >= pad16(n)
-// as for vecmat. Four rows of C at a time share each load of B (one load and
-// four broadcasts per four FMAs); the remaining rows go through vecmat.
+// as for vecmat. Register tiles of kTileRows rows, then of four, by two registers of
+// columns; the last m % 4 rows go through vecmat. Every output of a tile sums p in
+// order, so the tile sizes (which follow the target) do not change a result: only
+// which rows are the vecmat remainder does (the same on every target).
 template <typename T>
 inline void matmul(T* C, size_t ldc, const T* A, size_t lda, const T* B, size_t ldb, int m, int k, int n, T alpha,
                    bool accumulate) {
-  using V = typename Simd<T>::V;
-  constexpr int W = Simd<T>::W;
+  simd_detail::matmul_rows(C, ldc, A, simd_detail::MatView{lda, 1}, B, ldb, m, k, n, alpha, accumulate);
+}
+
+// C[0:m, 0:n] (+)= alpha * Aᵀ B with A stored (k, m), leading dimension lda: the
+// product matmul would give on a transposed copy of A, bit for bit, without the copy
+// (the tiles broadcast A's entries from wherever they are).
+template <typename T>
+inline void matmul_at(T* C, size_t ldc, const T* A, size_t lda, const T* B, size_t ldb, int m, int k, int n,
+                      T alpha, bool accumulate) {
+  simd_detail::matmul_rows(C, ldc, A, simd_detail::MatView{1, lda}, B, ldb, m, k, n, alpha, accumulate);
+}
+
+template <typename T>
+inline void simd_detail::matmul_rows(T* C, size_t ldc, const T* A, MatView av, const T* B, size_t ldb, int m, int k,
+                                     int n, T alpha, bool accumulate) {
+  const int m4 = m - m % 4;  // rows in tiles; the rest through vecmat, on every target
   int i = 0;
-  for (; i + 4 <= m; i += 4) {
-    const T* a0 = A + i * lda;
-    const T* a1 = a0 + lda;
-    const T* a2 = a1 + lda;
-    const T* a3 = a2 + lda;
-    for (int j0 = 0; j0 < n; j0 += W) {
-      V c0 = {}, c1 = {}, c2 = {}, c3 = {};
-      const T* b = B + j0;
-      for (int p = 0; p < k; ++p, b += ldb) {
-        const V bv = simd_load(b);
-        c0 += a0[p] * bv;
-        c1 += a1[p] * bv;
-        c2 += a2[p] * bv;
-        c3 += a3[p] * bv;
-      }
-      const V r[4] = {alpha * c0, alpha * c1, alpha * c2, alpha * c3};
-      for (int q = 0; q < 4; ++q) {
-        T* out = C + (i + q) * ldc + j0;
-        if (n - j0 >= W) {
-          simd_store(out, accumulate ? simd_load(out) + r[q] : r[q]);
-        } else {
-          for (int l = 0; l < n - j0; ++l) out[l] = accumulate ? out[l] + r[q][l] : r[q][l];
-        }
-      }
-    }
-  }
-  for (; i < m; ++i) vecmat(C + i * ldc, A + i * lda, B, k, n, ldb, alpha, accumulate);
+  for (; i + kTileRows <= m4; i += kTileRows)
+    tile_rows<T, kTileRows>(C + i * ldc, ldc, A + i * av.ar, av, B, ldb, k, n, alpha, accumulate);
+  for (; i + 4 <= m4; i += 4) tile_rows<T, 4>(C + i * ldc, ldc, A + i * av.ar, av, B, ldb, k, n, alpha, accumulate);
+  for (; i + 2 <= m4; i += 2)  // after tiles of 6: m4 - 6q is 0, 2 or 4
+    tile_rows<T, 2>(C + i * ldc, ldc, A + i * av.ar, av, B, ldb, k, n, alpha, accumulate);
+  for (; i < m; ++i) vecmat(C + i * ldc, A + i * av.ar, B, k, n, ldb, alpha, accumulate, av.ap);
 }
 
 // Nearest integer, as a float-to-int conversion the vectoriser accepts (std::floor

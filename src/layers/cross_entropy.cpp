@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/step_profile.h"
 #include "kernels/fast_exp.h"
 #include "kernels/vector_math.h"
 
@@ -45,6 +46,8 @@ void backward_row(T* dz, const T* p, int32_t target, T dl, int V) {
 
 template <typename T>
 void cross_entropy_forward(T* losses, T* probs, const T* logits, const int32_t* targets, int64_t N, int V) {
+  // reads logits, writes probs: 2 N V elements
+  ProfileScope profile(ProfiledKernel::cross_entropy, 0, sizeof(T) * 2.0 * double(N) * V);
   // Checked before the parallel loop: an exception must not escape an OpenMP region.
   for (int64_t n = 0; n < N; ++n)
     RFA_ASSERT(targets[n] < V, "cross_entropy: target {} at row {} is not below the vocab size {}", targets[n], n,
@@ -55,6 +58,8 @@ void cross_entropy_forward(T* losses, T* probs, const T* logits, const int32_t* 
 template <typename T>
 void cross_entropy_backward(T* dlogits, const T* probs, const int32_t* targets, const T* dlosses, int64_t N,
                             int V) {
+  // reads probs, writes dlogits: 2 N V elements
+  ProfileScope profile(ProfiledKernel::cross_entropy, 0, sizeof(T) * 2.0 * double(N) * V);
   parallel_for(N, [&](int64_t n) { backward_row(dlogits + n * V, probs + n * V, targets[n], dlosses[n], V); });
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/parallel.h"
+#include "core/step_profile.h"
 
 namespace rfa {
 
@@ -13,6 +14,7 @@ constexpr int kColumnBlock = 16;
 
 template <typename T>
 void embedding_forward(T* out, const int32_t* tokens, const T* table, int64_t N, int C) {
+  ProfileScope profile(ProfiledKernel::embedding, 0, sizeof(T) * 2.0 * double(N) * C);  // N rows read and written
   parallel_for(N, [&](int64_t n) {
     std::memcpy(out + n * C, table + static_cast<int64_t>(tokens[n]) * C, sizeof(T) * C);
   });
@@ -20,6 +22,7 @@ void embedding_forward(T* out, const int32_t* tokens, const T* table, int64_t N,
 
 template <typename T>
 void embedding_backward(T* dtable, const T* dout, const int32_t* tokens, int64_t N, int C) {
+  ProfileScope profile(ProfiledKernel::embedding, double(N) * C, sizeof(T) * 3.0 * double(N) * C);  // dout, dtable rows
   // forward: out[n, :] = table[tokens[n], :]
   // Rows can share a token, so split the work by channel block instead of by
   // row: each thread owns dtable[:, block] and walks all rows in order, which

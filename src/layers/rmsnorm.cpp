@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/parallel.h"
+#include "core/step_profile.h"
 #include "kernels/vector_math.h"
 
 namespace rfa {
@@ -89,12 +90,16 @@ void backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight,
 
 template <typename T>
 void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int64_t N, int C, double eps) {
+  // reads inp, writes out: 2 N C elements; 4 flop per element (square-add, scale twice)
+  ProfileScope profile(ProfiledKernel::rmsnorm, 4.0 * double(N) * C, sizeof(T) * 2.0 * double(N) * C);
   parallel_for(N, [&](int64_t n) { forward_row(out + n * C, rstd + n, inp + n * C, weight, C, eps); });
 }
 
 template <typename T>
 void residual_rmsnorm_forward(T* out, T* rstd, T* inp, const T* residual, const T* weight, int64_t N, int C,
                               double eps) {
+  // reads inp and residual, writes inp and out: 4 N C elements
+  ProfileScope profile(ProfiledKernel::rmsnorm, 5.0 * double(N) * C, sizeof(T) * 4.0 * double(N) * C);
   parallel_for(N, [&](int64_t n) {
     residual_forward_row(out + n * C, rstd + n, inp + n * C, residual + n * C, weight, C, eps);
   });
@@ -103,6 +108,9 @@ void residual_rmsnorm_forward(T* out, T* rstd, T* inp, const T* residual, const 
 template <typename T>
 void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const T* rstd, int64_t N,
                       int C, GradWrite dinp_write) {
+  // reads dout and inp (and dinp when adding), writes dinp: 3-4 N C elements
+  const double elements = (dinp_write == GradWrite::overwrite ? 3.0 : 4.0) * double(N) * C;
+  ProfileScope profile(ProfiledKernel::rmsnorm, 8.0 * double(N) * C, sizeof(T) * elements);
   if (dinp_write == GradWrite::overwrite)
     backward<T, true>(dinp, dweight, dout, inp, weight, rstd, N, C);
   else

@@ -1,6 +1,7 @@
 #include "layers/swiglu.h"
 
 #include "core/parallel.h"
+#include "core/step_profile.h"
 #include "kernels/fast_exp.h"
 
 namespace rfa {
@@ -34,6 +35,8 @@ void backward_row(T* dgate, T* dup, const T* dy, const T* gate, const T* up, int
 
 template <typename T>
 void swiglu_forward(T* out, const T* gate_up, int64_t N, int Hf) {
+  // reads gate_up (2 N Hf), writes out (N Hf)
+  ProfileScope profile(ProfiledKernel::swiglu, 0, sizeof(T) * 3.0 * double(N) * Hf);
   parallel_for(N, [&](int64_t n) {
     const T* gate = gate_up + n * 2 * Hf;
     forward_row(out + n * Hf, gate, gate + Hf, Hf);
@@ -42,6 +45,8 @@ void swiglu_forward(T* out, const T* gate_up, int64_t N, int Hf) {
 
 template <typename T>
 void swiglu_backward(T* dgate_up, const T* dout, const T* gate_up, int64_t N, int Hf) {
+  // reads dout (N Hf) and gate_up (2 N Hf), writes dgate_up (2 N Hf)
+  ProfileScope profile(ProfiledKernel::swiglu, 0, sizeof(T) * 5.0 * double(N) * Hf);
   parallel_for(N, [&](int64_t n) {
     const T* gate = gate_up + n * 2 * Hf;
     T* dgate = dgate_up + n * 2 * Hf;

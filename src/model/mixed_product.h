@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/step_profile.h"
 #include "kernels/bf16.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_bf16.h"
@@ -37,6 +38,10 @@ template <typename T>
 void mat_product(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, MatOperand<T> A, int64_t lda,
                  MatOperand<T> B, int64_t ldb, T beta, T* C, int64_t ldc, GemmThreads threads = GemmThreads::pool) {
   RFA_ASSERT((A.h == nullptr) == (B.h == nullptr), "a bf16 product needs both operands in bf16");
+  // A, B read once and C written (read too when beta is 1), in the operands' element size
+  const double elements = double(M) * K + double(K) * N + double(M) * N * (beta == T(0) ? 1 : 2);
+  ProfileScope profile(ProfiledKernel::gemm, 2.0 * double(M) * N * K,
+                       elements * (A.h ? 2.0 : double(sizeof(T))));
   if constexpr (std::is_same_v<T, float>) {
     if (A.h) {
       RFA_ASSERT(beta == 0.0f || beta == 1.0f, "bf16 products overwrite or accumulate, beta {}", beta);

@@ -5,10 +5,11 @@
 //   attention: 3x the forward's attention-core FLOPs per token per layer:
 //     softmax (causal, only the lower triangle counted): q·k and p·v over on average
 //       (T+1)/2 keys:                   2 * 2 * C * (T+1)/2 = 2 C (T+1)
-//     RFA (per head, F features, c = min(chunk, T), executed chunk blocks counted in full):
+//     RFA (per head, F features, c = min(chunk, T), n = ceil(T / c) chunks), what runs:
 //       feature maps of q and k:        2 * 2 D Dh
-//       inter-chunk q̂ S and state update: 2 * 2 F (Dh+1)
-//       intra-chunk Q̂ K̃ᵀ and its V':   2 c F + 2 c (Dh+1)
+//       inter-chunk q̂ S and state update: 2 * 2 F (Dh+1) (n-1)/n (none before the first chunk's
+//                                       state exists, none after the last)
+//       intra-chunk Q̂ K̃ᵀ and its V' over the causal triangle: (2 F + 2 (Dh+1)) (c+1)/2
 // Elementwise work (norms, SwiGLU, softmax exp, cross-entropy) is not counted.
 #include <cstdint>
 

@@ -90,9 +90,12 @@ double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, cons
   return count > 0 ? sum / static_cast<double>(count) : 0.0;
 }
 
+namespace {
+
+// The backward from the cross-entropy down, once g.dlosses (N) holds d(loss)/d(losses[i]).
 template <typename T>
-void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const int32_t* targets,
-                    std::type_identity_t<const T*> random, double loss_scale, GradWrite write) {
+void backward_from_losses(Model<T>& m, Activations<T>& a, const int32_t* inputs, const int32_t* targets,
+                          const T* random, GradWrite write) {
   const ModelSpec& s = m.spec;
   const int64_t N = int64_t(a.B) * a.T_len;
   GradScratch<T>& g = a.grad;
@@ -100,11 +103,6 @@ void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const
   // Overwrite: the weight matrices' gemms write with beta 0 (lm_head first, so a
   // tied embedding's scatter-add at the end adds onto it); the rest are zeroed here.
   if (overwrite) grads_zero_accumulated(m);
-  int64_t count = 0;
-  for (int64_t i = 0; i < N; ++i) count += targets[i] >= 0;
-  // loss = (loss_scale / count) * sum_i losses[i]
-  const T dloss = count > 0 ? static_cast<T>(loss_scale / static_cast<double>(count)) : T(0);
-  for (int64_t i = 0; i < N; ++i) g.dlosses[i] = targets[i] >= 0 ? dloss : T(0);
   cross_entropy_backward(g.dlogits, a.probs, targets, g.dlosses, N, s.V);
   // logits = final_norm · lm_headᵀ (bf16: dlogits, the head and final_norm through their copies)
   const bool bf16 = a.bf16() && m.precision == Precision::bf16;
@@ -125,6 +123,29 @@ void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const
   embedding_backward(m.g.tok_embedding, g.dresid, inputs, N, s.C);
 }
 
+}  // namespace
+
+template <typename T>
+void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const int32_t* targets,
+                    std::type_identity_t<const T*> random, double loss_scale, GradWrite write) {
+  const int64_t N = int64_t(a.B) * a.T_len;
+  int64_t count = 0;
+  for (int64_t i = 0; i < N; ++i) count += targets[i] >= 0;
+  // loss = (loss_scale / count) * sum_i losses[i]
+  const T dloss = count > 0 ? static_cast<T>(loss_scale / static_cast<double>(count)) : T(0);
+  for (int64_t i = 0; i < N; ++i) a.grad.dlosses[i] = targets[i] >= 0 ? dloss : T(0);
+  backward_from_losses(m, a, inputs, targets, random, write);
+}
+
+template <typename T>
+void model_backward_weighted(Model<T>& m, Activations<T>& a, const int32_t* inputs, const int32_t* targets,
+                             std::type_identity_t<const T*> random, const double* weights, GradWrite write) {
+  const int64_t N = int64_t(a.B) * a.T_len;
+  // loss = sum_i weights[i] * losses[i]
+  for (int64_t i = 0; i < N; ++i) a.grad.dlosses[i] = targets[i] >= 0 ? static_cast<T>(weights[i]) : T(0);
+  backward_from_losses(m, a, inputs, targets, random, write);
+}
+
 template double model_forward(Model<float>&, Activations<float>&, const int32_t*, const int32_t*, const float*,
                               const ModelCarry<float>&);
 template double model_forward(Model<double>&, Activations<double>&, const int32_t*, const int32_t*,
@@ -133,5 +154,9 @@ template void model_backward(Model<float>&, Activations<float>&, const int32_t*,
                              double, GradWrite);
 template void model_backward(Model<double>&, Activations<double>&, const int32_t*, const int32_t*,
                              const double*, double, GradWrite);
+template void model_backward_weighted(Model<float>&, Activations<float>&, const int32_t*, const int32_t*, const float*,
+                                      const double*, GradWrite);
+template void model_backward_weighted(Model<double>&, Activations<double>&, const int32_t*, const int32_t*,
+                                      const double*, const double*, GradWrite);
 
 }  // namespace rfa

@@ -42,4 +42,12 @@ void model_backward(Model<T>& model, Activations<T>& acts, const int32_t* inputs
                     std::type_identity_t<const T*> random, double loss_scale = 1.0,
                     GradWrite write = GradWrite::accumulate);
 
+// model_backward with a weight per target instead of loss_scale / count: adds (or writes)
+// d(sum_i weights[i] * losses[i])/d(params) over the targets i that are not ignored. For
+// losses that weigh each target otherwise, such as DPO's (train/dpo.h).
+template <typename T>
+void model_backward_weighted(Model<T>& model, Activations<T>& acts, const int32_t* inputs, const int32_t* targets,
+                             std::type_identity_t<const T*> random, const double* weights /*(B*T)*/,
+                             GradWrite write = GradWrite::accumulate);
+
 }  // namespace rfa

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/parallel.h"
+#include "core/step_profile.h"
 
 namespace rfa {
 namespace {
@@ -16,6 +17,7 @@ constexpr int64_t kNormBlocks = 64;
 }  // namespace
 
 double grad_norm(const float* grads, int64_t n) {
+  ProfileScope profile(ProfiledKernel::grad_norm, 2.0 * double(n), sizeof(float) * double(n));
   std::array<double, kNormBlocks> partial{};
   const int64_t per_block = (n + kNormBlocks - 1) / kNormBlocks;
   parallel_for(kNormBlocks, [&](int64_t b) {
@@ -52,6 +54,7 @@ double grad_clip(float* grads, int64_t n, double max_norm) {
 
 std::optional<NonFinite> grad_find_non_finite(const float* data, int64_t n,
                                               const std::vector<NamedRange>& ranges) {
+  ProfileScope profile(ProfiledKernel::grad_norm, 0, sizeof(float) * double(n));
   for (int64_t i = 0; i < n; ++i) {
     if (std::isfinite(data[i])) continue;
     for (const NamedRange& r : ranges) {

@@ -154,7 +154,7 @@ void tokenizer_train(const TokenizerTrainOptions& o) {
   // The corpus, recorded in the model so that a tokenizer used with another corpus can say which
   // one it was made from (data_setup.cpp). SentencePiece 0.1.97 refuses an "input" option beside a
   // sentence iterator, so it is added to the bytes.
-  model = model_proto_with_training_input(std::move(model), o.corpus);
+  model = model_proto_with_training_input(std::move(model), o.corpus_recorded.empty() ? o.corpus : o.corpus_recorded);
   // A char model has one piece per distinct character, so its vocab may be below vocab_size.
   int vocab = Tokenizer::from_bytes(model, o.model_path).vocab_size();
   for (const std::string& stale : file_temp_remove_stale(o.model_path))

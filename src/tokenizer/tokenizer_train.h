@@ -19,6 +19,7 @@ namespace rfa {
 
 struct TokenizerTrainOptions {
   std::string corpus;                // UTF-8 text file
+  std::string corpus_recorded;       // recorded in the model as its training input; "" = corpus
   std::string model_path;            // written atomically (temporary name, then rename)
   TokenizerKind kind = TokenizerKind::bpe;
   int vocab_size = 1024;             // V incl. <unk>, <s>, </s>, 256 byte tokens; for character an upper bound

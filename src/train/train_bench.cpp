@@ -13,10 +13,12 @@
 #include "core/timer.h"
 #include "dist/dist.h"
 #include "kernels/bf16.h"
+#include "kernels/peak_probes.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_peak.h"
 #include "model/model_flops.h"
 #include "tensor/arena.h"
+#include "train/train_dist.h"
 #include "train/train_session.h"
 
 namespace rfa {
@@ -30,24 +32,28 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-double gemm_gflops(int64_t M, int64_t N, int64_t K, int repeats) {
+GemmRate gemm_gflops(int64_t M, int64_t N, int64_t K, int repeats) {
   Arena<float> a(M * K), b(K * N), c(M * N);
   for (int64_t i = 0; i < M * K; ++i) a.data()[i] = float(i % 7) * 0.1f;
   for (int64_t i = 0; i < K * N; ++i) b.data()[i] = float(i % 5) * 0.1f;
   gemm(false, false, M, N, K, 1.0f, a.data(), K, b.data(), N, 0.0f, c.data(), N);
-  double best = 1e30;
+  double best = 1e30, best_cpu = 1e30;
   for (int r = 0; r < repeats; ++r) {
+    const double cpu0 = process_cpu_seconds();
     Timer t;
     gemm(false, false, M, N, K, 1.0f, a.data(), K, b.data(), N, 0.0f, c.data(), N);
     best = std::min(best, t.seconds());
+    best_cpu = std::min(best_cpu, process_cpu_seconds() - cpu0);
   }
-  return 2.0 * double(M) * N * K / best / 1e9;
+  const double flop = 2.0 * double(M) * N * K;
+  return GemmRate{flop / best / 1e9, flop / best_cpu / 1e9};
 }
 
-TrainBenchResult train_bench(const Config& config, int steps, int warmup) {
+TrainBenchResult train_bench(const Config& config, int steps, int warmup, bool profile) {
   if (config.model.vocab_size <= 0)
     fail("bench needs model.vocab_size > 0 (got {}); pass --set model.vocab_size=N", config.model.vocab_size);
   if (steps < 1 || warmup < 0) fail("bench --steps {} must be >= 1 and --warmup {} >= 0", steps, warmup);
+  train_dist_kernels_check();
   const ModelSpec spec = model_spec_make(config.model, config.attention);
   const int B = config.train.batch_size, T = spec.model.context_length;
   // Random tokens: the step's cost does not depend on the text. At least 64 windows, and
@@ -69,6 +75,7 @@ TrainBenchResult train_bench(const Config& config, int steps, int warmup) {
   if (config.train.stateful) streams.emplace(split, B, T, config.train.grad_accum * dist_size());
   std::vector<double> total, cpu, fwd, bwd, opt, reduce;
   for (int s = 0; s < warmup + steps; ++s) {
+    if (profile && s == warmup) step_profile_enable(true);
     Timer t;
     const double cpu0 = process_cpu_seconds();
     StepStats st = streams ? session.step(s, *streams) : session.step(s, sampler);
@@ -82,6 +89,21 @@ TrainBenchResult train_bench(const Config& config, int steps, int warmup) {
     reduce.push_back(st.allreduce_ms);
   }
   TrainBenchResult r;
+  if (profile) {
+    for (int k = 0; k < kProfiledKernels; ++k) r.profile[size_t(k)] = step_profile_row(static_cast<ProfiledKernel>(k));
+    step_profile_enable(false);
+    r.profiled = true;
+    const FmaPeak peak = fma_peak_measure();
+    r.fma_peak_gflops = peak.gflops;
+    r.fma_peak_gflops_per_core = peak.gflops_per_core;
+    r.vector_floats = peak.vector_floats;
+    // The largest tensor a row kernel streams: the FFN's (B T, 2 Hf) gate and up projections.
+    const BandwidthPeak bw = bandwidth_peak_measure(int64_t(B) * T * 2 * spec.Hf * int64_t(sizeof(float)));
+    r.bandwidth_gbs = bw.gbs;
+    r.bandwidth_bytes = bw.bytes;
+  }
+  r.timed_steps = steps;
+  for (double ms : total) r.mean_ms += ms / double(steps);
   r.activation_bytes = session.activation_bytes();
   r.optimizer_bytes = session.optimizer_bytes();
   struct rusage usage {};
@@ -101,7 +123,9 @@ TrainBenchResult train_bench(const Config& config, int steps, int warmup) {
   r.matmul_gflops = f.matmul / (r.median_ms / 1e3) / 1e9;
   // The model's largest matmul (the FFN's up projection) and a large square one.
   const int64_t N = int64_t(B) * T;
-  r.gemm_peak_gflops = std::max(gemm_gflops(N, 2 * spec.Hf, spec.C, 20), gemm_gflops(1024, 1024, 1024, 5));
+  const GemmRate model_shape = gemm_gflops(N, 2 * spec.Hf, spec.C, 20), square = gemm_gflops(1024, 1024, 1024, 5);
+  r.gemm_peak_gflops = std::max(model_shape.gflops, square.gflops);
+  r.gemm_peak_gflops_per_core = std::max(model_shape.gflops_per_core, square.gflops_per_core);
   if (bf16_native())  // the same two shapes with bf16 operands (gemm_bf16)
     r.gemm_bf16_peak_gflops = std::max(gemm_peak_bf16(N, 2 * spec.Hf, spec.C, 20).gflops_best,
                                        gemm_peak_bf16(1024, 1024, 1024, 5).gflops_best);

@@ -15,6 +15,7 @@ TrainData train_data_ensure(const Config& c, const std::string& tokenizer_path) 
                                                : Tokenizer::load(tokenizer_path);
   if (missing && !tokenizer_path.empty()) token_file_prepare_logged(c, tokenizer);
   TokenFile tokens = TokenFile::open(tokens_path, tokenizer);
+  token_file_format_require(tokens, c.data);
   return TrainData{std::move(tokenizer), std::move(tokens)};
 }
 

@@ -8,10 +8,33 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "dist/dist.h"
+#include "kernels/cpu_target.h"
 
 namespace rfa {
 
 int train_dist_stop_agree(int local_signal) { return dist_allreduce_max(local_signal); }
+
+void train_dist_kernels_check() {
+  const int ranks = dist_size();
+  if (ranks == 1) return;
+  const std::string mine = cpu_kernels_identity();
+  std::vector<uint64_t> sums(static_cast<size_t>(ranks));
+  dist_allgather(xxhash64(mine.data(), mine.size()), sums.data());
+  std::vector<int> other;  // ranks whose kernels differ from rank 0's
+  for (int r = 1; r < ranks; ++r)
+    if (sums[size_t(r)] != sums[0]) other.push_back(r);
+  if (other.empty()) return;
+  // Rank 0's identity, for every rank's message.
+  char root[512] = {};
+  if (dist_is_root()) mine.copy(root, sizeof root - 1);
+  dist_broadcast(root, sizeof root, 0);
+  std::string list;
+  for (int r : other) list += fmt::format("{}{}", list.empty() ? "" : ", ", r);
+  fail("data-parallel ranks must run identical kernels, but rank(s) {} differ from rank 0 ('{}'){}. Build one rfa for "
+       "the lowest CPU level of the machines (e.g. RFA_ARCH=x86-64-v3 for AVX2 and AVX-512 machines together; "
+       "docs/cpu-targets.md) and run that binary on every rank",
+       list, root, dist_is_root() ? std::string() : fmt::format("; this rank {} runs '{}'", dist_rank(), mine));
+}
 
 void train_dist_weights_check(const float* params, int64_t n, int64_t step) {
   const int ranks = dist_size();

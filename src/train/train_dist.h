@@ -16,6 +16,13 @@ namespace rfa {
 // moments (or only one of them); agreeing here makes them all stop after the same step.
 int train_dist_stop_agree(int local_signal);
 
+// Checks that every rank runs the same kernels (kernels/cpu_target.h's identity: the build's
+// target and vector width, and oneDNN's ISA): ranks of builds for different CPUs, or of one
+// -march=native build on different machines, would compute other roundings and drift apart.
+// Throws Error on every rank before anything is written, naming each rank's kernels and the
+// fix (one RFA_ARCH level for all machines, docs/cpu-targets.md).
+void train_dist_kernels_check();
+
 // Checks that every rank holds the same weights (XXH64 of the flat parameters, all-gathered:
 // one 8-byte value per rank). Throws Error on every rank, naming the step and each rank's
 // checksum, if any differs: the ranks have diverged and their gradients no longer describe

@@ -52,9 +52,12 @@ std::string train_log_json(const TrainLogLine& l) {
   return out;
 }
 
-std::string eval_log_json(int64_t step, double val_loss, double elapsed_s) {
-  return fmt::format("{{\"type\":\"eval\",\"step\":{},\"val_loss\":{},\"elapsed_s\":{}}}", step,
-                     json_number(val_loss), json_number(elapsed_s));
+std::string eval_log_json(int64_t step, double val_loss, double elapsed_s,
+                          const std::vector<std::pair<const char*, double>>& extra) {
+  std::string fields;
+  for (const auto& [name, value] : extra) fields += fmt::format(",\"{}\":{}", name, json_number(value));
+  return fmt::format("{{\"type\":\"eval\",\"step\":{},\"val_loss\":{}{},\"elapsed_s\":{}}}", step,
+                     json_number(val_loss), fields, json_number(elapsed_s));
 }
 
 MetricsFile::MetricsFile(const std::string& path, bool append) {

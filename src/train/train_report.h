@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace rfa {
 
@@ -27,8 +29,10 @@ std::string duration_text(double seconds);
 std::string train_log_text(const TrainLogLine& line);
 // {"type":"train","step":250,...}
 std::string train_log_json(const TrainLogLine& line);
-// {"type":"eval","step":250,"val_loss":2.2345,"elapsed_s":...}
-std::string eval_log_json(int64_t step, double val_loss, double elapsed_s);
+// {"type":"eval","step":250,"val_loss":2.2345,"elapsed_s":...}, with the `extra` fields after
+// val_loss (instruction data: "val_prompt_loss"; preference pairs: "val_pair_accuracy", ...).
+std::string eval_log_json(int64_t step, double val_loss, double elapsed_s,
+                          const std::vector<std::pair<const char*, double>>& extra = {});
 
 // Appends lines to metrics.jsonl, flushing each so `tail -f` and crashes see them.
 class MetricsFile {

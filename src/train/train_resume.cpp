@@ -43,23 +43,6 @@ std::string run_dir_of(const std::string& checkpoint_dir) {
   return relative.empty() ? absolute.parent_path().parent_path().string() : relative.string();
 }
 
-// The tokenizer the checkpoint was trained with: its own copy (checkpoint_load
-// checks it against state.json), else the config's path if its checksum matches.
-std::string tokenizer_of(const std::string& dir, const TrainState& state, const Config& config) {
-  const std::string copy = dir + "/tokenizer.model";
-  const std::string path = config_tokenizer_path(config);
-  checkpoint_tokenizer_verify(dir, state, path);
-  if (fs::exists(copy)) return copy;
-  if (state.tokenizer_xxh64.empty() || !fs::exists(path))
-    fail("checkpoint {} has no tokenizer.model and the tokenizer it was trained with cannot be identified "
-         "(tokenizer.path '{}'); copy the training tokenizer to {}/tokenizer.model",
-         dir, path, dir);
-  if (std::string actual = tokenizer_xxh64(path); actual != state.tokenizer_xxh64)
-    fail("checkpoint {} has no tokenizer.model and '{}' has checksum {}, not the {} recorded in training; {}", dir,
-         path, actual, state.tokenizer_xxh64, tokenizer_restore_advice(dir, state.tokenizer_xxh64, ""));
-  return path;
-}
-
 }  // namespace
 
 bool resume_key_changeable(std::string_view key) {
@@ -96,7 +79,7 @@ ResumePoint resume_prepare_from(const std::string& dir, const std::vector<std::s
              enum_name(saved.train.precision), dir, enum_name(config.train.precision));
   const TrainState state =
       checkpoint_file_read(dir, [&] { return train_state_parse(file_read_text(state_path), state_path); });
-  out.tokenizer_path = tokenizer_of(dir, state, config);
+  out.tokenizer_path = checkpoint_tokenizer_path(dir, state, config_tokenizer_path(config));
   out.config = config;
   return out;
 }
@@ -121,6 +104,12 @@ TrainState resume_load(TrainSession& session, const std::string& dir, StreamChec
   if (streams) streams->load(ck.streams, ck.state.step, dir + "/stream.safetensors");
   session.set_steps_taken(ck.state.step);
   return ck.state;
+}
+
+bool checkpoint_in_run(const std::string& checkpoint_dir, const std::string& run_dir) {
+  std::error_code ec;
+  return fs::weakly_canonical(checkpoint_dir, ec).parent_path() ==
+         fs::weakly_canonical(fs::path(run_dir) / "checkpoints", ec);
 }
 
 void metrics_keep_through(const std::string& path, int64_t step) {

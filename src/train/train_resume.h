@@ -51,6 +51,10 @@ ResumePoint resume_prepare(const std::string& path, const std::vector<std::strin
 // Throws if the state's seed is not the session's train.seed.
 TrainState resume_load(TrainSession& session, const std::string& checkpoint_dir, StreamCheckpoint* streams = nullptr);
 
+// True if `checkpoint_dir` is one of run `run_dir`'s checkpoints (RUN/checkpoints/step-N).
+// A resume into another directory is a fork, which must not hold another run either.
+bool checkpoint_in_run(const std::string& checkpoint_dir, const std::string& run_dir);
+
 // Rewrites metrics.jsonl keeping only the lines of steps <= `step`: a run
 // stopped or killed after its checkpoint wrote lines the resumed run writes
 // again. Lines that do not parse are dropped. A missing file is left missing.

@@ -29,7 +29,10 @@
 #include "optim/grad_clip.h"
 #include "train/run_dir_lock.h"
 #include "train/train_data.h"
+#include "train/train_batches.h"
 #include "train/train_dist.h"
+#include "tokenizer/model_proto.h"
+#include "train/train_init.h"
 #include "train/train_report.h"
 #include "train/train_resume.h"
 #include "train/train_session.h"
@@ -106,15 +109,6 @@ bool run_dir_claim(const std::string& run_dir, bool overwrite) {
   return true;
 }
 
-// True if a resumed run writes into another directory than its checkpoint's own run (a fork
-// with --set train.run_dir=...): that directory must not hold another run either.
-bool resume_forks(const std::string& checkpoint_dir, const std::string& run_dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  return fs::weakly_canonical(checkpoint_dir, ec).parent_path() !=
-         fs::weakly_canonical(fs::path(run_dir) / "checkpoints", ec);
-}
-
 // train.grad_accum of the run that wrote a checkpoint, from its config.yaml (for state.json
 // files that did not record it).
 int saved_grad_accum(const std::string& checkpoint_dir) {
@@ -149,10 +143,48 @@ void memory_require_training(const Config& c) {
                  "training this model");
 }
 
-}  // namespace
+// The run's data: prepared with the tokenizer a resume or a fine-tune must use, when given.
+TrainData train_data_for(const Config& config, const std::string& tokenizer_path, const InitPoint* init) {
+  try {
+    TrainData data = train_data_ensure(config, tokenizer_path);
+    // Made from the parent's corpus by design: no warning (data/data_setup.h), but say which.
+    if (init) {
+      const std::string trained_on = model_proto_training_input(data.tokenizer.model_bytes());
+      log_info("init", "this run's corpus {} is encoded with the parent's tokenizer {}{}", config.data.corpus,
+               init->tokenizer_path, trained_on.empty() ? "" : fmt::format(", trained on {}", trained_on));
+    }
+    return data;
+  } catch (const Error& e) {
+    if (!init) throw;
+    throw Error(fmt::format("{} (--init-from: this run's corpus is encoded with the parent's tokenizer {}; point "
+                            "data.tokens at a new file and it is created)",
+                            e.what(), init->tokenizer_path));
+  }
+}
 
-TrainResult train_run(const Config& config_in, const TrainOptions& options) {
+// A resumed DPO run's reference: its parent (train.init_from), which must still be the model
+// the run started from (state.json records its checksum).
+InitPoint dpo_parent(const Config& config, const std::string& checkpoint_dir) {
+  const std::string path = checkpoint_dir + "/state.json";
+  const TrainState saved = train_state_parse(file_read_text(path), path);
+  Config from = config;
+  if (!saved.init_from.empty()) from.train.init_from = saved.init_from;  // the very checkpoint it started from
+  // The run's saved config gives every key.
+  const InitPoint parent = init_from_prepare(from, config_origins_all(checkpoint_dir + "/config.yaml"));
+  if (parent.model_xxh64 != saved.init_from_xxh64)
+    fail("--resume {}: DPO's reference is the run's parent {}, whose model.safetensors now has checksum {}, not the "
+         "{} it started from; restore that checkpoint (the reference log-probabilities are computed from it)",
+         checkpoint_dir, parent.checkpoint_dir, parent.model_xxh64, saved.init_from_xxh64);
+  return parent;
+}
+
+// train_run with `init` (a fine-tune, train/train_init.h) or without.
+TrainResult train_run_with(const Config& config_in, const TrainOptions& options, const InitPoint* init) {
+  train_dist_kernels_check();
   train_precision_require(config_in.train.precision);
+  if (config_preference(config_in.data) && !init && options.resume_checkpoint.empty())
+    fail("data.format preference trains by DPO against a frozen reference, the model it starts from: give "
+         "--init-from RUN (an instruction-tuned run, as a rule) or set train.init_from");
   memory_require_training(config_in);
   Timer wall;
   const std::string run_dir = config_in.train.run_dir;
@@ -166,27 +198,26 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   const bool resuming = !options.resume_checkpoint.empty();
   // Everything that can refuse the run comes before anything in run_dir is replaced: the
   // data, the vocab, the model's allocation, the checkpoint to resume. run_dir_clear is last.
-  const bool replacing = root && (!resuming || resume_forks(options.resume_checkpoint, run_dir)) &&
+  const bool replacing = root && (!resuming || !checkpoint_in_run(options.resume_checkpoint, run_dir)) &&
                          run_dir_claim(run_dir, options.overwrite);
   if (!root) dist_barrier();
-  TrainData data = train_data_ensure(config_in, resuming ? options.resume_tokenizer : "");
+  TrainData data =
+      train_data_for(config_in, resuming ? options.resume_tokenizer : init ? init->tokenizer_path : "", init);
   if (root) dist_barrier();
   const Config config = resolve_vocab(config_in, data.tokenizer);
   const ModelSpec spec = model_spec_make(config.model, config.attention);
 
   const TrainConfig& tc = config.train;
-  // train.stateful: ranks x grad_accum micro-batches of B contiguous streams; else random windows.
-  std::optional<BatchSampler> sampler;
-  std::optional<StreamSampler> streams;
-  if (tc.stateful)
-    streams.emplace(data.tokens.train(), tc.batch_size, spec.model.context_length, tc.grad_accum * dist_size());
-  else
-    sampler.emplace(data.tokens.train(), tc.batch_size, spec.model.context_length, tc.seed);
-  const TokenSplit val = data.tokens.val();
-  (void)SequentialBatches(val, tc.batch_size, spec.model.context_length);  // throws now if val is shorter than T+1
+  // Random windows, streams (train.stateful) or rows of instruction examples; their validation.
+  TrainBatches batches(data.tokens, config, dist_size(), data.tokenizer.eos_id());
   TrainSession session(config, spec);
+  if (init) init_from_load(session, *init);
+  if (batches.pairs()) {  // DPO's reference: the parent's log-probabilities, before any step
+    if (resuming) init_from_load(session, dpo_parent(config, options.resume_checkpoint));  // the checkpoint loads after
+    batches.prepare_reference(session);
+  }
   std::optional<StreamCheckpoint> stream_checkpoint;
-  if (streams) stream_checkpoint.emplace(session, *streams);
+  if (batches.streams()) stream_checkpoint.emplace(session, *batches.streams());
   StreamCheckpoint* const stream_ck = stream_checkpoint ? &*stream_checkpoint : nullptr;
   log_info("train", "{} attention, L={} C={} H={} T={} V={}: {} parameters; batch {}x{}x{} = {} tokens/step, {} threads",
            enum_name(spec.attention.kind), spec.L, spec.C, spec.H, spec.model.context_length, spec.V,
@@ -199,17 +230,9 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     log_info("train", "data parallel: {} ranks x batch {}x{}x{} = {} tokens/step; {}", dist_size(), tc.batch_size,
              tc.grad_accum, spec.model.context_length,
              int64_t(dist_size()) * tc.batch_size * tc.grad_accum * spec.model.context_length, dist_backend());
-  log_info("train", "data: {} train / {} val tokens from {}; run dir {}", data.tokens.train().size(), val.size(),
-           data.tokens.path(), run_dir);
-  if (streams)
-    log_info("train", "stateful: {} streams of ~{} tokens (each row continues its stream, states carried between "
-             "steps); random features: {}",
-             int64_t(streams->micro_batches()) * tc.batch_size, streams->stream_period(0, 0),
-             tc.stateful_redraw == 0 ? std::string("the fixed evaluation set")
-                                     : fmt::format("redrawn every {} steps, states reset then", tc.stateful_redraw));
-  const ValidationText val_text = validation_text(val, tc, spec.model.context_length);
-  log_info("train", "val loss: mean NLL per token over {}, {}; as `rfa eval perplexity` computes it", val_text.what,
-           perplexity_method(session.eval_plan(static_cast<int64_t>(val_text.tokens.size()))));
+  log_info("train", "data: {} train / {} val tokens from {}; run dir {}", data.tokens.train().size(),
+           data.tokens.val().size(), data.tokens.path(), run_dir);
+  batches.log(session);
 
   TrainResult result;
   result.best_val_loss = std::numeric_limits<double>::infinity();
@@ -218,6 +241,11 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   const std::string& tokenizer_bytes = data.tokenizer.model_bytes();
   state.tokenizer_xxh64 = hash_hex(xxhash64(tokenizer_bytes.data(), tokenizer_bytes.size()));
   state.threads = thread_count();
+  if (init) {
+    state.init_from = init->checkpoint_dir;
+    state.init_from_step = init->step;
+    state.init_from_xxh64 = init->model_xxh64;
+  }
   int64_t start = 0, tokens_seen = 0;
   double wall_before = 0;  // training wall time of the run before this process
   if (resuming) {
@@ -240,6 +268,9 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     tokens_seen = saved.tokens_seen;
     wall_before = saved.wall_seconds;
     result.best_val_loss = saved.best_val_loss;
+    state.init_from = saved.init_from;  // a fine-tune's parent stays recorded
+    state.init_from_step = saved.init_from_step;
+    state.init_from_xxh64 = saved.init_from_xxh64;
   }
   state.ranks = dist_size();
   state.grad_accum = tc.grad_accum;
@@ -256,6 +287,13 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
              tc.steps, tokens_seen);
   // Every rank initialised (or loaded) the same weights: prove it before the first step.
   train_dist_weights_check(session.model().params(), session.model().param_size(), 0);
+  if (init && root) {  // the parent's weights on this run's validation data: where fine-tuning starts
+    const ValLoss before = batches.evaluate(session);
+    metrics->write(eval_log_json(0, before.loss, wall_before + wall.seconds(), before.extra));
+    std::string beside;
+    for (const auto& [name, value] : before.extra) beside += fmt::format(", {} {:.4f}", name, value);
+    log_info("train", "val loss at step 0 (the parent's weights, before fine-tuning): {:.4f}{}", before.loss, beside);
+  }
   ProgressLine progress;
   StopSignals signals;
   if (const std::string note = signals.ignored_note(); !note.empty()) log_info("train", "{}", note);
@@ -302,7 +340,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
   StepStats last;
   for (int64_t step = start; step < tc.steps; ++step) {
     Timer step_timer;
-    last = streams ? session.step(step, *streams) : session.step(step, *sampler);
+    last = batches.step(session, step);
     if (last.stopped) {  // a stop inside the step drops it whole; the last finished step is saved
       if (saved_step != step) {  // one rank (TrainSession::step): the gather is local
         if (stream_ck) stream_ck->gather(step);
@@ -329,10 +367,13 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
     const double eta = (tc.steps - done) * recent_ms / 1e3;
 
     double val_loss = -1;
+    std::vector<std::pair<const char*, double>> val_extra;
     const bool eval_due = (tc.eval_every > 0 && done % tc.eval_every == 0) || is_last || done == options.stop_after;
     if (root && eval_due && !stop_requested()) {
       progress.clear();
-      val_loss = session.evaluate(val_text.tokens);  // NaN if a stop request cuts it short
+      const ValLoss v = batches.evaluate(session);  // NaN if a stop request cuts it short
+      val_loss = v.loss;
+      val_extra = v.extra;
     }
     // All ranks stop after the same step, whichever of them a signal reached and when (during
     // rank 0's evaluation too): the largest of their pending signals. One rank: its own.
@@ -344,7 +385,7 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
       evaluated = true;
       result.final_val_loss = val_loss;
       result.best_val_loss = std::min(result.best_val_loss, val_loss);
-      metrics->write(eval_log_json(done, val_loss, wall_before + wall.seconds()));
+      metrics->write(eval_log_json(done, val_loss, wall_before + wall.seconds(), val_extra));
     }
     if (done % tc.log_every == 0) train_dist_weights_check(session.model().params(), session.model().param_size(), done);
     if (done % tc.log_every == 0 || step == start || is_last || stopping || val_loss >= 0) {
@@ -396,6 +437,15 @@ TrainResult train_run(const Config& config_in, const TrainOptions& options) {
            duration_text(result.train_seconds), duration_text(result.wall_seconds), result.tokens_per_s);
   log_info("train", "loss curves: scripts/plot-runs.py {} -o {}/loss.png", run_dir, run_dir);
   return result;
+}
+
+}  // namespace
+
+TrainResult train_run(const Config& config, const TrainOptions& options) {
+  if (!options.resume_checkpoint.empty() || config.train.init_from.empty())
+    return train_run_with(config, options, nullptr);  // a resumed fine-tune loads its own checkpoint
+  const InitPoint init = init_from_prepare(config, options.config_origins);  // reads only: refuses before any write
+  return train_run_with(init.config, options, &init);
 }
 
 }  // namespace rfa

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "config/config_load.h"
 
 namespace rfa {
 
@@ -47,6 +48,9 @@ struct TrainOptions {
   // that already holds checkpoints (nothing is lost by accident); overwrite deletes them,
   // once everything else has been validated and allocated.
   bool overwrite = false;
+  // The keys the config gave (config_load_with_origins): with train.init_from, those left out
+  // are taken from the parent and those given must equal it (train/train_init.h).
+  ConfigOrigins config_origins;
 };
 
 TrainResult train_run(const Config& config, const TrainOptions& options = {});

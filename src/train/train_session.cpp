@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/stop_signals.h"
@@ -11,6 +12,7 @@
 #include "kernels/bf16.h"
 #include "model/model_forward.h"
 #include "optim/lr_schedule.h"
+#include "train/dpo.h"
 
 namespace rfa {
 namespace {
@@ -57,6 +59,10 @@ TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
   }
   model_init(model_, config.train.seed);
   for (const ParamEntry& e : model_.table.entries()) ranges_.push_back({e.name, e.offset, e.numel});
+  if (config_preference(config.data)) {
+    dpo_logp_.resize(static_cast<size_t>(config.train.batch_size));
+    dpo_weights_.resize(static_cast<size_t>(config.train.batch_size) * spec.model.context_length);
+  }
   if (config.train.precision == Precision::bf16) bf16_prepare();
 }
 
@@ -131,8 +137,17 @@ int64_t TrainSession::carry_position(int64_t step) const {
   return since * model_.spec.model.context_length;
 }
 
+StepStats TrainSession::step(int64_t step, const ExampleSampler& examples) {
+  RFA_ASSERT(!config_.train.stateful, "instruction examples carry no state");
+  RFA_ASSERT(examples.micro_batches() == config_.train.grad_accum * dist_size(),
+             "examples built for {} micro-batches, the step has ranks x grad_accum = {}", examples.micro_batches(),
+             config_.train.grad_accum * dist_size());
+  return step_with(step, examples, false);
+}
+
 template <typename Sampler>
 StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool stateful) {
+  constexpr bool examples = std::is_same_v<Sampler, ExampleSampler>;
   const TrainConfig& tc = config_.train;
   const ModelSpec& s = model_.spec;
   StepStats st;
@@ -159,6 +174,10 @@ StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool sta
   // after it when ranks * grad_accum is a power of two; otherwise it differs in the last bit.)
   const int rank = dist_rank(), ranks = dist_size();
   const double scale = 1.0 / (double(tc.grad_accum) * ranks);
+  // Instruction examples: the step's trained targets over every rank's micro-batches (each rank
+  // counts them all from the row layout: no communication), the normaliser of its loss.
+  int64_t step_targets = 0;
+  if constexpr (examples) step_targets = sampler.supervised_step(step);
   for (int micro = 0; micro < tc.grad_accum; ++micro) {
     // One rank may drop the step at a stop request; several ranks must all reach the
     // all-reduce, and agree on stopping after the step instead (train/train_dist.h).
@@ -166,7 +185,10 @@ StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool sta
       st.stopped = true;
       return st;
     }
-    sampler.sample(step, batch_global_micro(rank, ranks, micro), batch_.inputs.data(), batch_.targets.data());
+    const int global_micro = batch_global_micro(rank, ranks, micro);
+    sampler.sample(step, global_micro, batch_);
+    double weight = scale;  // this micro-batch's share of the step's loss
+    if constexpr (examples) weight = step_loss_weight(sampler.supervised(step, global_micro), step_targets);
     ModelCarry<float> carry;
     if (stateful) {
       carry.in = carry_reset ? nullptr : carry_in_ + micro * carry_slot_;
@@ -178,20 +200,27 @@ StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool sta
     st.forward_ms += timer.ms();
     if (!std::isfinite(loss)) fail_non_finite(step, "the training loss");
     timer.reset();
-    model_backward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), random, scale,
+    model_backward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), random, weight,
                    micro == 0 ? GradWrite::overwrite : GradWrite::accumulate);
     st.backward_ms += timer.ms();
-    loss_sum += loss;
+    loss_sum += examples ? loss * weight : loss;  // text: the same weight for all, applied below as before
   }
-  timer.reset();
+  step_update(st, step, examples ? loss_sum : loss_sum * scale);
+  std::swap(carry_in_, carry_out_);  // the step is taken: its final states enter the next
+  st.supervised = step_targets;
+  return st;
+}
+
+void TrainSession::step_update(StepStats& st, int64_t step, double loss) {
+  const TrainConfig& tc = config_.train;
+  Timer timer;
   // The one gradient all-reduce of the step (no-op with one rank), and the loss's.
   dist_allreduce_sum(model_.grads(), model_.param_size());
-  double loss_mean = loss_sum * scale;
-  dist_allreduce_sum(&loss_mean, 1);
+  dist_allreduce_sum(&loss, 1);
   st.allreduce_ms = timer.ms();
   timer.reset();
   st.step = step;
-  st.loss = loss_mean;
+  st.loss = loss;
   st.grad_norm = grad_clip(model_.grads(), model_.param_size(), config_.optim.grad_clip);
   if (!std::isfinite(st.grad_norm)) fail_non_finite(step, "the gradient norm");
   const int64_t total = std::max<int64_t>(tc.steps, step + 1);
@@ -199,16 +228,94 @@ StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool sta
   adamw_update(adamw_step_make(config_.optim, st.lr, steps_taken_ + 1), mask_, model_.params(), model_.grads(),
                adam_m(), adam_v(), model_.param_size());
   ++steps_taken_;
-  std::swap(carry_in_, carry_out_);  // the step is taken: its final states enter the next
   st.optimizer_ms = timer.ms();
-  st.tokens = int64_t(tc.batch_size) * s.model.context_length * tc.grad_accum * ranks;
-  return st;
+  st.tokens = int64_t(tc.batch_size) * model_.spec.model.context_length * tc.grad_accum * dist_size();
 }
 
 PerplexityPlan TrainSession::eval_plan(int64_t tokens) const {
   PerplexityOptions o;  // the defaults of `rfa eval perplexity`: the same numbers
   o.progress = false;
   return perplexity_plan(model_.spec, tokens, o);
+}
+
+ExampleNll TrainSession::evaluate_examples(const ExampleSet& set, std::vector<double>* logprobs) {
+  const int max_tokens = model_.spec.model.context_length + 1;
+  if (!example_decoder_) example_decoder_ = std::make_unique<Decoder<float>>(model_, example_decoder_options(max_tokens));
+  return example_nll(*example_decoder_, set, max_tokens, example_scratch_, stop_requested, logprobs);
+}
+
+void TrainSession::row_logprobs() {
+  const int B = acts_.B, T = acts_.T_len;
+  for (int b = 0; b < B; ++b) {
+    double sum = 0;
+    for (int t = 0; t < T; ++t)
+      if (batch_.targets[static_cast<size_t>(b) * T + t] >= 0) sum += acts_.losses[static_cast<size_t>(b) * T + t];
+    dpo_logp_[static_cast<size_t>(b)] = -sum;
+  }
+}
+
+std::vector<double> TrainSession::dpo_logprobs(const ExampleSampler& pairs) {
+  const int slots = config_.train.batch_size / 2;
+  std::vector<double> out(static_cast<size_t>(pairs.units()) * 2);
+  model_.bf16_refresh();
+  for (int64_t first = 0; first < pairs.units(); first += slots) {
+    const int64_t n = std::min<int64_t>(slots, pairs.units() - first);
+    for (int slot = 0; slot < slots; ++slot) pairs.fill_unit(first + std::min<int64_t>(slot, n - 1), slot, batch_);
+    model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_fixed());
+    row_logprobs();
+    for (int64_t slot = 0; slot < n; ++slot)
+      for (int r = 0; r < 2; ++r)
+        out[static_cast<size_t>((first + slot) * 2 + r)] = dpo_logp_[static_cast<size_t>(slot * 2 + r)];
+  }
+  return out;
+}
+
+StepStats TrainSession::step(int64_t step, const ExampleSampler& pairs, const std::vector<double>& reference) {
+  const TrainConfig& tc = config_.train;
+  RFA_ASSERT(pairs.unit_rows() == 2 && config_preference(config_.data), "a DPO step takes preference pairs");
+  RFA_ASSERT(reference.size() == static_cast<size_t>(pairs.units()) * 2, "reference of {} answers for {} pairs",
+             reference.size(), pairs.units());
+  RFA_ASSERT(pairs.micro_batches() == tc.grad_accum * dist_size(), "pairs built for {} micro-batches",
+             pairs.micro_batches());
+  StepStats st;
+  Timer timer;
+  const float* random = model_.random_fixed();  // the reference's: at the first step the policy is the reference
+  model_.bf16_refresh();
+  st.setup_ms = timer.ms();
+  const int rank = dist_rank(), ranks = dist_size(), T = model_.spec.model.context_length;
+  const int slots = tc.batch_size / 2;
+  const double step_pairs = double(slots) * tc.grad_accum * ranks;  // the loss is the mean over the step's pairs
+  double loss_sum = 0;
+  for (int micro = 0; micro < tc.grad_accum; ++micro) {
+    if (ranks == 1 && stop_requested()) {
+      st.stopped = true;
+      return st;
+    }
+    const int global_micro = batch_global_micro(rank, ranks, micro);
+    pairs.sample(step, global_micro, batch_);
+    timer.reset();
+    const double mean = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), random);
+    st.forward_ms += timer.ms();
+    if (!std::isfinite(mean)) fail_non_finite(step, "the training loss");
+    row_logprobs();
+    for (int slot = 0; slot < slots; ++slot) {
+      const int64_t u = pairs.unit(step, global_micro, slot);
+      const DpoTerms d = dpo_terms(dpo_logp_[2 * slot], dpo_logp_[2 * slot + 1], reference[2 * u],
+                                   reference[2 * u + 1], tc.dpo_beta);
+      loss_sum += d.loss / step_pairs;
+      for (int r = 0; r < 2; ++r) {  // + on the chosen answer's targets, - on the rejected one's
+        const double w = (r == 0 ? d.weight : -d.weight) / step_pairs;
+        double* weights = dpo_weights_.data() + static_cast<size_t>(2 * slot + r) * T;
+        for (int t = 0; t < T; ++t) weights[t] = w;
+      }
+    }
+    timer.reset();
+    model_backward_weighted(model_, acts_, batch_.inputs.data(), batch_.targets.data(), random, dpo_weights_.data(),
+                            micro == 0 ? GradWrite::overwrite : GradWrite::accumulate);
+    st.backward_ms += timer.ms();
+  }
+  step_update(st, step, loss_sum);
+  return st;
 }
 
 double TrainSession::evaluate(std::span<const int32_t> tokens) {

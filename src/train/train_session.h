@@ -12,8 +12,10 @@
 
 #include "config/config.h"
 #include "data/batch_sampler.h"
+#include "data/example_sampler.h"
 #include "data/stream_sampler.h"
 #include "decode/decoder.h"
+#include "eval/example_nll.h"
 #include "eval/perplexity.h"
 #include "model/activations.h"
 #include "model/model.h"
@@ -29,6 +31,7 @@ struct StepStats {
   double grad_norm = 0;    // global norm before clipping
   double lr = 0;
   int64_t tokens = 0;      // tokens processed by all ranks (B * T * grad_accum * ranks)
+  int64_t supervised = 0;  // instruction examples: the targets the step trained on (all ranks)
   // Wall time by phase: random draw + bf16 weight copies (bf16 runs), forwards, backwards, gradient all-reduce
   // (0 with one rank; includes waiting for the slowest rank), clip + AdamW.
   double setup_ms = 0, forward_ms = 0, backward_ms = 0, allreduce_ms = 0, optimizer_ms = 0;
@@ -59,6 +62,18 @@ class TrainSession {
   // local micro-batch m starting from carry_state()'s slot m; when the step completes (not
   // when it is dropped at a stop request), each slot holds the final states it left.
   StepStats step(int64_t step, const StreamSampler& streams);
+  // Instruction examples (built with ranks x grad_accum micro-batches): the loss is the mean
+  // over every target the whole step trains on (step_loss_weight), not a mean of per-micro-batch
+  // means, so how a step splits into micro-batches and ranks does not weigh its examples.
+  StepStats step(int64_t step, const ExampleSampler& examples);
+  // Preference pairs (data.format preference, `pairs` built with ExampleLayout::pairs): one DPO
+  // step (train/dpo.h) against `reference`, (units, 2): the answers' log-probabilities under the
+  // frozen reference (dpo_logprobs of the initial weights). Under the fixed random matrices,
+  // as the reference was computed, so that at the first step the policy is exactly it.
+  StepStats step(int64_t step, const ExampleSampler& pairs, const std::vector<double>& reference);
+  // Each unit's two answers' log-probabilities under the current weights, as a DPO step computes
+  // them: (units, 2). Changes no training state.
+  std::vector<double> dpo_logprobs(const ExampleSampler& pairs);
 
   // Validation loss: the mean NLL per token of every target of `tokens` (N >= 2),
   // computed exactly as `rfa eval perplexity` computes it (eval/perplexity.h, default
@@ -68,6 +83,10 @@ class TrainSession {
   double evaluate(std::span<const int32_t> tokens);
   // The plan evaluate() follows for a text of `tokens` tokens (for the log).
   PerplexityPlan eval_plan(int64_t tokens) const;
+  // Instruction examples: each of `set` scored alone (eval/example_nll.h), those of more than
+  // context_length + 1 tokens skipped as in training. The fixed random matrices; changes no
+  // training state; the decoder is built at the first call. Polls stop_requested().
+  ExampleNll evaluate_examples(const ExampleSet& set, std::vector<double>* logprobs = nullptr);
 
   Model<float>& model() { return model_; }
   const Config& config() const { return config_; }
@@ -92,6 +111,13 @@ class TrainSession {
   template <typename Sampler>
   StepStats step_with(int64_t step, const Sampler& sampler, bool stateful);
   void bf16_prepare();  // creates the bf16 products' primitives (kernels/gemm_bf16.h) before any step
+  // The end of every step once this rank's gradients are in: the all-reduce of the gradients and
+  // of `loss` (this rank's share of the step's loss), clipping, AdamW; fills st's loss, norm, lr,
+  // timings and tokens.
+  void step_update(StepStats& st, int64_t step, double loss);
+  // The answer log-probability of each row of the last forward (dpo_logp_): minus the sum of
+  // its trained targets' losses.
+  void row_logprobs();
 
   Config config_;
   Model<float> model_;
@@ -110,6 +136,19 @@ class TrainSession {
   // evaluate()'s decoder (B = 1) and the plan it was built for; rebuilt only when the plan changes.
   std::unique_ptr<Decoder<float>> eval_decoder_;
   PerplexityPlan eval_decoder_plan_;
+  std::unique_ptr<Decoder<float>> example_decoder_;  // evaluate_examples()'s
+  std::vector<int32_t> example_scratch_;
+  // Preference pairs: each row's answer log-probability (B) and the targets' DPO weights (B, T).
+  std::vector<double> dpo_logp_;
+  std::vector<double> dpo_weights_;
 };
+
+// Micro-batch m's loss enters a step of instruction examples with weight c_m / C: model_forward
+// gives the mean over its c_m trained targets, and C = sum of c_m over the step's micro-batches
+// (all ranks), so sum_m (c_m / C) mean_m is the mean over the step's C targets, and
+// model_backward with loss_scale c_m / C gives every target the weight 1 / C.
+inline double step_loss_weight(int64_t micro_targets, int64_t step_targets) {
+  return static_cast<double>(micro_targets) / static_cast<double>(step_targets);
+}
 
 }  // namespace rfa

@@ -66,6 +66,25 @@ TEST_CASE("train state: serialise then parse round-trips every field exactly") {
   CHECK(r.config_xxh64 == s.config_xxh64);
 }
 
+TEST_CASE("train state: a fine-tune records its parent (path, step, checksum), covered by the checksum") {
+  TrainState s;
+  s.step = 40;
+  std::string plain = train_state_serialize(s);
+  CHECK(plain.find("init_from") == std::string::npos);  // not a fine-tune: the file is as before
+  s.init_from = "runs/kjv-quick/checkpoints/step-001000";
+  s.init_from_step = 1000;
+  s.init_from_xxh64 = "56f505e716beb94d";
+  const std::string json = train_state_serialize(s);
+  TrainState r = train_state_parse(json, "state.json");
+  CHECK(r.init_from == s.init_from);
+  CHECK(r.init_from_step == 1000);
+  CHECK(r.init_from_xxh64 == s.init_from_xxh64);
+  CHECK_THROWS_WITH_AS(train_state_parse(replaced(json, "\"init_from_step\": 1000", "\"init_from_step\": 999"), "s"),
+                       doctest::Contains("the file was edited or corrupted"), Error);
+  CHECK_THROWS_WITH_AS(train_state_parse(replaced(json, ",\n  \"init_from_step\": 1000", ""), "s"),
+                       doctest::Contains("missing field \"init_from_step\""), Error);
+}
+
 TEST_CASE("train state: threads is optional (files written before it was recorded read as 0)") {
   TrainState s;
   s.format_version = 1;  // version 1 files carry no checksum, so a field can be dropped

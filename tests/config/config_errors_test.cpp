@@ -81,6 +81,17 @@ TEST_CASE("config errors: wrong types name the key, the value and the expected t
   CHECK(has(set_error("optim.lr=[1]"), "'optim.lr' expects a number, got a sequence"));
 }
 
+TEST_CASE("config errors: a list is for the path-list keys only, and holds paths") {
+  CHECK(has(load_error("data:\n  tokens: [a, b]\n"), ":2: 'data.tokens' expects a string, got a sequence"));
+  CHECK(has(load_error("data:\n  corpus: []\n"), ":2: 'data.corpus' is an empty list; give at least one path"));
+  CHECK(has(load_error("data:\n  corpus: [a.txt, [b.txt]]\n"),
+            ":2: 'data.corpus' is a list whose entries are paths, got a sequence"));
+  CHECK(has(load_error("data:\n  corpus: [a.txt, \"\"]\n"),
+            "'data.corpus' is a list whose entries are paths, got an empty entry"));
+  CHECK(has(load_error("data:\n  corpus: [\"a,b.txt\"]\n"), "lists the path 'a,b.txt', which holds a ','"));
+  CHECK(has(set_error("data.corpus=[]"), "--set 'data.corpus=[]': 'data.corpus' is an empty list"));
+}
+
 TEST_CASE("config errors: unknown enum values list the allowed ones") {
   CHECK(has(load_error("attention:\n  kind: rfa-gate\n"),
             ":2: 'attention.kind' expects one of softmax|rfa|rfa_gate, got 'rfa-gate'"));
@@ -119,6 +130,25 @@ TEST_CASE("config errors: impossible values name the key, the value and what is 
   CHECK(has(set_error("train.stateful_redraw=-1"), "'train.stateful_redraw' is '-1'; it must be >= 0"));
   CHECK(has(set_error("train.stateful_redraw=5"),
             "'train.stateful_redraw' is 5 but 'train.stateful' is false: the redraw period applies to stateful"));
+}
+
+TEST_CASE("config errors: document and instruction data: what is not available says what is") {
+  // The attention cannot restart at a document's first token yet: only a padded instruction
+  // row (one example, which starts empty) has reset semantics.
+  CHECK(has(load_error("data:\n  format: jsonl\n  document_boundaries: reset\n"),
+            "error.yaml:3: 'data.document_boundaries' reset is not yet available with data.format jsonl: the "
+            "attention cannot yet restart its RFA state"));
+  CHECK(has(load_error("data:\n  format: alpaca\n  packing: pack\n  document_boundaries: reset\n"),
+            "not yet available with data.format alpaca and data.packing pack"));
+  CHECK(has(load_error("data:\n  format: text\n  document_boundaries: reset\n"),
+            "use data.document_boundaries=none (attention runs across documents joined by EOS) or, for alpaca and "
+            "prompt_completion, data.packing=pad"));
+  CHECK_NOTHROW(config_load("", {"data.format=alpaca", "data.document_boundaries=reset"}));
+  CHECK(has(load_error("data:\n  format: prompt_completion\ntrain:\n  stateful: true\n"),
+            "'train.stateful' is true but 'data.format' is prompt_completion"));
+  CHECK(has(set_error("data.format=json"), "'data.format' expects one of text|jsonl|alpaca|prompt_completion"));
+  CHECK(has(set_error("data.corpus=a.txt,b.txt"),
+            "'data.corpus' lists several paths ('a.txt,b.txt') and 'data.tokens' is empty"));
 }
 
 TEST_CASE("config errors: the bounds of every key reject a value just outside them") {

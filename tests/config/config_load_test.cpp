@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "config/config_keys.h"
 #include "config/config_load.h"
 #include "support/test_files.h"
 
@@ -87,4 +88,45 @@ TEST_CASE("config derived values: tokens path, tokenizer corpus, positions, ffn 
   CHECK(config_positions(c.attention) == PositionKind::none);
   c.model.d_model = 128;
   CHECK(config_ffn_hidden(c.model) == 352);  // 8/3 * 128 = 341.3 -> 352
+}
+
+TEST_CASE("config load: data.corpus and tokenizer.corpus take a YAML list, read as its paths joined by ','") {
+  const Config flow =
+      config_load(temp_file("flow_list.yaml", "data:\n  corpus: [a.txt, \"dir b/\", c.jsonl]\n  tokens: t\n"), {});
+  CHECK(flow.data.corpus == "a.txt,dir b/,c.jsonl");
+  const Config block = config_load(temp_file("block_list.yaml",
+                                             "data:\n"
+                                             "  corpus:\n"
+                                             "    - a.txt\n"
+                                             "    - dir b/   # a comment\n"
+                                             "  tokens: t.tokens\n"
+                                             "tokenizer:\n"
+                                             "  corpus:\n"
+                                             "  - x.txt\n"
+                                             "  - y.txt\n"),
+                                   {});
+  CHECK(block.data.corpus == "a.txt,dir b/");
+  CHECK(block.data.tokens == "t.tokens");
+  CHECK(block.tokenizer.corpus == "x.txt,y.txt");
+  // The comma-separated string stays, from a file and --set, and --set takes a flow list too.
+  CHECK(config_load(temp_file("comma_list.yaml", "data: {corpus: \"a.txt,b.txt\", tokens: t}\n"), {}).data.corpus ==
+        "a.txt,b.txt");
+  CHECK(config_load("", {"data.corpus=a.txt,b.txt", "data.tokens=t"}).data.corpus == "a.txt,b.txt");
+  CHECK(config_load("", {"data.corpus=[a.txt, b.txt]", "data.tokens=t"}).data.corpus == "a.txt,b.txt");
+  // The dump prints the string, which loads back to the same config.
+  const Config back = config_load(temp_file("list_dump.yaml", config_dump(block)), {});
+  CHECK(back == block);
+}
+
+TEST_CASE("config load: the origins name where each given key came from, and only those") {
+  const std::string path = temp_file("origins.yaml",
+                                     "model:\n"
+                                     "  context_length: 64\n"  // the default, given
+                                     "train: {steps: 5}\n");
+  const ConfigLoaded loaded = config_load_with_origins(path, {"optim.lr=1e-3"});
+  CHECK(loaded.config == config_load(path, {"optim.lr=1e-3"}));
+  CHECK(loaded.origins == ConfigOrigins{{"model.context_length", path + ":2"},
+                                        {"train.steps", path + ":3"},
+                                        {"optim.lr", "--set 'optim.lr=1e-3'"}});
+  CHECK(config_origins_all("x").size() == config_keys().size());
 }

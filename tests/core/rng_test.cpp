@@ -1,10 +1,13 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/rng.h"
 
 using rfa::CounterRng;
+using rfa::permute_index;
 
 TEST_CASE("counter rng: same key gives the same stream, other keys differ") {
   CounterRng a(42, 3, 1, 2), b(42, 3, 1, 2), c(42, 3, 1, 3), d(43, 3, 1, 2);
@@ -39,4 +42,28 @@ TEST_CASE("counter rng: below(n) stays in range and covers it") {
     seen[r]++;
   }
   for (int s : seen) CHECK(s > 800);
+}
+
+TEST_CASE("permute_index: a bijection of [0, n) for every n, keyed, deterministic") {
+  for (uint64_t n : {1ull, 2ull, 3ull, 5ull, 16ull, 17ull, 1000ull, 4097ull}) {
+    CAPTURE(n);
+    std::vector<int> seen(n, 0);
+    std::vector<uint64_t> order;
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t p = permute_index(i, n, 42);
+      REQUIRE(p < n);
+      ++seen[p];
+      order.push_back(p);
+      CHECK(permute_index(i, n, 42) == p);
+    }
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+    if (n >= 16) {
+      std::vector<uint64_t> other;
+      for (uint64_t i = 0; i < n; ++i) other.push_back(permute_index(i, n, 43));
+      CHECK(other != order);  // another key, another order
+      int fixed = 0;
+      for (uint64_t i = 0; i < n; ++i) fixed += order[i] == i;
+      CHECK(fixed < static_cast<int>(n / 4));  // a shuffle, not the identity
+    }
+  }
 }

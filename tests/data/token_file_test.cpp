@@ -35,8 +35,8 @@ void patch(const std::string& path, long offset, const std::string& bytes) {
 // reaches the field checks behind it (as a buggy writer's would).
 void patch_header(const std::string& path, long offset, const std::string& bytes) {
   patch(path, offset, bytes);
-  std::string header = file_read_all(path).substr(0, kTokenFileHeaderBytes);
-  uint32_t sum = token_file_header_checksum(reinterpret_cast<const unsigned char*>(header.data()));
+  const std::string file = file_read_all(path);  // a version 3 header is 128 bytes
+  uint32_t sum = token_file_header_checksum(reinterpret_cast<const unsigned char*>(file.data()));
   patch(path, 20, std::string(reinterpret_cast<const char*>(&sum), 4));
 }
 
@@ -152,9 +152,12 @@ TEST_CASE("token file: open rejects files that do not match or are damaged") {
   }
   SUBCASE("other format version") {
     std::string path = copy("version.tokens", bytes);
+    patch_header(path, 8, std::string("\x04\0\0\0", 4));
+    CHECK_THROWS_WITH_AS(TokenFile::open(path, tok),
+                         doctest::Contains("format version 4, this rfa reads versions 2 and 3"), Error);
+    path = copy("version3.tokens", bytes);  // a one-text file relabelled as a documents file
     patch_header(path, 8, std::string("\x03\0\0\0", 4));
-    CHECK_THROWS_WITH_AS(TokenFile::open(path, tok), doctest::Contains("format version 3, this rfa reads version 2"),
-                         Error);
+    CHECK_THROWS_WITH_AS(TokenFile::open(path, tok), doctest::Contains("rfa data prepare"), Error);
   }
   SUBCASE("a version 1 file (no header checksum) is refused with the way to rebuild it") {
     std::string path = copy("v1.tokens", bytes);
@@ -198,7 +201,7 @@ TEST_CASE("token file: every single-bit flip in the header is refused") {
 
   std::vector<int> accepted;  // bits whose flip went unnoticed
   for (int bit = 0; bit < 8 * kTokenFileHeaderBytes; ++bit) {
-    std::string flipped = bytes.substr(0, kTokenFileHeaderBytes);
+    std::string flipped = bytes;  // whole: a flip to version 3 makes the header 128 bytes
     flipped[bit / 8] = static_cast<char>(flipped[bit / 8] ^ (1 << (bit % 8)));
     try {
       token_file_header_parse(reinterpret_cast<const unsigned char*>(flipped.data()), bytes.size(), good);

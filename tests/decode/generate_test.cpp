@@ -91,6 +91,25 @@ void check_kind(AttentionKind kind) {
   warm.seed = 8;
   dec.reset();
   CHECK(run(dec, warm, prompt, 30) != a);
+
+  // A stop token (EOS in `rfa generate`) ends the text where greedy decoding samples it: it is
+  // consumed by the decoder (a later call continues after it) but not emitted.
+  dec.reset();
+  Sampler sampler(dec.vocab(), greedy);
+  std::vector<int32_t> ids;
+  for (char c : prompt) ids.push_back(id_of(c));
+  std::string out;
+  const int32_t semicolon = id_of(';');
+  GenerateStats st = generate(dec, sampler, ids, n, 0, [&](int32_t t) { out += char_of(t); }, semicolon);
+  const std::string upto = kSentence.substr(12, kSentence.find(';') - 12);
+  CHECK(out == upto);
+  CHECK(st.stopped);
+  CHECK(st.generated == static_cast<int64_t>(upto.size()));
+  CHECK(dec.position() == static_cast<int64_t>(prompt.size() + upto.size() + 1));
+  out.clear();
+  st = generate(dec, sampler, {}, 6, 0, [&](int32_t t) { out += char_of(t); }, semicolon);
+  CHECK(out == kSentence.substr(kSentence.find(';') + 1, 6));  // " the e": the text after the stop token
+  CHECK(!st.stopped);
   dec.reset();
   CHECK(run(dec, warm, prompt, 30, 1) != a);  // another sample index, another stream
 }

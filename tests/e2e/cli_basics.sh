@@ -10,7 +10,9 @@ source "$(dirname "$0")/lib/common.bash"
 expect_in "$tmp/help" "Usage:"
 expect_in "$tmp/help" "tokenizer"
 "$rfa" --version >"$tmp/version" 2>&1 || fail "rfa --version exited non-zero"
-grep -qE '^rfa [0-9]+\.[0-9]+\.[0-9]+$' "$tmp/version" || fail "unexpected version line: $(cat "$tmp/version")"
+# The version, and the CPU level the kernels were built for (docs/cpu-targets.md).
+grep -qE '^rfa [0-9]+\.[0-9]+\.[0-9]+, kernels for [a-z0-9-]+ \([A-Za-z0-9+-]+, [0-9]+-byte vectors\)$' "$tmp/version" ||
+  fail "unexpected version line: $(cat "$tmp/version")"
 "$rfa" tokenizer train --help >"$tmp/sub_help" 2>&1 || fail "rfa tokenizer train --help exited non-zero"
 expect_in "$tmp/sub_help" "--dump-config"
 expect_in "$tmp/sub_help" "--set"

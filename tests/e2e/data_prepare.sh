@@ -130,4 +130,36 @@ $tmp/other.txt (data.corpus); its pieces fit the other text. For a tokenizer of 
   { cat "$tmp/same.log" >&2; fail "prepare with the corpus spelt another way"; }
 grep -qF "was trained on" "$tmp/same.log" && fail "the tokenizer's own corpus, spelt $tmp/./corpus.txt, was called another"
 
+# A directory and a list follow the same rule: a directory's tokenizer and token file go beside it (inside, they
+# would join the corpus), a list's beside its first path, named after it and how many paths follow it. The model
+# records the corpus as configured (not the text extracted for its training), so the next run has nothing to warn.
+mkdir -p "$tmp/books"
+cp "$tmp/corpus.txt" "$tmp/books/1.txt"
+cp "$tmp/other.txt" "$tmp/books/2.txt"
+prepare_quiet() {  # prepare_quiet <log> args...: prepare succeeds and calls no tokenizer another corpus's
+  local log=$1
+  shift
+  "$rfa" data prepare --config "$tmp/cfg.yaml" --set tokenizer.path= "$@" 2>"$log" ||
+    { cat "$log" >&2; fail "prepare $*"; }
+  if grep -qF "was trained on" "$log"; then cat "$log" >&2; fail "prepare $* warned of a foreign tokenizer"; fi
+}
+prepare_quiet "$tmp/dir1.log" --set data.tokens= --set "data.corpus=$tmp/books/"
+expect_in "$tmp/dir1.log" "[tokenizer] $tmp/books-bpe320.model does not exist yet; training it"
+expect_in "$tmp/dir1.log" "[data] prepared $tmp/books.tokens"
+prepare_quiet "$tmp/dir2.log" --set data.tokens= --set "data.corpus=$tmp/books"  # the same directory
+grep -qF "training it" "$tmp/dir2.log" && fail "the directory spelt without its '/' got another tokenizer"
+[ "$(ls "$tmp/books")" = "$(printf '1.txt\n2.txt')" ] || fail "a derived file landed inside the corpus directory"
+# The list as a YAML block sequence; --dump-config prints it as one string, which loads back the same.
+sed "s#^  corpus: .*#  corpus:\n    - $tmp/corpus.txt\n    - $tmp/books#; s#^  path: .*#  path: \"\"#" \
+  "$tmp/cfg.yaml" >"$tmp/list.yaml"
+"$rfa" data prepare --config "$tmp/list.yaml" --dump-config >"$tmp/list-dump.yaml"
+expect_in "$tmp/list-dump.yaml" "  corpus: \"$tmp/corpus.txt,$tmp/books\""
+"$rfa" data prepare --config "$tmp/list-dump.yaml" --dump-config | cmp -s - "$tmp/list-dump.yaml" ||
+  fail "the dump of a list config does not load back to the same"
+"$rfa" data prepare --config "$tmp/list.yaml" 2>"$tmp/list1.log" || { cat "$tmp/list1.log" >&2; fail "prepare a list"; }
+expect_in "$tmp/list1.log" "[tokenizer] $tmp/corpus+1-bpe320.model does not exist yet; training it"
+grep -qF "was trained on" "$tmp/list1.log" && fail "a list's tokenizer was called another corpus's"
+prepare_quiet "$tmp/list2.log" --set "data.corpus=$tmp/corpus.txt,$tmp/books/"
+grep -qF "training it" "$tmp/list2.log" && fail "the list given by --set got another tokenizer"
+
 echo "data_prepare: all checks passed"

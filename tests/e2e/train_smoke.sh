@@ -36,6 +36,14 @@ done
   2>"$tmp/bench.log" || { cat "$tmp/bench.log" >&2; fail "bench"; }
 expect_in "$tmp/bench.log" "ms/step"
 expect_in "$tmp/bench.log" "of the measured sgemm peak"
+expect_in "$tmp/bench.log" "kernels: "
+# --profile: where the step's time goes, one row per kernel that ran, each with its share.
+"$rfa" --threads 2 bench train --config "$tmp/rfa_gate.yaml" --set model.vocab_size=50 --steps 2 --warmup 1 --profile \
+  2>"$tmp/bench_p.log" || { cat "$tmp/bench_p.log" >&2; fail "bench --profile"; }
+for row in "gemm " "attention forward" "attention backward" "rmsnorm" "swiglu" "cross-entropy" "embedding" "adamw" \
+           "grad norm/clip" "other" "FMA of this build's"; do
+  expect_in "$tmp/bench_p.log" "$row"
+done
 # Any vocabulary a run may have (token ids past 16 bits), and stateful streams past the 64 windows
 # the bench draws by default (ranks x grad_accum x B streams): both once failed inside the bench.
 "$rfa" --threads 1 bench train --config "$tmp/rfa_gate.yaml" --set model.vocab_size=70000 --steps 1 --warmup 0 \

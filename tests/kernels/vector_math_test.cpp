@@ -5,6 +5,7 @@
 #include <tuple>
 #include <vector>
 
+#include "attention/tile_matmul.h"
 #include "kernels/vector_math.h"
 #include "support/gradcheck.h"
 
@@ -50,8 +51,11 @@ std::vector<double> matmul_reference(const std::vector<double>& A, size_t lda, c
 }  // namespace
 
 TEST_CASE("vector math: matmul and vecmat match the plain reference (odd shapes, accumulate, alpha)") {
+  // Shapes around every register tile: 4-row and kTileRows-row blocks (6 or 8), the vecmat
+  // remainder rows, one and two registers of columns (4, 8 or 16 floats) and their tails.
   for (auto [m, k, n] : {std::tuple{1, 1, 1}, std::tuple{3, 5, 17}, std::tuple{4, 7, 16}, std::tuple{9, 33, 40},
-                         std::tuple{13, 64, 65}}) {
+                         std::tuple{13, 64, 65}, std::tuple{6, 3, 8}, std::tuple{8, 9, 24}, std::tuple{12, 16, 33},
+                         std::tuple{14, 5, 48}, std::tuple{17, 2, 9}, std::tuple{64, 128, 65}, std::tuple{27, 65, 80}}) {
     CAPTURE(m);
     CAPTURE(k);
     CAPTURE(n);
@@ -75,5 +79,30 @@ TEST_CASE("vector math: matmul and vecmat match the plain reference (odd shapes,
     rfa::test::check_close("vecmat", gotv.data(), wantv.data(), gotv.size(), 1e-5, 1e-5);
     // Columns past n are never written.
     for (int i = 0; i < m; ++i) CHECK(C[i * ldc + n] == 1.0f);
+  }
+}
+
+TEST_CASE("vector math: the register tiles do not change a result (every row of a tile sums in order)") {
+  // matmul's rows outside the last m % 4 and every row of tile_matmul sum p in order, whatever
+  // tile they fall in: each equals the one-row tile of the same row, bit for bit, on every target.
+  for (auto [m, k, n] : {std::tuple{64, 128, 65}, std::tuple{14, 33, 40}, std::tuple{27, 7, 17}}) {
+    CAPTURE(m);
+    const size_t lda = k, ldb = pad16(n);
+    auto Ad = random_vector<double>(size_t(m) * lda, 93);
+    auto Bd = random_vector<double>(size_t(k) * ldb, 94);
+    std::vector<float> A(Ad.begin(), Ad.end()), B(Bd.begin(), Bd.end());
+    std::vector<float> C(size_t(m) * n), Ct(size_t(m) * n), row(n);
+    matmul(C.data(), n, A.data(), lda, B.data(), ldb, m, k, n, 0.75f, false);
+    tile_matmul(Ct.data(), n, A.data(), lda, B.data(), ldb, m, k, n, 0.75f, false);
+    int differ = 0, differ_t = 0;
+    for (int i = 0; i < m; ++i) {
+      tile_matmul(row.data(), n, A.data() + i * lda, lda, B.data(), ldb, 1, k, n, 0.75f, false);
+      for (int j = 0; j < n; ++j) {
+        if (i < m - m % 4) differ += C[size_t(i) * n + j] != row[j];
+        differ_t += Ct[size_t(i) * n + j] != row[j];
+      }
+    }
+    CHECK(differ == 0);
+    CHECK(differ_t == 0);
   }
 }

@@ -8,6 +8,7 @@
 #include "model/model.h"
 #include "model/model_forward.h"
 #include "support/gradcheck.h"
+#include "support/model_gradcheck.h"
 #include "support/tiny_model.h"
 
 using namespace rfa;
@@ -48,16 +49,7 @@ void check_model_gradients(const ModelSpec& spec) {
   double loss = model_forward(model, acts, inputs.data(), targets.data(), random);
   CHECK(loss > 0);
   model_backward(model, acts, inputs.data(), targets.data(), random, 1.0);
-  auto loss_fn = [&] { return model_forward(model, acts, inputs.data(), targets.data(), random); };
-  test::GradCheckTolerance tol;
-  tol.eps = 2e-6;
-  tol.rtol = 1e-5;
-  tol.atol = 1e-9;
-  for (const ParamEntry& e : model.table.entries()) {
-    INFO("tensor ", e.name);
-    test::check_gradient(e.name, model.params() + e.offset, model.grads() + e.offset, static_cast<size_t>(e.numel),
-                         loss_fn, tol);
-  }
+  test::check_model_gradient(model, [&] { return model_forward(model, acts, inputs.data(), targets.data(), random); });
 }
 
 }  // namespace

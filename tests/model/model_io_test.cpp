@@ -55,8 +55,14 @@ TEST_CASE("model flops: 6 N tokens for the matmuls, attention terms by hand") {
   CHECK(f.attention == doctest::Approx(3.0 * 2 * 16 * 9 * 2 * 24));  // 3 x 2C(T+1) x L x tokens
   ModelSpec r = small_spec(AttentionKind::rfa, true);            // H 2, Dh 8, D 4, F 8, chunk min(64, 8) = 8
   FlopCount fr = model_train_flops(r, 1, 8);
-  double per_head = 4 * 4 * 8 + 4 * 8 * 9 + 2 * 8 * 8 + 2 * 8 * 9;
+  // One chunk: no inter-chunk terms; the causal triangle (8 + 1) / 2 keys a row.
+  double per_head = 4 * 4 * 8 + (2 * 8 + 2 * 9) * 4.5;
   CHECK(fr.attention == doctest::Approx(3.0 * 2 * per_head * 2 * 8));
+  // Two chunks of 64 at T 128: the inter-chunk terms in one of them, (64 + 1) / 2 keys a row.
+  CHECK(AttentionConfig{}.chunk_size == 64);
+  FlopCount f2 = model_train_flops(r, 1, 128);
+  double per_head2 = 4 * 4 * 8 + 4 * 8 * 9 * 0.5 + (2 * 8 + 2 * 9) * 32.5;
+  CHECK(f2.attention == doctest::Approx(3.0 * 2 * per_head2 * 2 * 128));
 }
 
 

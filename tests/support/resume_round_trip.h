@@ -4,6 +4,7 @@
 // a fresh session loading it and N-k more steps. The caller owns the straight
 // and the resumed session and asserts on them and on what this returns.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -53,6 +54,9 @@ struct RoundTripPlan {
   int64_t steps = 0;                          // N
   int64_t save_after = 0;                     // k
   const std::vector<int32_t>* val = nullptr;  // evaluated before the save and after the last step
+  // Applied to the first session before its first step, as the caller did to `straight`
+  // (a fine-tune: its parent's weights); null = the sessions' own init.
+  std::function<void(TrainSession&)> init = nullptr;
 };
 
 struct RoundTrip {
@@ -77,6 +81,7 @@ RoundTrip resume_round_trip(TrainSession& straight, TrainSession& resumed, const
   {
     const Config& c = straight.config();
     TrainSession first(c, model_spec_make(c.model, c.attention));
+    if (plan.init) plan.init(first);
     r.got = session_losses(first, sampler, 0, plan.save_after, nullptr);
     if (plan.val) first.evaluate(*plan.val);
     if constexpr (stateful) {

@@ -14,6 +14,15 @@ inline Config train_config(AttentionKind kind, int vocab) {
   return tiny_config(kind, {.vocab = vocab, .context = 16, .d_model = 32, .num_features = 8, .chunk_size = 8});
 }
 
+// train_config with V = 300 and a char tokenizer of 300 (the smallest vocab a tokenizer may
+// have), so the config a checkpoint saves loads back; the tokens stay below 16.
+inline Config train_config_saved(AttentionKind kind) {
+  Config c = train_config(kind, 300);
+  c.tokenizer.kind = TokenizerKind::character;
+  c.tokenizer.vocab_size = 300;
+  return c;
+}
+
 // n tokens drawn uniformly below 16.
 inline std::vector<uint16_t> random_tokens(int64_t n, uint64_t seed) {
   CounterRng rng(seed);

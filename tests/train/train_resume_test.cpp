@@ -31,10 +31,7 @@ using test::random_tokens;
 using test::split_of;
 
 Config tiny_config(AttentionKind kind) {
-  // Tokens are drawn below 16; 300 is the smallest tokenizer.vocab_size allowed.
-  Config c = test::train_config(kind, 300);
-  c.tokenizer.kind = TokenizerKind::character;
-  c.tokenizer.vocab_size = 300;
+  Config c = test::train_config_saved(kind);
   c.train.batch_size = 3;
   c.train.grad_accum = 2;
   c.train.steps = 10;

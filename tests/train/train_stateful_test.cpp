@@ -31,9 +31,7 @@ using test::random_tokens;
 using test::split_of;
 
 Config stateful_config(int redraw) {
-  Config c = test::train_config(AttentionKind::rfa_gate, 300);
-  c.tokenizer.kind = TokenizerKind::character;
-  c.tokenizer.vocab_size = 300;
+  Config c = test::train_config_saved(AttentionKind::rfa_gate);
   c.model.init_std = 0.1;
   c.train.batch_size = 3;
   c.train.grad_accum = 2;

@@ -1,0 +1,72 @@
+#pragma once
+// Where a training step's time goes (`rfa bench train --profile`): each
+// instrumented kernel call adds its wall time, floating-point operations and
+// bytes moved to its kernel's row. Off unless enabled: then one predictable
+// branch per call. The rows are plain sums written by the calling thread, and
+// every instrumented call is made from the step's one caller thread (the
+// kernels start their own threads inside the call), so no locks are needed;
+// enable it only where that holds (the benchmark).
+#include <cstdint>
+
+namespace rfa {
+
+enum class ProfiledKernel : int {
+  gemm,                // the model's matrix products (oneDNN), fp32 or bf16
+  attention_forward,   // the attention core: RoPE, feature maps, chunked / blockwise products
+  attention_backward,
+  rmsnorm,             // forward (with the fused residual add) and backward
+  swiglu,
+  cross_entropy,
+  embedding,
+  bf16_copy,           // bf16 copies of operands (train.precision bf16)
+  optimizer,           // AdamW
+  grad_norm,           // the global norm, clipping and the finiteness checks
+  count
+};
+inline constexpr int kProfiledKernels = static_cast<int>(ProfiledKernel::count);
+
+struct ProfileRow {
+  int64_t calls = 0;
+  double ms = 0;     // wall time inside the calls
+  double cpu_ms = 0; // CPU time of the whole process inside the calls (all threads): on a shared
+                     // machine it counts only the time the cores were ours
+  double flop = 0;   // floating-point operations (a multiply-add is 2)
+  double bytes = 0;  // bytes read plus written, each operand counted once per call
+};
+
+const char* profiled_kernel_name(ProfiledKernel k);
+
+void step_profile_enable(bool on);  // also clears the rows
+void step_profile_clear();
+bool step_profile_enabled();
+const ProfileRow& step_profile_row(ProfiledKernel k);
+
+namespace profile_detail {
+extern bool enabled;
+struct Stamp {
+  int64_t wall_ns = -1, cpu_ns = 0;
+};
+void add(ProfiledKernel k, const Stamp& start, double flop, double bytes);
+Stamp now();
+}  // namespace profile_detail
+
+// Times the enclosing scope as one call of `kernel` doing `flop` operations on `bytes`.
+class ProfileScope {
+ public:
+  ProfileScope(ProfiledKernel kernel, double flop, double bytes)
+      : kernel_(kernel), flop_(flop), bytes_(bytes) {
+    if (profile_detail::enabled) start_ = profile_detail::now();
+  }
+  ~ProfileScope() {
+    if (start_.wall_ns >= 0) profile_detail::add(kernel_, start_, flop_, bytes_);
+  }
+  ProfileScope(const ProfileScope&) = delete;
+  ProfileScope& operator=(const ProfileScope&) = delete;
+
+ private:
+  ProfiledKernel kernel_;
+  double flop_, bytes_;
+  profile_detail::Stamp start_;
+};
+
+}  // namespace rfa
