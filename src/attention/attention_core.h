@@ -182,6 +182,10 @@ struct AttentionStateOptions {
 struct AttentionStateTensor {
   std::string name;
   std::vector<int64_t> shape;  // one row's
+  // The axis positions fill, one slot per position (a KV cache's), or -1: the tensor is in
+  // use whole at any position (a recurrent state). At position p a row uses min(p, shape[axis])
+  // slots of it: what row_save_in_use copies.
+  int position_axis = -1;
   int64_t size() const {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
@@ -216,6 +220,12 @@ class AttentionState {
   void row_save(int b, T* out) const;  // no allocation
   void row_restore(int b, const T* in);
   void row_reset(int b);  // row b empty: as at position 0; the other rows untouched
+  // The same for the part of a row in use at position pos (a KV cache's filled slots, a
+  // recurrent state whole): what a state cache keeps. row_restore_in_use leaves the other
+  // slots as they were (unread below the position).
+  int64_t row_size_in_use(int64_t pos) const;
+  void row_save_in_use(int b, int64_t pos, T* out) const;  // no allocation
+  void row_restore_in_use(int b, int64_t pos, const T* in);
   int64_t scratch_size() const { return static_cast<int64_t>(scratch_.size()); }  // the step's, elements
 
   // Internal to src/attention/: rows [b0, b0 + n) as the kind reads them.

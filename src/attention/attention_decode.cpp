@@ -76,6 +76,65 @@ void AttentionState<T>::row_restore(int b, const T* in) {
   }
 }
 
+namespace {
+
+// A tensor's row as (outer, slots, inner) around its position axis, and the slots in use.
+struct SlotBlocks {
+  int64_t outer = 1, slots = 1, inner = 1, used = 1;
+};
+
+SlotBlocks slot_blocks(const AttentionStateTensor& t, int64_t pos) {
+  SlotBlocks s;
+  if (t.position_axis < 0) {
+    s.inner = t.size();
+    return s;
+  }
+  const size_t a = static_cast<size_t>(t.position_axis);
+  for (size_t d = 0; d < a; ++d) s.outer *= t.shape[d];
+  s.slots = t.shape[a];
+  for (size_t d = a + 1; d < t.shape.size(); ++d) s.inner *= t.shape[d];
+  s.used = std::clamp<int64_t>(pos, 0, s.slots);
+  return s;
+}
+
+}  // namespace
+
+template <typename T>
+int64_t AttentionState<T>::row_size_in_use(int64_t pos) const {
+  int64_t n = 0;
+  for (const AttentionStateTensor& t : tensors_) {
+    const SlotBlocks s = slot_blocks(t, pos);
+    n += s.outer * s.used * s.inner;
+  }
+  return n;
+}
+
+template <typename T>
+void AttentionState<T>::row_save_in_use(int b, int64_t pos, T* out) const {
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const SlotBlocks s = slot_blocks(tensors_[i], pos);
+    const T* row = tensor_row(int(i), b);
+    for (int64_t o = 0; o < s.outer; ++o) {
+      const size_t n = static_cast<size_t>(s.used * s.inner);
+      std::memcpy(out, row + o * s.slots * s.inner, sizeof(T) * n);
+      out += n;
+    }
+  }
+}
+
+template <typename T>
+void AttentionState<T>::row_restore_in_use(int b, int64_t pos, const T* in) {
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const SlotBlocks s = slot_blocks(tensors_[i], pos);
+    T* row = tensor_row(int(i), b);
+    for (int64_t o = 0; o < s.outer; ++o) {
+      const size_t n = static_cast<size_t>(s.used * s.inner);
+      std::memcpy(row + o * s.slots * s.inner, in, sizeof(T) * n);
+      in += n;
+    }
+  }
+}
+
 template <typename T>
 void AttentionState<T>::row_reset(int b) {
   RFA_ASSERT(b >= 0 && b < options_.B, "state row {} of {}", b, options_.B);

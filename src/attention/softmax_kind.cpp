@@ -49,8 +49,8 @@ AttentionStateLayout state_layout(const AttentionSpec& s, const AttentionStateOp
   // Windowed: W slots allocated once, whatever the length of the text.
   const int64_t slots = slots_of(o);
   AttentionStateLayout l;
-  l.tensors.push_back({"k", {s.H, slots, s.Dh}});
-  l.tensors.push_back({"v", {s.H, slots, s.Dh}});
+  l.tensors.push_back({"k", {s.H, slots, s.Dh}, 1});  // (H, slot, Dh): a position's slot on axis 1
+  l.tensors.push_back({"v", {s.H, slots, s.Dh}, 1});
   l.scratch_per_row = int64_t(s.H) * slots;  // the step's score row per head
   return l;
 }

@@ -142,6 +142,8 @@ int main(int argc, char** argv) {
   register_generate_command(app, action);
   register_eval_command(app, action);
   register_bench_decode_command(app, action);
+  register_serve_command(app, action);
+  register_chat_command(app, action);
 
   try {
     app.parse(argc, argv);

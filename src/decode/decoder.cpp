@@ -212,6 +212,37 @@ void Decoder<T>::row_restore(int b, const uint8_t* in) {
 }
 
 template <typename T>
+int64_t Decoder<T>::row_state_size(int64_t p) const {
+  int64_t n = 0;
+  for (const AttentionState<T>& st : states_) n += st.row_size_in_use(p);
+  return n;
+}
+
+template <typename T>
+void Decoder<T>::row_state_save(int b, T* out) const {
+  RFA_ASSERT(b >= 0 && b < B_, "row {} of {}", b, B_);
+  for (const AttentionState<T>& st : states_) {
+    st.row_save_in_use(b, position(b), out);
+    out += st.row_size_in_use(position(b));
+  }
+}
+
+template <typename T>
+void Decoder<T>::row_state_restore(int b, int64_t p, const T* state, const T* logits) {
+  if (b < 0 || b >= B_) fail("decoder: row {} outside the batch of {}", b, B_);
+  if (p < 0) fail("decoder: position {} must be >= 0", p);
+  const int64_t limit = position_limit_;
+  if (limit > 0 && p > limit) fail("decoder: a state at position {} does not fit the {} positions of this decoder", p, limit);
+  reset_row(b);
+  for (AttentionState<T>& st : states_) {
+    st.row_restore_in_use(b, p, state);
+    state += st.row_size_in_use(p);
+  }
+  pos_[static_cast<size_t>(b)] = p;
+  row_logits_restore(b, logits);
+}
+
+template <typename T>
 int64_t Decoder<T>::state_bytes() const {
   int64_t n = 0;
   for (const AttentionState<T>& st : states_) n += attention_state_bytes(st, pos_.data());

@@ -86,6 +86,14 @@ class Decoder {
   // Restores row b from row_save's bytes (of this decoder's model and options).
   void row_restore(int b, const uint8_t* in);
 
+  // Row b's states compactly, as a state cache keeps them: every layer's part in use at the
+  // row's position (a KV cache's filled slots, a recurrent state whole), no position, no logits.
+  int64_t row_state_size(int64_t position) const;  // elements
+  void row_state_save(int b, T* out) const;        // row_state_size(position(b)); no allocation
+  // Row b at `position` from row_state_save's elements and its last logits (V); throws Error
+  // naming the reason when the row cannot hold that position (a linear cache's length).
+  void row_state_restore(int b, int64_t position, const T* state, const T* logits);
+
   int batch() const { return B_; }
   int prefill_rows() const { return P_; }
   int vocab() const { return spec_.V; }

@@ -17,7 +17,12 @@ int train_dist_stop_agree(int local_signal) { return dist_allreduce_max(local_si
 void train_dist_kernels_check() {
   const int ranks = dist_size();
   if (ranks == 1) return;
-  const std::string mine = cpu_kernels_identity();
+  std::string mine = cpu_kernels_identity();
+#ifdef RFA_TEST_HOOKS
+  // Test hook (tests/e2e/mpi_kernels.sh): RFA_TEST_OTHER_KERNELS_RANK=R makes rank R report other kernels.
+  if (const char* r = std::getenv("RFA_TEST_OTHER_KERNELS_RANK"); r && std::atoi(r) == dist_rank())
+    mine += " (RFA_TEST_OTHER_KERNELS_RANK)";
+#endif
   std::vector<uint64_t> sums(static_cast<size_t>(ranks));
   dist_allgather(xxhash64(mine.data(), mine.size()), sums.data());
   std::vector<int> other;  // ranks whose kernels differ from rank 0's

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Benchmarks `rfa serve` on loopback with scripts/bench-serve.mjs (docs/serving.md, "Measured"):
+#   1. aggregate tokens/s and p50/p95 time between tokens at 1, 8 and 64 concurrent streams,
+#      4x128 and 6x384 rfa_gate;
+#   2. time to first token at prompts of 64 / 512 / 4096 tokens, cold and as a cached follow-up;
+#   3. resident memory per conversation held in the state cache, rfa_gate against softmax,
+#      at prompts of about 128 / 512 / 1800 tokens.
+# The models are trained for one step on a generated text with a character tokenizer (what is
+# measured is the serving, not the text); the run directories go to WORK (default /tmp/rfa-bench-serve).
+# Usage: OMP_WAIT_POLICY=passive scripts/bench-serve.sh [WORK]     (prints lines of JSON; minutes)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rfa=${RFA:-build/rfa}
+work=${1:-/tmp/rfa-bench-serve}
+mjs=scripts/bench-serve.mjs
+mkdir -p "$work"
+[ -f "$work/corpus.txt" ] || node -e 'let x = 7, s = ""; for (let i = 0; i < 400000; ++i) {
+  x = (x * 1103515245 + 12345) % 2147483648; s += "abcdefghij klmnopqrstuvwxyz\n"[x % 28]; } console.log(s)' >"$work/corpus.txt"
+
+# train_run <name> <kind> <layers> <width> <heads> <context>: one step, enough for weights of the shape.
+train_run() {
+  local name=$1
+  [ -d "$work/$name/checkpoints" ] && return 0
+  cat >"$work/$name.yaml" <<YAML
+model: {n_layers: $3, d_model: $4, n_heads: $5, context_length: $6}
+attention: {kind: $2}
+tokenizer: {path: $work/char.model, kind: char, vocab_size: 300}
+data: {corpus: $work/corpus.txt, tokens: $work/corpus.tokens, val_fraction: 0.01}
+train: {run_dir: $work/$name, batch_size: 1, steps: 1, eval_every: 0, eval_batches: 1}
+checkpoint: {every: 0}
+YAML
+  "$rfa" --threads 2 train --config "$work/$name.yaml" 2>"$work/$name.train.log"
+}
+
+# serve <run> <args...>: the server in the background ($pid, $base).
+serve() {
+  local run=$1 log="$work/serve.log"
+  shift
+  rm -f "$log"  # else the last server's port could be read before this one starts
+  "$rfa" --threads 2 serve "$run" --port 0 "$@" 2>"$log" &
+  pid=$!
+  for _ in $(seq 1 600); do
+    port=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$log" 2>/dev/null || true)
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  [ -n "$port" ] || { cat "$log" >&2; exit 1; }
+  base="http://127.0.0.1:$port"
+}
+stop() { kill -TERM "$pid"; wait "$pid"; }
+rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$pid/status"; }
+
+echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+train_run rfa-4x128 rfa_gate 4 128 4 256
+train_run rfa-6x384 rfa_gate 6 384 6 256
+train_run rfa-4x128-ctx2048 rfa_gate 4 128 4 2048
+train_run softmax-4x128-ctx2048 softmax 4 128 4 2048
+
+for model in rfa-4x128 rfa-6x384; do
+  serve "$work/$model" --parallel 64 --queue 64 --max-tokens 100000
+  for streams in 1 8 64; do
+    echo "{\"model\": \"$model\", \"bench\": \"throughput\", \"result\": $(node "$mjs" throughput "$base" "$streams" 256)}"
+  done
+  stop
+done
+
+serve "$work/rfa-4x128" --max-prompt-tokens 20000
+for n in 64 512 4096; do
+  echo "{\"model\": \"rfa-4x128\", \"bench\": \"ttft\", \"result\": $(node "$mjs" ttft "$base" "$n" 5)}"
+done
+stop
+
+for model in rfa-4x128-ctx2048 softmax-4x128-ctx2048; do
+  for tokens in 128 512 1800; do
+    serve "$work/$model" --parallel 1 --cache-mib 4096
+    node "$mjs" conversations "$base" 5 "$tokens" >/dev/null  # warm: slots, allocator
+    before=$(rss_kib)
+    cache_before=$(curl -s "$base/metrics" | awk '$1 == "rfa_cache_bytes" { print $2 }')
+    node "$mjs" conversations "$base" 200 "$tokens" >/dev/null
+    after=$(rss_kib)
+    cache_after=$(curl -s "$base/metrics" | awk '$1 == "rfa_cache_bytes" { print $2 }')
+    echo "{\"model\": \"$model\", \"bench\": \"memory\", \"result\": {\"prompt_tokens\": $tokens, \"conversations\": 200, \"rss_kib_per_conversation\": $(( (after - before) / 200 )), \"cache_bytes_per_conversation\": $(( (cache_after - cache_before) / 200 ))}}"
+    stop
+  done
+done

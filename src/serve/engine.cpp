@@ -1,0 +1,482 @@
+#include "serve/engine.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "serve/reply_text.h"
+#include "serve/serve_error.h"
+
+namespace rfa {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::stop: return "stop";
+    case FinishReason::length: return "length";
+    case FinishReason::cancelled: return "cancelled";
+    case FinishReason::error: return "error";
+  }
+  return "?";
+}
+
+// ---- RequestHandle ------------------------------------------------------------------
+
+void RequestHandle::push(ReplyEvent e) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (e.kind == ReplyEvent::Kind::finished) ++finished_;
+    events_.push_back(std::move(e));
+  }
+  cv_.notify_all();
+}
+
+void RequestHandle::wait(std::vector<ReplyEvent>& out, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait_for(lock, timeout, [this] { return !events_.empty(); });
+  while (!events_.empty()) {
+    out.push_back(std::move(events_.front()));
+    events_.pop_front();
+  }
+}
+
+size_t RequestHandle::backlog() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return events_.size();
+}
+
+bool RequestHandle::done() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return finished_ == static_cast<int>(completion_tokens_.size());
+}
+
+int64_t RequestHandle::prompt_tokens() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return prompt_tokens_;
+}
+
+int64_t RequestHandle::cached_tokens() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cached_tokens_;
+}
+
+int64_t RequestHandle::completion_tokens(int choice) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return completion_tokens_.at(static_cast<size_t>(choice));
+}
+
+std::vector<int32_t> RequestHandle::consumed(int choice) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return consumed_.at(static_cast<size_t>(choice));
+}
+
+// ---- The scheduler's records ----------------------------------------------------------
+
+namespace {
+
+constexpr size_t kMaxBacklog = 1024;  // unread events a request may have before its choices pause
+
+struct Choice {
+  int slot = -1;
+  ReplyText text;
+  std::vector<int32_t> generated;  // sampled tokens, EOS excluded
+  int64_t fed = 0;                 // of them, consumed by the state
+  int64_t sampled = 0;             // tokens sampled (EOS included): usage.completion_tokens
+  int32_t pending = -1;            // sampled, not yet handled
+  bool finished = false;
+  bool final_feed = false;         // fed for the cache, then finished with `reason`
+  FinishReason reason = FinishReason::stop;
+};
+
+}  // namespace
+
+struct Engine::Active {
+  std::shared_ptr<RequestHandle> handle;
+  GenerationRequest request;
+  std::optional<Sampler> sampler;
+  std::vector<Choice> choices;
+  int64_t cursor = 0;        // prompt tokens in choice 0's state
+  bool prefilling = true;
+  bool restored_whole = false;  // the whole prompt came from the cache
+  int unfinished = 0;
+};
+
+Engine::Engine(SequenceBackend& backend, const Tokenizer& tokenizer, StateCache* cache, const EngineOptions& options)
+    : backend_(backend), tokenizer_(tokenizer), cache_(cache), options_(options) {
+  slot_count_ = backend_.slot_count();
+  position_limit_ = backend_.position_limit();
+  eos_ = tokenizer_.eos_id();
+  stats_.slots = slot_count_;
+  batch_.reserve(static_cast<size_t>(slot_count_));
+  batch_owner_.reserve(static_cast<size_t>(slot_count_));
+  batch_logits_.reserve(static_cast<size_t>(slot_count_));
+  // OpenMP's thread count (--threads) is a per-thread setting: a new thread starts from the default,
+  // and the slots' workspaces were sized for this one's.
+  thread_ = std::thread([this, threads = thread_count()] {
+    thread_count_set(threads);
+    run();
+  });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    quit_ = true;
+    accepting_ = false;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+std::shared_ptr<RequestHandle> Engine::submit(GenerationRequest r) {
+  const int64_t n_prompt = static_cast<int64_t>(r.prompt.size());
+  if (n_prompt == 0) request_fail("prompt", "the prompt is empty; give at least one token of text");
+  if (n_prompt > options_.max_prompt_tokens)
+    request_fail("prompt", "the prompt has {} tokens; this server takes at most {} (--max-prompt-tokens)", n_prompt,
+                 options_.max_prompt_tokens);
+  if (position_limit_ > 0 && n_prompt >= position_limit_)
+    request_fail("prompt",
+                 "the prompt has {} tokens, and this model decodes at most {} positions (a softmax model's KV cache "
+                 "is bounded by its training context; --ctx-size for RoPE); shorten the prompt",
+                 n_prompt, position_limit_);
+  for (size_t i = 0; i < r.prompt.size(); ++i)
+    if (r.prompt[i] < 0 || r.prompt[i] >= backend_.vocab())
+      request_fail("prompt", "token {} at index {} is outside the vocabulary [0, {})", r.prompt[i], i,
+                   backend_.vocab());
+  if (r.params.n < 1 || r.params.n > slot_count_)
+    request_fail("n", "n is {}; this server runs at most {} sequences at once (--parallel)", r.params.n, slot_count_);
+  if (r.params.max_tokens < 1) request_fail("max_tokens", "max_tokens {} must be at least 1", r.params.max_tokens);
+  try {
+    sampler_config_validate(r.params.sampler);
+  } catch (const std::exception& e) {
+    request_fail("temperature", "{}", e.what());
+  }
+
+  auto a = std::make_unique<Active>();
+  a->handle = std::make_shared<RequestHandle>(r.params.n);
+  a->sampler.emplace(backend_.vocab(), r.params.sampler);
+  a->choices.resize(static_cast<size_t>(r.params.n));
+  for (Choice& c : a->choices) c.text = ReplyText(r.params.stop);
+  a->unfinished = r.params.n;
+  a->request = std::move(r);
+  std::shared_ptr<RequestHandle> handle = a->handle;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!accepting_)
+      throw ServeError(503, "server_error", "", "the server is shutting down and takes no new requests");
+    if (in_flight_.load() >= slot_count_ + options_.queue) {
+      ++stats_.rejected;
+      throw ServeError(503, "server_error", "",
+                       fmt::format("the server is busy: {} requests run or wait, the most it holds (--parallel {} + "
+                                   "--queue {}); retry later",
+                                   in_flight_.load(), slot_count_, options_.queue));
+    }
+    ++in_flight_;
+    inbox_.push_back(std::move(a));
+  }
+  wake_.notify_all();
+  return handle;
+}
+
+int Engine::drain(std::chrono::milliseconds timeout) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    accepting_ = false;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (in_flight_.load() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const int cut = static_cast<int>(in_flight_.load());
+  if (cut == 0) return 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    quit_ = true;  // the scheduler ends what is left, then returns
+  }
+  wake_.notify_all();
+  while (in_flight_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return cut;
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  EngineStats s = stats_;
+  s.queued = in_flight_.load() - s.active;
+  return s;
+}
+
+// ---- The scheduler thread -----------------------------------------------------------
+
+void Engine::run() {
+  for (;;) {
+    bool quit = false;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait_for(lock, std::chrono::milliseconds(100),
+                     [this] { return quit_ || !inbox_.empty() || !active_.empty() || !waiting_.empty(); });
+      while (!inbox_.empty()) {
+        waiting_.push_back(std::move(inbox_.front()));
+        inbox_.pop_front();
+      }
+      quit = quit_;
+      ++stats_.ticks;
+    }
+    if (quit) {
+      for (auto& a : active_) fail_request(*a, "the server is shutting down; the reply was cut here");
+      for (auto& a : waiting_) fail_request(*a, "the server is shutting down; the request did not start");
+      std::lock_guard<std::mutex> lock(mutex_);
+      stats_.active = 0;
+      in_flight_ -= static_cast<int64_t>(active_.size() + waiting_.size());
+      active_.clear();
+      waiting_.clear();
+      return;
+    }
+    for (auto& a : active_) {
+      const bool stop = a->handle->stop_requested() && !a->prefilling;
+      if (!stop && !a->handle->cancelled() && !a->handle->stop_requested()) continue;
+      for (size_t c = 0; c < a->choices.size(); ++c)
+        if (!a->choices[c].finished) finish(*a, static_cast<int>(c), stop ? FinishReason::stop : FinishReason::cancelled);
+    }
+    try {
+      admit();
+      prefill_tick();
+      decode_tick();
+    } catch (const std::exception& e) {
+      // Not a request's own failure (those end only their request, above): end them all, and go on.
+      for (auto& a : active_) fail_request(*a, fmt::format("internal error: {}", e.what()));
+    }
+    std::erase_if(active_, [this](const std::unique_ptr<Active>& a) {
+      if (a->unfinished > 0) return false;
+      std::lock_guard<std::mutex> lock(mutex_);
+      --stats_.active;
+      --in_flight_;
+      return true;
+    });
+  }
+}
+
+void Engine::admit() {
+  int free = 0;
+  for (const auto& a : active_)
+    for (const Choice& c : a->choices) free += c.slot >= 0 ? 1 : 0;
+  free = slot_count_ - free;
+  while (!waiting_.empty()) {
+    Active& a = *waiting_.front();
+    if (a.handle->cancelled() || a.handle->stop_requested()) {
+      for (size_t c = 0; c < a.choices.size(); ++c) finish(a, static_cast<int>(c), FinishReason::cancelled);
+      std::lock_guard<std::mutex> lock(mutex_);
+      --in_flight_;
+      waiting_.pop_front();
+      continue;
+    }
+    const int n = a.request.params.n;
+    if (free < n) break;
+    free -= n;
+    for (Choice& c : a.choices) {
+      c.slot = backend_.acquire();
+      RFA_ASSERT(c.slot >= 0, "no free slot though {} were counted free", free + n);
+    }
+    const std::vector<int32_t>& prompt = a.request.prompt;
+    std::shared_ptr<const CacheEntry> hit = cache_ ? cache_->find_prefix(prompt) : nullptr;
+    if (hit) {
+      try {
+        backend_.restore(a.choices[0].slot, hit->state);
+        a.cursor = static_cast<int64_t>(hit->tokens.size());
+      } catch (const Error&) {
+        hit = nullptr;  // a state loaded from a file that this backend cannot hold: prefill instead
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(a.handle->mutex_);
+      a.handle->prompt_tokens_ = static_cast<int64_t>(prompt.size());
+      a.handle->cached_tokens_ = a.cursor;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.active;
+      stats_.prompt_tokens += static_cast<int64_t>(prompt.size());
+      stats_.cached_tokens += a.cursor;
+    }
+    std::unique_ptr<Active> owned = std::move(waiting_.front());
+    waiting_.pop_front();
+    if (hit && a.cursor == static_cast<int64_t>(prompt.size())) {
+      // The whole prompt was cached with its logits: every choice starts from that state.
+      a.prefilling = false;
+      a.restored_whole = true;
+      for (size_t c = 1; c < a.choices.size(); ++c) backend_.restore(a.choices[c].slot, hit->state);
+      for (size_t c = 0; c < a.choices.size(); ++c) sample(a, static_cast<int>(c), hit->state.logits.data());
+    }
+    active_.push_back(std::move(owned));
+  }
+}
+
+void Engine::prefill_tick() {
+  const int chunk = backend_.prefill_chunk();
+  int budget = chunk;
+  const size_t count = active_.size();
+  for (size_t k = 0; k < count && budget > 0; ++k) {
+    Active& a = *active_[(prefill_next_ + k) % count];
+    if (!a.prefilling || a.unfinished == 0) continue;
+    const std::vector<int32_t>& prompt = a.request.prompt;
+    const int64_t total = static_cast<int64_t>(prompt.size());
+    try {
+      const float* logits = nullptr;
+      while (budget > 0 && a.cursor < total) {
+        // Whole chunks counted from the request's first uncached token: boundaries never
+        // depend on what else runs.
+        const int n = static_cast<int>(std::min<int64_t>(chunk, total - a.cursor));
+        logits = backend_.prefill(a.choices[0].slot, std::span<const int32_t>(prompt).subspan(
+                                                          static_cast<size_t>(a.cursor), static_cast<size_t>(n)));
+        a.cursor += n;
+        budget -= n;
+        std::lock_guard<std::mutex> lock(mutex_);
+        stats_.prefilled_tokens += n;
+      }
+      if (a.cursor < total) continue;
+      a.prefilling = false;
+      if (cache_ || a.choices.size() > 1) {
+        auto entry = std::make_shared<CacheEntry>();
+        entry->tokens = prompt;
+        backend_.save(a.choices[0].slot, entry->state);
+        for (size_t c = 1; c < a.choices.size(); ++c) backend_.restore(a.choices[c].slot, entry->state);
+        for (size_t c = 0; c < a.choices.size(); ++c) sample(a, static_cast<int>(c), entry->state.logits.data());
+        if (cache_) cache_->insert(std::move(entry));
+      } else {
+        sample(a, 0, logits);
+      }
+    } catch (const std::exception& e) {
+      fail_request(a, e.what());
+    }
+  }
+  if (count > 0) prefill_next_ = (prefill_next_ + 1) % count;
+}
+
+void Engine::sample(Active& a, int choice, const float* logits) {
+  Choice& c = a.choices[static_cast<size_t>(choice)];
+  c.pending = a.sampler->sample(logits, static_cast<uint64_t>(choice), backend_.position(c.slot));
+}
+
+// The pending token: EOS ends the reply unfed; any other is text, then the reply ends
+// (stop string, max_tokens, no position left) or goes on. A reply that ends on text is fed
+// its last token first when there is a cache, so the stored state holds the whole reply.
+bool Engine::handle_token(Active& a, int choice) {
+  Choice& c = a.choices[static_cast<size_t>(choice)];
+  const int32_t token = c.pending;
+  c.pending = -1;
+  ++c.sampled;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.completion_tokens;
+  }
+  if (token == eos_ && a.request.params.stop_at_eos) {
+    finish(a, choice, FinishReason::stop);
+    return false;
+  }
+  c.generated.push_back(token);
+  const std::string_view released = c.text.push(tokenizer_.decode_token(token));
+  if (!released.empty()) a.handle->push({ReplyEvent::Kind::text, choice, std::string(released), FinishReason::stop});
+  const bool room = position_limit_ == 0 || backend_.position(c.slot) < position_limit_;
+  std::optional<FinishReason> end;
+  if (c.text.stopped())
+    end = FinishReason::stop;
+  else if (c.sampled >= a.request.params.max_tokens || !room)
+    end = FinishReason::length;
+  if (!end) return true;
+  if (cache_ && room) {
+    c.final_feed = true;
+    c.reason = *end;
+    return true;
+  }
+  finish(a, choice, *end);
+  return false;
+}
+
+void Engine::decode_tick() {
+  batch_.clear();
+  batch_owner_.clear();
+  for (auto& ap : active_) {
+    Active& a = *ap;
+    if (a.prefilling) continue;
+    for (size_t c = 0; c < a.choices.size(); ++c) {
+      Choice& ch = a.choices[c];
+      if (ch.finished || ch.pending < 0) continue;
+      // A client that reads slower than we decode: its choice waits (its text stays the same)
+      // rather than its unread events growing without bound.
+      if (a.handle->backlog() > kMaxBacklog) continue;
+      if (!handle_token(a, static_cast<int>(c))) continue;
+      batch_.push_back({ch.slot, ch.generated.back()});
+      batch_owner_.push_back({&a, static_cast<int>(c)});
+    }
+  }
+  if (batch_.empty()) return;
+  batch_logits_.assign(batch_.size(), nullptr);
+  try {
+    backend_.step(batch_, batch_logits_);
+  } catch (const std::exception& e) {
+    for (auto [a, c] : batch_owner_)
+      if (!a->choices[static_cast<size_t>(c)].finished) fail_request(*a, e.what());
+    return;
+  }
+  for (size_t i = 0; i < batch_owner_.size(); ++i) {
+    auto [a, c] = batch_owner_[i];
+    Choice& ch = a->choices[static_cast<size_t>(c)];
+    ++ch.fed;
+    if (ch.final_feed) {
+      finish(*a, c, ch.reason);
+      continue;
+    }
+    try {
+      sample(*a, c, batch_logits_[i]);
+    } catch (const std::exception& e) {
+      fail_request(*a, e.what());
+    }
+  }
+}
+
+void Engine::store(const Active& a, int choice) {
+  const Choice& c = a.choices[static_cast<size_t>(choice)];
+  auto entry = std::make_shared<CacheEntry>();
+  entry->tokens = a.request.prompt;
+  entry->tokens.insert(entry->tokens.end(), c.generated.begin(), c.generated.begin() + c.fed);
+  backend_.save(c.slot, entry->state);
+  RFA_ASSERT(entry->state.position == static_cast<int64_t>(entry->tokens.size()), "state at {} for {} tokens",
+             entry->state.position, entry->tokens.size());
+  {
+    std::lock_guard<std::mutex> lock(a.handle->mutex_);
+    a.handle->consumed_[static_cast<size_t>(choice)] = entry->tokens;
+  }
+  cache_->insert(std::move(entry));
+}
+
+void Engine::finish(Active& a, int choice, FinishReason reason, const std::string& message) {
+  Choice& c = a.choices[static_cast<size_t>(choice)];
+  RFA_ASSERT(!c.finished, "choice {} finished twice", choice);
+  const bool clean = reason == FinishReason::stop || reason == FinishReason::length;
+  if (clean) {
+    const std::string_view rest = c.text.finish();
+    if (!rest.empty()) a.handle->push({ReplyEvent::Kind::text, choice, std::string(rest), FinishReason::stop});
+    // Not a state past the prompt that is still being prefilled, nor one that nothing was fed to.
+    if (cache_ && c.slot >= 0 && !a.prefilling) store(a, choice);
+  }
+  {
+    std::lock_guard<std::mutex> lock(a.handle->mutex_);
+    a.handle->completion_tokens_[static_cast<size_t>(choice)] = c.sampled;
+  }
+  if (c.slot >= 0) backend_.release(c.slot);
+  c.slot = -1;
+  c.finished = true;
+  --a.unfinished;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.finished;
+    if (reason == FinishReason::cancelled) ++stats_.cancelled;
+    if (reason == FinishReason::error) ++stats_.errors;
+  }
+  a.handle->push({ReplyEvent::Kind::finished, choice, message, reason});
+}
+
+void Engine::fail_request(Active& a, const std::string& message) {
+  for (size_t c = 0; c < a.choices.size(); ++c)
+    if (!a.choices[c].finished) finish(a, static_cast<int>(c), FinishReason::error, message);
+}
+
+}  // namespace rfa
