@@ -20,8 +20,12 @@ NAME = re.compile(r"(?<![\w./-])((?:\.\./)*[A-Za-z0-9_./-]*[A-Za-z0-9_]\.(?:h|cp
 def main() -> int:
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
     os.chdir(root)
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-                            capture_output=True, text=True, check=True).stdout.split()
+    try:  # the tracked and new files; outside a git checkout, the tree without build directories
+        listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                                capture_output=True, text=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        listed = [os.path.relpath(os.path.join(d, f)) for d, dirs, fs in os.walk(".")
+                  if not d.startswith(("./build", "./.git")) for f in fs]
     files = [f for f in listed if os.path.exists(f)]
     names = {os.path.basename(f) for f in files}
     stale = []
