@@ -1,5 +1,6 @@
 // The test binary's main: the same start-up as rfa's own (kernels/cpu_target.h), so a
 // build for x86-64-v3 tests oneDNN's AVX2 products too, not the wider ones of the machine.
+// A run whose every test case was skipped exits with test::kSkipExitCode (support/skip.h).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -7,6 +8,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu_target.h"
+#include "support/skip.h"
 
 int main(int argc, char** argv) {
   try {
@@ -16,5 +18,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   doctest::Context context(argc, argv);
-  return context.run();
+  const int result = context.run();
+  if (context.shouldExit()) return result;  // --help, --list-test-cases, ...
+  return rfa::test::skip_exit_code_of_run(result);
 }

@@ -18,6 +18,7 @@
 #include "core/memory_check.h"
 #include "core/parallel.h"
 #include "decode/decode_memory.h"
+#include "decode/decode_window_policy.h"
 #include "decode/decoder_state_io.h"
 #include "data/prompt_template.h"
 #include "decode/generate.h"
@@ -106,22 +107,14 @@ void run_generate(const GenerateArgs& a) {
   o.max_positions = a.max_new_tokens > std::numeric_limits<int64_t>::max() - used
                         ? std::numeric_limits<int64_t>::max()
                         : used + a.max_new_tokens;
-  const int context = model.spec.model.context_length;
   const bool grows = model.spec.attn_state_grows();
-  if (grows) {
-    // Softmax sees at most `window` positions, so relative distances stay within training's.
-    o.window = a.window < 0 ? context : a.window;
-    if (o.window == 0 && o.max_positions > context)
-      log_warn("generate", "softmax model trained on {} positions decodes {} with its whole KV cache (--window 0); "
-               "quality degrades past the training context (RFA kinds have no such limit)",
-               context, o.max_positions);
-    if (o.window > context)
-      log_warn("generate", "--window {} is wider than the {} positions the model was trained on; quality degrades "
-               "past the training context", o.window, context);
-  } else if (a.window >= 0) {
-    log_info("generate", "--window {} ignored: {} attention keeps a fixed-size state, no KV cache", a.window,
-             model_spec_attention_text(model.spec));
-  }
+  // Softmax: the window (default the training context) and the warnings past it (decode_window_policy.h).
+  const DecodeWindowPolicy windowing = decode_window_policy(
+      {.window = a.window, .state_grows = grows, .context = model.spec.model.context_length,
+       .max_positions = o.max_positions, .attention_text = model_spec_attention_text(model.spec)});
+  o.window = windowing.window;
+  for (const std::string& w : windowing.warnings) log_warn("generate", "{}", w);
+  if (!windowing.note.empty()) log_info("generate", "{}", windowing.note);
   std::string positions_keys = fmt::format("-n ({}) or the prompt ({} tokens)", a.max_new_tokens, prompt.size());
   if (grows)
     positions_keys += o.window > 0 ? fmt::format(", or --window ({})", o.window) : ", or set --window (0 = unlimited)";

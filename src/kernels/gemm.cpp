@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "kernels/onednn_call_scope.h"
 
 namespace rfa {
 
@@ -79,6 +80,7 @@ void gemm<float>(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, fl
   if (K == 0) return scale_c(M, N, beta, C, ldc);
   dnnl_status_t status = dnnl_success;
   auto product = [&] {
+    const OnednnCallScope in_onednn;  // its own allocations (kernels/onednn_call_scope.h)
     status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   };
   if (threads == GemmThreads::one)

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/bf16.h"
+#include "kernels/onednn_call_scope.h"
 #include "tensor/arena.h"
 
 namespace rfa {
@@ -87,6 +88,7 @@ Matmul& matmul_for(const Layout& l) {
 
 void execute(Matmul& m, const uint16_t* A, const uint16_t* B, float* C) {
   Library& lib = library();
+  const OnednnCallScope in_onednn;  // its own allocations (kernels/onednn_call_scope.h)
   m.a.set_data_handle(const_cast<uint16_t*>(A));
   m.b.set_data_handle(const_cast<uint16_t*>(B));
   m.c.set_data_handle(C);

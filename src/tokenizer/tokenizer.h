@@ -41,7 +41,7 @@ class Tokenizer {
 
   int vocab_size() const;                     // V
   // The end-of-sequence id (</s>, 2 in every model rfa trains), -1 if the model has none.
-  // Encoding never produces it: documents and examples get it inserted (data/documents.h).
+  // Encoding never produces it: documents and examples get it inserted (data/token_file_documents.h).
   int32_t eos_id() const;
   uint64_t fnv1a64() const;                   // tokenizer_fnv1a64 of the model file bytes (io/hash.h)
   const std::string& model_bytes() const;     // the serialized model, as read

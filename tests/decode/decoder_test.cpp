@@ -1,7 +1,7 @@
 // The decoder against the training forward: for every attention kind, logits
 // from token-by-token decoding, from prefill-then-step and from prefill in
 // uneven segments all equal the logits of one full model_forward at every
-// position (double: to rounding; float: to float tolerance).
+// position (double: to rounding; float: to float tolerance). bf16: decoder_bf16_test.cpp.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,11 +10,11 @@
 
 #include "config/config_enums.h"
 #include "decode/decoder.h"
-#include "kernels/bf16.h"
 #include "model/activations.h"
 #include "model/model.h"
 #include "model/model_forward.h"
 #include "support/attention_variants.h"
+#include "support/decoder_cases.h"
 #include "support/gradcheck.h"
 #include "support/tiny_model.h"
 
@@ -22,79 +22,7 @@ using namespace rfa;
 
 namespace {
 
-constexpr int kB = 2, kT = 13, kV = 17;
-
-ModelSpec small_spec(AttentionKind kind, FeatureMapKind map = FeatureMapKind::gaussian,
-                     PositionKind positions = PositionKind::automatic) {
-  // init_std 0.3: large enough that logits vary strongly with the context;
-  // chunk 4: T = 13 spans four chunks, the last one partial.
-  Config c = test::tiny_config(kind, {.vocab = kV, .context = kT, .num_features = 5, .chunk_size = 4, .init_std = 0.3});
-  c.attention.feature_map = map;
-  c.attention.positions = positions;
-  c.attention.gate_bias_init = 0.5;
-  return test::tiny_spec(c);
-}
-
-std::vector<int32_t> tokens_make(uint64_t seed) {
-  CounterRng rng(seed);
-  std::vector<int32_t> t(static_cast<size_t>(kB) * kT);
-  for (auto& x : t) x = static_cast<int32_t>(rng.below(kV));
-  return t;
-}
-
-// Logits (B, T, V) of the training forward.
-template <typename T>
-std::vector<T> full_forward(Model<T>& model, const std::vector<int32_t>& tokens) {
-  Activations<T> acts(model.spec, kB, kT, model.precision);
-  model_forward(model, acts, tokens.data(), nullptr, model.random_fixed());
-  return std::vector<T>(acts.logits, acts.logits + static_cast<size_t>(kB) * kT * kV);
-}
-
-// Decodes tokens (B, T): prefill the first `prefill` positions in segments of
-// at most `segment`, then step through the rest. Returns logits (B, T, V).
-// window > 0: softmax attends over the last `window` positions (a ring KV cache).
-template <typename T>
-std::vector<T> decode(Model<T>& model, const std::vector<int32_t>& tokens, int prefill, int segment, int window = 0,
-                      Precision precision = Precision::fp32) {
-  DecoderOptions o;
-  o.precision = precision;
-  o.batch = kB;
-  o.max_segment = segment;
-  o.max_positions = kT;
-  o.window = window;
-  Decoder<T> dec(model, o);
-  std::vector<T> out(static_cast<size_t>(kB) * kT * kV);
-  std::vector<int32_t> seg(static_cast<size_t>(kB) * segment);
-  int t0 = 0;
-  while (t0 < prefill) {
-    const int S = std::min(segment, prefill - t0);
-    for (int b = 0; b < kB; ++b)
-      for (int t = 0; t < S; ++t) seg[static_cast<size_t>(b * S + t)] = tokens[static_cast<size_t>(b * kT + t0 + t)];
-    const T* logits = dec.prefill(seg.data(), S);
-    for (int b = 0; b < kB; ++b)
-      for (int t = 0; t < S; ++t)
-        std::copy(logits + (b * S + t) * kV, logits + (b * S + t + 1) * kV, out.begin() + (b * kT + t0 + t) * kV);
-    t0 += S;
-  }
-  for (int t = prefill; t < kT; ++t) {
-    int32_t step_tokens[kB];
-    for (int b = 0; b < kB; ++b) step_tokens[b] = tokens[static_cast<size_t>(b * kT + t)];
-    const T* logits = dec.step(step_tokens);
-    for (int b = 0; b < kB; ++b) std::copy(logits + b * kV, logits + (b + 1) * kV, out.begin() + (b * kT + t) * kV);
-  }
-  CHECK(dec.position() == kT);
-  return out;
-}
-
-// |a - b| / |b| (Frobenius norms).
-double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, ref = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    ref += double(b[i]) * b[i];
-  }
-  return std::sqrt(diff / ref);
-}
+using namespace test::decoder_cases;
 
 template <typename T>
 void check_kind(const ModelSpec& spec, double rtol, double atol) {
@@ -121,39 +49,6 @@ void check_kind(const ModelSpec& spec, double rtol, double atol) {
 }
 
 }  // namespace
-
-TEST_CASE("decoder bf16: equals the bf16 training forward, and fp32 within bf16 rounding") {
-  if (!bf16_native()) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
-  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
-    CAPTURE(std::string(enum_name(kind)));
-    const ModelSpec spec = small_spec(kind);
-    Model<float> fp32(spec), bf16(spec, Precision::bf16);
-    model_init(fp32, 11);
-    model_init(bf16, 11);
-    bf16.bf16_refresh();
-    const std::vector<int32_t> tokens = tokens_make(5);
-    const std::vector<float> full = full_forward(bf16, tokens);  // bf16 products (bf16 activations)
-    const std::vector<float> steps = decode(bf16, tokens, 0, 1, 0, Precision::bf16);
-    const std::vector<float> mixed = decode(bf16, tokens, 6, 4, 0, Precision::bf16);
-    const std::vector<float> prefill = decode(bf16, tokens, kT, kT, 0, Precision::bf16);
-    const std::vector<float> exact = decode(fp32, tokens, 6, 4);
-    // A one-row product sums in another order than the batch's: a value near a bf16
-    // rounding boundary can round the other way before the next product, so the
-    // paths agree to bf16's resolution (not bit for bit); against fp32, inputs
-    // rounded to 8 significant bits through two layers. Frobenius, over all logits.
-    const double vs_forward = std::max(relative_error(steps, full), relative_error(mixed, full));
-    const double vs_fp32 = relative_error(mixed, exact);
-    MESSAGE(std::string(enum_name(kind)), ": bf16 decode vs bf16 forward ", vs_forward, ", prefill ",
-            relative_error(prefill, full), "; bf16 vs fp32 ", vs_fp32);
-    CHECK(relative_error(prefill, full) < 1e-5);  // the same products, batched alike
-    CHECK(vs_forward < 5e-3);
-    CHECK(vs_fp32 < 3e-2);
-    CHECK(vs_fp32 > 0);  // the bf16 products ran
-  }
-}
 
 TEST_CASE("decoder equals the full forward: softmax with rope (KV cache)") {
   check_kind<double>(small_spec(AttentionKind::softmax), 1e-10, 1e-12);
@@ -217,7 +112,7 @@ TEST_CASE("decoder equals the full forward: rfa_gate with the feature gate, and 
 TEST_CASE("decoder equals the full forward: models whose layers differ") {
   for (const test::AttentionVariant& v : test::attention_variants()) {
     if (!v.mixed) continue;
-    INFO("variant: ", v.name);
+    INFO("variant: ", std::string(v.name));
     Config c = test::tiny_config(AttentionKind::rfa_gate, {.vocab = kV, .context = kT, .n_layers = 3,
                                                           .num_features = 5, .chunk_size = 4, .init_std = 0.3});
     c.attention.gate_bias_init = 0.5;

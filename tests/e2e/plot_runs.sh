@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/plot-runs.py draws two runs into one PNG, and refuses what is not a run with a
 # message naming it. `rfa train` ends by printing the plot command.
-# Skipped (exit 0 with a note) where Debian's python3 has no matplotlib: the suite needs no Python.
+# Skipped (exit 77, ctest's Skipped, with a note) where Debian's python3 has no matplotlib: the suite needs no Python.
 # Usage: plot_runs.sh <path-to-rfa> <source-dir>
 set -euo pipefail
 source "$(dirname "$0")/lib/common.bash"
@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib/common.bash"
 plot="$src/scripts/plot-runs.py"
 if ! /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
   echo "skipped: /usr/bin/python3 has no matplotlib (scripts/install-deps.sh installs python3-matplotlib)"
-  exit 0
+  exit 77
 fi
 
 corpus_write 2000

@@ -7,6 +7,7 @@
 
 #include "kernels/bf16.h"
 #include "support/gradcheck.h"
+#include "support/skip.h"
 #include "tensor/arena.h"
 
 using rfa::test::check_close;
@@ -46,10 +47,7 @@ void check_bf16_shape(bool ta, bool tb, int64_t M, int64_t N, int64_t K, bool ac
 }  // namespace
 
 TEST_CASE("gemm_bf16: every layout training uses, overwrite and accumulate, against the rounded float product") {
-  if (!rfa::bf16_native()) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16 (oneDNN's reference bf16 path is too slow for this sweep)");
-    return;
-  }
+  if (rfa::test::skip_if(!rfa::bf16_native(), "no bf16 products here (no AVX512-BF16 on this CPU, or a build level below it)")) return;
   const int64_t sizes[] = {1, 17, 130};
   for (bool ta : {false, true})
     for (bool tb : {false, true})
@@ -64,10 +62,7 @@ TEST_CASE("gemm_bf16: every layout training uses, overwrite and accumulate, agai
 }
 
 TEST_CASE("gemm_bf16: a repeated product creates no new primitive; one thread gets its own; K 0 and NaN in C") {
-  if (!rfa::bf16_native()) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
+  if (rfa::test::skip_if(!rfa::bf16_native(), "no bf16 products here (no AVX512-BF16 on this CPU, or a build level below it)")) return;
   const auto A = to_bf16(random_vector<float>(9 * 7, 4)), B = to_bf16(random_vector<float>(7 * 11, 5));
   std::vector<float> C(9 * 11, NAN), ref(9 * 11);
   rfa::gemm_bf16(false, false, 9, 11, 7, A.data(), 7, B.data(), 11, false, C.data(), 11);
@@ -88,10 +83,7 @@ TEST_CASE("gemm_bf16: a repeated product creates no new primitive; one thread ge
 }
 
 TEST_CASE("gemm_bf16_packed: few rows against a packed B equal the plain product, both layouts, accumulate") {
-  if (!rfa::bf16_native()) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
+  if (rfa::test::skip_if(!rfa::bf16_native(), "no bf16 products here (no AVX512-BF16 on this CPU, or a build level below it)")) return;
   for (bool tb : {false, true})
     for (int64_t M : {1, 3})
       for (bool acc : {false, true}) {

@@ -11,6 +11,7 @@
 #include "model/activations.h"
 #include "model/memory_estimate.h"
 #include "model/model.h"
+#include "support/attention_variants.h"
 #include "support/test_files.h"
 #include "support/tiny_model.h"
 #include "train/train_session.h"
@@ -29,15 +30,15 @@ double part_bytes(const MemoryEstimate& e, const std::string& name) {
 }  // namespace
 
 TEST_CASE("memory estimate: parameters and activations equal the allocated sizes") {
-  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa, AttentionKind::rfa_gate})
+  for (const test::AttentionVariant& v : test::attention_variants())
     for (bool tied : {true, false})
       for (int B : {1, 3})
         for (Precision precision : {Precision::fp32, Precision::bf16}) {
-        Config c = test::tiny_config(kind, {.vocab = 29, .context = 11, .d_model = 24, .n_heads = 3,
-                                            .num_features = 5, .chunk_size = 4, .tied = tied});
+        Config c = test::tiny_config(AttentionKind::softmax, {.vocab = 29, .context = 11, .d_model = 24, .n_heads = 3,
+                                                              .num_features = 5, .chunk_size = 4, .tied = tied});
         c.model.ffn_hidden = 40;
-        const ModelSpec spec = test::tiny_spec(c);
-        CAPTURE(static_cast<int>(kind));
+        const ModelSpec spec = test::tiny_spec(test::with_variant(c, v));
+        INFO("variant ", std::string(v.name));
         CAPTURE(tied);
         CAPTURE(B);
         CAPTURE(static_cast<int>(precision));

@@ -1,21 +1,24 @@
 // Causality of the whole model: changing the token at position p changes no
-// logit before p, for every attention kind (a leak from the future would make
-// training losses look far better than they are).
+// logit before p, for every attention kind and option (support/attention_variants.h;
+// a leak from the future would make training losses look far better than they are).
 #include <doctest/doctest.h>
 
+#include <string>
 #include <vector>
 
 #include "model/model.h"
 #include "model/model_forward.h"
+#include "support/attention_variants.h"
 #include "support/tiny_model.h"
 
 using namespace rfa;
 
 TEST_CASE("model: logits before a changed token are unchanged (causal), later ones change") {
-  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa, AttentionKind::rfa_gate}) {
-    CAPTURE(static_cast<int>(kind));
+  for (const test::AttentionVariant& v : test::attention_variants()) {
+    INFO("variant ", std::string(v.name));
     // chunk 5: the change sits inside the second chunk
-    ModelSpec spec = test::tiny_spec(kind, {.vocab = 13, .context = 12, .chunk_size = 5, .init_std = 0.3});
+    const Config base = test::tiny_config(AttentionKind::softmax, {.vocab = 13, .context = 12, .chunk_size = 5, .init_std = 0.3});
+    ModelSpec spec = test::tiny_spec(test::with_variant(base, v));
     Model<float> model(spec);
     model_init(model, 9);
     const int B = 2, T = 12, p = 7;

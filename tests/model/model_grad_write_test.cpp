@@ -1,15 +1,18 @@
 // model_backward's GradWrite::overwrite (a step's first micro-batch, no
 // zero_grad pass) must give exactly zero_grad + accumulate, for every
 // parameter tensor, whatever the gradients held before (here NaN), and leave
-// the zero padding between tensors zero.
+// the zero padding between tensors zero: for every attention kind and option
+// (support/attention_variants.h), tied and untied.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "model/model.h"
 #include "model/model_forward.h"
+#include "support/attention_variants.h"
 #include "support/gradcheck.h"
 #include "support/tiny_model.h"
 
@@ -17,9 +20,10 @@ using namespace rfa;
 
 namespace {
 
-void check_overwrite_equals_accumulate(AttentionKind kind, bool tied) {
+void check_overwrite_equals_accumulate(const test::AttentionVariant& v, bool tied) {
   const int B = 2, T = 8;
-  ModelSpec spec = test::tiny_spec(kind, {.vocab = 13, .context = T, .tied = tied});
+  ModelSpec spec = test::tiny_spec(
+      test::with_variant(test::tiny_config(AttentionKind::softmax, {.vocab = 13, .context = T, .tied = tied}), v));
   Model<float> model(spec);
   model_init(model, 3);
   Activations<float> acts(spec, B, T);
@@ -60,10 +64,10 @@ void check_overwrite_equals_accumulate(AttentionKind kind, bool tied) {
 
 }  // namespace
 
-TEST_CASE("model grad write: overwrite equals zero_grad + accumulate for every tensor, every kind") {
-  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa, AttentionKind::rfa_gate})
+TEST_CASE("model grad write: overwrite equals zero_grad + accumulate for every tensor, every variant") {
+  for (const test::AttentionVariant& v : test::attention_variants())
     for (bool tied : {true, false}) {
-      INFO("kind ", static_cast<int>(kind), " tied ", tied);
-      check_overwrite_equals_accumulate(kind, tied);
+      INFO("variant ", std::string(v.name), " tied ", tied);
+      check_overwrite_equals_accumulate(v, tied);
     }
 }

@@ -1,12 +1,15 @@
 // Whole-model gradient check in double: every parameter tensor's analytic
 // gradient against central differences of the mean cross-entropy, on a tiny
-// model (V=11, C=8, H=2, L=2, T=5, B=2) for each attention kind.
+// model (V=11, C=8, H=2, L=2, T=5, B=2) for every attention kind and option
+// (support/attention_variants.h).
 #include <doctest/doctest.h>
 
+#include <string>
 #include <vector>
 
 #include "model/model.h"
 #include "model/model_forward.h"
+#include "support/attention_variants.h"
 #include "support/gradcheck.h"
 #include "support/model_gradcheck.h"
 #include "support/tiny_model.h"
@@ -15,21 +18,17 @@ using namespace rfa;
 
 namespace {
 
-ModelSpec tiny_spec(AttentionKind kind, FeatureMapKind map, bool tied, PositionKind positions,
-                    GateKind gate = GateKind::scalar, TimeDiscountKind discount = TimeDiscountKind::none) {
+// A tiny model with a variant's attention (support/attention_variants.h).
+ModelSpec variant_spec(const test::AttentionVariant& v, bool tied) {
   // init_std 0.5: large enough that every path carries a visible gradient;
   // chunk 2: T = 5 spans three chunks, the last one partial.
-  Config c = test::tiny_config(kind, {.vocab = 11, .context = 5, .d_model = 8, .num_features = 3, .chunk_size = 2,
-                                      .init_std = 0.5, .tied = tied});
+  Config c = test::tiny_config(AttentionKind::softmax, {.vocab = 11, .context = 5, .d_model = 8, .num_features = 3,
+                                                         .chunk_size = 2, .init_std = 0.5, .tied = tied});
   c.model.ffn_hidden = 12;
-  c.attention.feature_map = map;
-  c.attention.positions = positions;
   c.attention.denominator_floor = 1e-6;
   c.attention.gate_bias_init = 0.5;
   c.attention.sigma_init = 1.3;
-  c.attention.gate = gate;
-  c.attention.time_discount = discount;
-  return test::tiny_spec(c);
+  return test::tiny_spec(test::with_variant(c, v));
 }
 
 void check_model_gradients(const ModelSpec& spec) {
@@ -54,33 +53,17 @@ void check_model_gradients(const ModelSpec& spec) {
 
 }  // namespace
 
-TEST_CASE("model gradcheck: softmax with rope, tied embeddings") {
-  check_model_gradients(tiny_spec(AttentionKind::softmax, FeatureMapKind::gaussian, true, PositionKind::automatic));
-}
-
-TEST_CASE("model gradcheck: softmax without positions, untied head") {
-  check_model_gradients(tiny_spec(AttentionKind::softmax, FeatureMapKind::gaussian, false, PositionKind::none));
-}
-
-TEST_CASE("model gradcheck: rfa gaussian") {
-  check_model_gradients(tiny_spec(AttentionKind::rfa, FeatureMapKind::gaussian, true, PositionKind::automatic));
-}
-
-TEST_CASE("model gradcheck: rfa_gate gaussian with rope") {
-  check_model_gradients(tiny_spec(AttentionKind::rfa_gate, FeatureMapKind::gaussian, true, PositionKind::rope));
-}
-
-TEST_CASE("model gradcheck: rfa_gate arccos") {
-  check_model_gradients(tiny_spec(AttentionKind::rfa_gate, FeatureMapKind::arccos, false, PositionKind::automatic));
-}
-
-TEST_CASE("model gradcheck: rfa_gate with the feature gate and the time discount") {
-  check_model_gradients(tiny_spec(AttentionKind::rfa_gate, FeatureMapKind::gaussian, true, PositionKind::automatic,
-                                  GateKind::feature, TimeDiscountKind::log));
+TEST_CASE("model gradcheck: every tensor, every attention kind and option (tied and untied in turn)") {
+  const std::vector<test::AttentionVariant>& variants = test::attention_variants();
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const bool tied = i % 2 == 0;
+    INFO("variant ", std::string(variants[i].name), ", tied ", tied);
+    check_model_gradients(variant_spec(variants[i], tied));
+  }
 }
 
 TEST_CASE("model gradcheck: gradient accumulates and scales with loss_scale") {
-  ModelSpec spec = tiny_spec(AttentionKind::softmax, FeatureMapKind::gaussian, true, PositionKind::automatic);
+  ModelSpec spec = variant_spec(test::attention_variant("softmax (rope)"), true);
   Model<double> model(spec);
   model_init(model, 7);
   Activations<double> acts(spec, 2, 5);
@@ -98,7 +81,7 @@ TEST_CASE("model gradcheck: gradient accumulates and scales with loss_scale") {
 }
 
 TEST_CASE("model: token outside the vocabulary is a user error naming the id") {
-  ModelSpec spec = tiny_spec(AttentionKind::softmax, FeatureMapKind::gaussian, true, PositionKind::automatic);
+  ModelSpec spec = variant_spec(test::attention_variant("softmax (rope)"), true);
   Model<double> model(spec);
   model_init(model, 7);
   Activations<double> acts(spec, 1, 2);

@@ -1,11 +1,14 @@
 #pragma once
-// Every attention kind and option the model-level tests walk, in one list: the kinds, both
-// gates, both feature maps, the time discount, RoPE on an RFA kind, and models whose layers
-// differ (attention.layers). A test loops over attention_variants() (or a filtered part of
+// Every attention kind and option the model-level tests walk, in one list: the kinds
+// (softmax, rfa, rfa_gate), both gates (attention.gate scalar, feature), both feature maps
+// (gaussian, arccos), the time discount (attention.time_discount log) on either RFA kind,
+// RoPE on softmax and on either RFA kind, and models whose layers differ (attention.layers). A test loops over attention_variants() (or a filtered part of
 // it) instead of a hand-written list of kinds, so a new kind or option added here reaches
 // causality, gradient, decoding, resume, memory and no-allocation tests alike
 // (docs/attention-kinds.md, step 3).
+#include <cassert>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/config.h"
@@ -48,6 +51,17 @@ inline const std::vector<AttentionVariant>& attention_variants() {
          c.attention.kind = AttentionKind::rfa;
          c.attention.feature_map = FeatureMapKind::arccos;
        }},
+      {"rfa time discount",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa;
+         c.attention.time_discount = TimeDiscountKind::log;
+       }},
+      {"rfa with rope",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa;
+         c.attention.positions = PositionKind::rope;
+       },
+       false, true, false, true},
       {"rfa_gate gaussian", [](Config& c) { c.attention.kind = AttentionKind::rfa_gate; }},
       {"rfa_gate arccos",
        [](Config& c) {
@@ -91,6 +105,14 @@ inline const std::vector<AttentionVariant>& attention_variants() {
        false, true, true},
   };
   return all;
+}
+
+// The variant of that name (asserts it exists): for a test about one of them.
+inline const AttentionVariant& attention_variant(std::string_view name) {
+  for (const AttentionVariant& v : attention_variants())
+    if (name == v.name) return v;
+  assert(false && "no attention variant of that name");
+  return attention_variants().front();
 }
 
 // The variants whose every layer keeps a fixed-size state (--save-state, one-pass evaluation).

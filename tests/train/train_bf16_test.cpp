@@ -1,8 +1,9 @@
 // train.precision bf16 against fp32 on a tiny model: the same step's loss and
 // gradients agree within bf16's rounding, a short run follows the fp32 losses,
-// an fp32 run's step allocates nothing more in bf16, and the fp32 master weights
-// are what a bf16 step updates. Needs AVX512-BF16; skips with a message without it.
-// (Resume of a bf16 run: train_resume_test.cpp. Gradient checks stay in double.)
+// no step creates a bf16 primitive, and the fp32 master weights are what a bf16 step
+// updates. Needs AVX512-BF16: skipped without (support/skip.h). (Resume of a bf16 run:
+// train_resume_bf16_test.cpp; no allocation in a bf16 step: train_no_alloc_bf16_test.cpp.
+// Gradient checks stay in double.)
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "config/config_enums.h"
 #include "kernels/bf16.h"
 #include "kernels/gemm_bf16.h"
+#include "support/skip.h"
 #include "support/train_fixtures.h"
 #include "train/train_session.h"
 
@@ -45,10 +47,7 @@ double relative_error(const float* a, const float* b, int64_t n) {
 }  // namespace
 
 TEST_CASE("train bf16: one step's loss and every gradient tensor agree with fp32 within bf16 rounding") {
-  if (!bf16_native()) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
+  if (rfa::test::skip_if(!bf16_native(), "no bf16 products here (no AVX512-BF16 on this CPU, or a build level below it)")) return;
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
     CAPTURE(std::string(enum_name(kind)));
     std::vector<uint16_t> tokens = test::random_tokens(3000, 4);
@@ -76,10 +75,7 @@ TEST_CASE("train bf16: one step's loss and every gradient tensor agree with fp32
 }
 
 TEST_CASE("train bf16: 40 steps follow the fp32 losses; the master weights stay float") {
-  if (!bf16_native()) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
+  if (rfa::test::skip_if(!bf16_native(), "no bf16 products here (no AVX512-BF16 on this CPU, or a build level below it)")) return;
   // A learnable stream: each token is a function of the one before, with a random token every 8th.
   std::vector<uint16_t> tokens = test::random_tokens(5000, 8);
   for (size_t i = 1; i < tokens.size(); ++i)
@@ -108,10 +104,7 @@ TEST_CASE("train bf16: 40 steps follow the fp32 losses; the master weights stay 
 }
 
 TEST_CASE("train bf16: no step creates a bf16 primitive (the session made them)") {
-  if (!bf16_native()) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
+  if (rfa::test::skip_if(!bf16_native(), "no bf16 products here (no AVX512-BF16 on this CPU, or a build level below it)")) return;
   std::vector<uint16_t> tokens = test::random_tokens(3000, 5);
   TokenSplit split = test::split_of(tokens);
   Config c = tiny_config(AttentionKind::rfa_gate, Precision::bf16);

@@ -1,142 +1,142 @@
-// "No allocation inside the step". This file replaces the global operator new
-// of the test binary with a counting one (malloc-based, behaviour unchanged;
-// every non-aligned form, so that new and delete always pair up).
-//  - The model's forward and backward (double path: reference gemm, no oneDNN)
-//    make no allocation at all after the first call.
-//  - A float training step makes the same number of allocations every step:
-//    only oneDNN allocates internally (dnnl_sgemm a fixed few per call; a bf16
-//    matmul's execute its argument map), which our code does not control;
-//    nothing of ours allocates or grows per step, in fp32 or bf16.
-//  - So does every evaluation after the first (which builds its decoder).
+// "No allocation inside the step" (STYLE.md), for every attention kind and option
+// (support/attention_variants.h): after one warm-up call, the counted region makes ZERO
+// heap allocations of ours (support/alloc_counter.h counts every operator new, on every
+// thread):
+//  - the model's forward and backward (double path: reference gemm, no oneDNN): zero at all;
+//  - a float training step: batch, forward, backward, clipping and the AdamW update
+//    (TrainSession::step), plain and stateful;
+//  - a decode step: Decoder::step and Decoder::step_rows, and the Sampler's sample()
+//    over the logits they return;
+//  - every evaluation after the first (which builds its decoder).
+// The one exception is oneDNN's own allocations inside its calls (dnnl_sgemm allocates
+// when it splits a product over threads; kernels/onednn_call_scope.h), counted apart:
+// a training step's are the same every step, and reported.
+// bf16: train_no_alloc_bf16_test.cpp.
 #include <doctest/doctest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
+#include <algorithm>
+#include <cstdint>
+#include <string>
 #include <vector>
 
-#include "config/config_enums.h"
-#include "kernels/bf16.h"
+#include "decode/decoder.h"
+#include "decode/sampler.h"
 #include "model/model_forward.h"
+#include "support/alloc_counter.h"
+#include "support/attention_variants.h"
 #include "support/train_fixtures.h"
 #include "train/train_session.h"
-
-namespace {
-std::atomic<long> g_news{0};
-}
-
-void* operator new(std::size_t n) {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-// The nothrow forms too (std::stable_sort's buffer uses them): with only the plain
-// ones replaced, their memory came from the library's allocator and went back
-// through the free() below (AddressSanitizer: alloc-dealloc-mismatch).
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(n ? n : 1);
-}
-void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 using namespace rfa;
 
 namespace {
 
-Config small_config(AttentionKind kind) {
-  Config c = test::train_config(kind, 20);
+constexpr int kV = 20;
+
+Config small_config(const test::AttentionVariant& v) {
+  Config c = test::with_variant(test::train_config(AttentionKind::rfa_gate, kV), v);
   c.train.batch_size = 3;
   c.train.grad_accum = 2;
   return c;
 }
 
+std::vector<uint16_t> cyclic_tokens() {
+  std::vector<uint16_t> tokens(500);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint16_t>((i * 7) % kV);
+  return tokens;
+}
+
 }  // namespace
 
-TEST_CASE("model: forward and backward allocate nothing (double path)") {
-  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa, AttentionKind::rfa_gate}) {
-    Config c = small_config(kind);
+TEST_CASE("no allocation: model forward and backward (double path), every variant") {
+  for (const test::AttentionVariant& v : test::attention_variants()) {
+    INFO("variant ", std::string(v.name));
+    Config c = small_config(v);
     ModelSpec spec = model_spec_make(c.model, c.attention);
     Model<double> model(spec);
     model_init(model, 1);
     Activations<double> acts(spec, 3, 16);
     std::vector<int32_t> in(48), tg(48);
-    for (int i = 0; i < 48; ++i) in[i] = i % 20, tg[i] = (i + 1) % 20;
+    for (int i = 0; i < 48; ++i) in[i] = i % kV, tg[i] = (i + 1) % kV;
     model_forward(model, acts, in.data(), tg.data(), model.random_fixed());
     model_backward(model, acts, in.data(), tg.data(), model.random_fixed());
-    long before = g_news.load();
-    for (int r = 0; r < 2; ++r) {
+    uint64_t r = 0;
+    const std::vector<long> onednn = test::check_no_allocation(2, [&] {
       model.zero_grad();
-      model_draw_random(spec, 1, static_cast<uint64_t>(r), model.random_step());
+      model_draw_random(spec, 1, r++, model.random_step());
       model_forward(model, acts, in.data(), tg.data(), model.random_step());
       model_backward(model, acts, in.data(), tg.data(), model.random_step(), 0.5);
-    }
-    CHECK(g_news.load() == before);
+    });
+    CHECK(onednn == std::vector<long>(2, 0));  // double: the reference gemm, no oneDNN at all
   }
 }
 
-TEST_CASE("train: every float training step makes the same allocations (oneDNN's only)") {
-  for (Precision precision : {Precision::fp32, Precision::bf16})
-  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
-    if (precision == Precision::bf16 && !bf16_native()) {
-      MESSAGE("bf16 skipped: this CPU has no AVX512-BF16");
-      continue;
-    }
-    Config c = small_config(kind);
-    c.train.precision = precision;
-    std::vector<uint16_t> tokens(500);
-    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint16_t>((i * 7) % 20);
-    TokenSplit split = test::split_of(tokens);
+TEST_CASE("no allocation: a float training step (forward, backward, AdamW) and later evaluations, every variant") {
+  const std::vector<uint16_t> tokens = cyclic_tokens();
+  const TokenSplit split = test::split_of(tokens);
+  const std::vector<int32_t> val = split.to_vector();
+  long onednn_most = 0;
+  for (const test::AttentionVariant& v : test::attention_variants()) {
+    INFO("variant ", std::string(v.name));
+    const Config c = small_config(v);
     TrainSession session(c, model_spec_make(c.model, c.attention));
     BatchSampler sampler(split, 3, 16, 1);
-    session.step(0, sampler);
-    std::vector<long> per_step;
-    for (int s = 1; s < 5; ++s) {
-      long before = g_news.load();
-      session.step(s, sampler);
-      per_step.push_back(g_news.load() - before);
-    }
-    MESSAGE("allocations per ", std::string(enum_name(precision)), " step (inside oneDNN): ", per_step[0]);
-    for (long n : per_step) CHECK(n == per_step[0]);
-    // Evaluation: the first builds its decoder; every later one allocates as
-    // much as the one before (oneDNN's own, if any), never more.
-    const std::vector<int32_t> val = split.to_vector();
-    session.evaluate(val);
-    std::vector<long> per_eval;
-    for (int e = 0; e < 3; ++e) {
-      long before = g_news.load();
-      session.evaluate(val);
-      per_eval.push_back(g_news.load() - before);
-    }
-    MESSAGE("allocations per evaluation after the first: ", per_eval[0]);
-    for (long n : per_eval) CHECK(n == per_eval[0]);
+    session.step(0, sampler);  // warm-up: oneDNN's first call per shape sets up its kernels
+    int64_t s = 1;
+    const std::vector<long> onednn = test::check_no_allocation(3, [&] { session.step(s++, sampler); });
+    // oneDNN's own (kernels/onednn_call_scope.h): the same every step, never growing.
+    CHECK(onednn == std::vector<long>(3, onednn[0]));
+    onednn_most = std::max(onednn_most, onednn[0]);
+    session.evaluate(val);  // the first builds its decoder
+    test::check_no_allocation(2, [&] { session.evaluate(val); });
+  }
+  MESSAGE("oneDNN's own allocations per training step (inside dnnl_sgemm), at most: ", onednn_most);
+}
+
+TEST_CASE("no allocation: a stateful training step, every variant stateful training runs") {
+  const std::vector<uint16_t> tokens = cyclic_tokens();
+  const TokenSplit split = test::split_of(tokens);
+  for (const test::AttentionVariant& v : test::attention_variants_stateful()) {
+    INFO("variant ", std::string(v.name));
+    Config c = small_config(v);
+    c.train.stateful = true;
+    TrainSession stateful(c, model_spec_make(c.model, c.attention));
+    StreamSampler streams(split, 3, 16, 2);
+    stateful.step(0, streams);
+    int64_t s = 1;
+    const std::vector<long> onednn = test::check_no_allocation(3, [&] { stateful.step(s++, streams); });
+    CHECK(onednn == std::vector<long>(3, onednn[0]));
   }
 }
 
-TEST_CASE("train: a stateful step makes the allocations of a step over random windows") {
-  Config c = small_config(AttentionKind::rfa_gate);
-  std::vector<uint16_t> tokens(500);
-  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint16_t>((i * 7) % 20);
-  TokenSplit split = test::split_of(tokens);
-  TrainSession plain(c, model_spec_make(c.model, c.attention));
-  BatchSampler sampler(split, 3, 16, 1);
-  c.train.stateful = true;
-  TrainSession stateful(c, model_spec_make(c.model, c.attention));
-  StreamSampler streams(split, 3, 16, 2);
-  plain.step(0, sampler);
-  stateful.step(0, streams);
-  for (int s = 1; s < 4; ++s) {
-    long before = g_news.load();
-    plain.step(s, sampler);
-    const long plain_news = g_news.load() - before;
-    before = g_news.load();
-    stateful.step(s, streams);
-    CHECK(g_news.load() - before == plain_news);
+TEST_CASE("no allocation: a decode step (Decoder::step, step_rows) and sampling, every variant") {
+  constexpr int B = 3;
+  for (const test::AttentionVariant& v : test::attention_variants()) {
+    INFO("variant ", std::string(v.name));
+    const Config c = small_config(v);
+    Model<float> model(model_spec_make(c.model, c.attention));
+    model_init(model, 4);
+    DecoderOptions o;
+    o.batch = B;
+    o.max_positions = 64;
+    o.window = v.grows ? 8 : 0;  // softmax: a ring cache that wraps within the steps below
+    Decoder<float> dec(model, o);
+    Sampler sampler(kV, {.temperature = 0.9, .top_k = 5, .top_p = 0.9, .seed = 3});
+    const int32_t prompt[B * 4] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    dec.prefill(prompt, 4);
+    int32_t tokens[B] = {1, 2, 3};
+    const int rows[2] = {2, 0};
+    // One decode step: every row stepped, then two of them, each sampled from its logits.
+    auto decode_step = [&] {
+      const float* logits = dec.step(tokens);
+      for (int b = 0; b < B; ++b) tokens[b] = sampler.sample(logits + b * kV, uint64_t(b), dec.position(b));
+      const int32_t some[2] = {tokens[2], tokens[0]};
+      logits = dec.step_rows(rows, 2, some);
+      for (int i = 0; i < 2; ++i)
+        tokens[rows[i]] = sampler.sample(logits + i * kV, uint64_t(rows[i]), dec.position(rows[i]));
+    };
+    decode_step();  // warm-up
+    test::check_no_allocation(12, decode_step);
+    CHECK(dec.position(0) == 4 + 2 * 13);  // 13 decode steps ran: rows 0 and 2 move twice in each
   }
 }

@@ -2,7 +2,7 @@
 // library, a fresh session loading it and N-k more steps give the same losses,
 // weights and AdamW moments, bit for bit, as N steps straight. Also the config
 // rules of --resume and the metrics trimming. The fresh-process version is
-// tests/e2e/resume.sh.
+// tests/e2e/resume.sh. A bf16 run's resume: train_resume_bf16_test.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -15,7 +15,6 @@
 #include "config/config_enums.h"
 #include "core/error.h"
 #include "io/file_io.h"
-#include "kernels/bf16.h"
 #include "support/resume_round_trip.h"
 #include "support/temp_dir.h"
 #include "support/test_files.h"
@@ -62,38 +61,6 @@ TEST_CASE("resume: k steps, save, load into a fresh session, N-k steps equals N 
     CHECK(same(straight.adam_v(), resumed.adam_v(), P));
     CHECK(same(straight.model().random_fixed(), resumed.model().random_fixed(), straight.model().random_size));
   }
-}
-
-TEST_CASE("resume: a bf16 run resumes bit-identically; switching precision on resume continues from the checkpoint") {
-  if (!bf16_native()) {
-    MESSAGE("skipped: this CPU has no AVX512-BF16");
-    return;
-  }
-  Config c = tiny_config(AttentionKind::rfa_gate);
-  c.train.precision = Precision::bf16;
-  const ModelSpec spec = model_spec_make(c.model, c.attention);
-  std::vector<uint16_t> tokens = random_tokens(3000, 4);
-  TokenSplit split = split_of(tokens);
-  BatchSampler sampler(split, c.train.batch_size, c.model.context_length, c.train.seed);
-  const int64_t k = 3;
-  test::TempDir dir;
-  TrainSession straight(c, spec), resumed(c, spec);  // resumed zeroed: the weights must come from the file
-  for (int64_t i = 0; i < resumed.model().param_size(); ++i) resumed.model().params()[i] = 0.0f;
-  const test::RoundTrip r =
-      test::resume_round_trip(straight, resumed, sampler, dir.path(), {.steps = 6, .save_after = k});
-  CHECK(r.got == r.want);  // exact: the bf16 copies come from the loaded fp32 weights
-  const int64_t P = straight.model().param_size();
-  CHECK(same(straight.model().params(), resumed.model().params(), P));
-  CHECK(same(straight.adam_v(), resumed.adam_v(), P));
-
-  // The same checkpoint continued in fp32: allowed, and it starts from the saved weights.
-  const ResumePoint p = resume_prepare(r.checkpoint, {"train.precision=fp32"});
-  CHECK(p.config.train.precision == Precision::fp32);
-  TrainSession switched(p.config, spec);
-  resume_load(switched, r.checkpoint);
-  const double loss = switched.step(k, sampler).loss;
-  CHECK(loss == doctest::Approx(r.want[size_t(k)]).epsilon(5e-3));
-  CHECK(loss != r.want[size_t(k)]);  // fp32 products now
 }
 
 TEST_CASE("resume: a checkpoint of another shape or seed is refused with the tensor and both shapes") {

@@ -1,0 +1,45 @@
+// The bf16 decoder (train.precision bf16 weights, --precision bf16) against the bf16
+// training forward and the fp32 decoder. Needs AVX512-BF16: skipped without (support/skip.h).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "config/config_enums.h"
+#include "kernels/bf16.h"
+#include "support/decoder_cases.h"
+#include "support/skip.h"
+
+using namespace rfa;
+using namespace rfa::test::decoder_cases;
+
+TEST_CASE("decoder bf16: equals the bf16 training forward, and fp32 within bf16 rounding") {
+  if (rfa::test::skip_if(!bf16_native(), "no bf16 products here (no AVX512-BF16 on this CPU, or a build level below it)")) return;
+  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
+    CAPTURE(std::string(enum_name(kind)));
+    const ModelSpec spec = small_spec(kind);
+    Model<float> fp32(spec), bf16(spec, Precision::bf16);
+    model_init(fp32, 11);
+    model_init(bf16, 11);
+    bf16.bf16_refresh();
+    const std::vector<int32_t> tokens = tokens_make(5);
+    const std::vector<float> full = full_forward(bf16, tokens);  // bf16 products (bf16 activations)
+    const std::vector<float> steps = decode(bf16, tokens, 0, 1, 0, Precision::bf16);
+    const std::vector<float> mixed = decode(bf16, tokens, 6, 4, 0, Precision::bf16);
+    const std::vector<float> prefill = decode(bf16, tokens, kT, kT, 0, Precision::bf16);
+    const std::vector<float> exact = decode(fp32, tokens, 6, 4);
+    // A one-row product sums in another order than the batch's: a value near a bf16
+    // rounding boundary can round the other way before the next product, so the
+    // paths agree to bf16's resolution (not bit for bit); against fp32, inputs
+    // rounded to 8 significant bits through two layers. Frobenius, over all logits.
+    const double vs_forward = std::max(relative_error(steps, full), relative_error(mixed, full));
+    const double vs_fp32 = relative_error(mixed, exact);
+    MESSAGE(std::string(enum_name(kind)), ": bf16 decode vs bf16 forward ", vs_forward, ", prefill ",
+            relative_error(prefill, full), "; bf16 vs fp32 ", vs_fp32);
+    CHECK(relative_error(prefill, full) < 1e-5);  // the same products, batched alike
+    CHECK(vs_forward < 5e-3);
+    CHECK(vs_fp32 < 3e-2);
+    CHECK(vs_fp32 > 0);  // the bf16 products ran
+  }
+}
