@@ -1,6 +1,7 @@
 // attention_core.h, training side: parameters, random matrices, sizes, forward and
 // backward, each through the layer's kind table (attention_kind.h). RoPE is applied
-// here, the same for every kind. The decoding side is attention_decode.cpp.
+// here, the same for every kind (with document boundaries: each token at its position in
+// its own document). The decoding side is attention_decode.cpp.
 #include "attention/attention_core.h"
 
 #include <map>
@@ -98,13 +99,15 @@ void attention_forward(const AttentionCore& core, const AttentionWeights<T>& w, 
                        const AttentionCall<T>& call) {
   const AttentionSpec& s = core.spec();
   RFA_ASSERT(call.scratch.data != nullptr, "attention forward needs its scratch");
-  RFA_ASSERT(call.segment_start == nullptr, "document boundaries (segment_start) are not implemented yet");
   RFA_ASSERT(call.row_pos0 == nullptr, "training calls start every row at pos0");
   RFA_ASSERT(attention_carry_size(s, 1) > 0 || (!call.state_in && !call.state_out),
              "this attention kind carries no state between segments");
   const double tokens = double(call.B) * call.T_len;
   ProfileScope profile(ProfiledKernel::attention_forward, attention_forward_flops_per_token(s, call.T_len) * tokens, 0);
-  if (s.rope) {  // q = R q_pre, k = R k_pre, in place
+  if (s.rope && call.segment_start) {  // each token at its position in its own document
+    rope_forward_segments(in.q, in.q, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0, call.segment_start);
+    rope_forward_segments(in.k, in.k, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0, call.segment_start);
+  } else if (s.rope) {  // q = R q_pre, k = R k_pre, in place
     rope_forward(in.q, in.q, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0);
     rope_forward(in.k, in.k, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0);
   }
@@ -120,7 +123,10 @@ void attention_backward(const AttentionCore& core, const AttentionWeights<T>& w,
   ProfileScope profile(ProfiledKernel::attention_backward,
                        2 * attention_forward_flops_per_token(s, call.T_len) * tokens, 0);
   core.kind().kernels<T>().backward(core, w, dw, g, dout, out, in, call);
-  if (s.rope) {  // q = R q_pre: d q_pre = Rᵀ dq, rotated in place (no zeroed buffer)
+  if (s.rope && call.segment_start) {
+    rope_backward_segments(g.dq, g.dq, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0, call.segment_start);
+    rope_backward_segments(g.dk, g.dk, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0, call.segment_start);
+  } else if (s.rope) {  // q = R q_pre: d q_pre = Rᵀ dq, rotated in place (no zeroed buffer)
     rope_backward(g.dq, g.dq, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0);
     rope_backward(g.dk, g.dk, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0);
   }

@@ -150,8 +150,10 @@ struct AttentionCall {
   // entering state as a constant (no gradient crosses the segment boundary).
   const T* state_in = nullptr;
   T* state_out = nullptr;
-  // Document boundaries (not implemented yet; must be null): (B, T), nonzero at a document's
-  // first token, where a recurrent state restarts empty and softmax masks what came before.
+  // Document boundaries (data.document_boundaries reset; training calls only): (B, T), nonzero at
+  // a document's first token, where a recurrent state restarts empty (state_in, or what came
+  // before in the row, is forgotten), softmax masks the keys before it, and RoPE positions and
+  // the time discount's t restart at 0 (core/segment_starts.h). Null: none (today's path).
   const uint8_t* segment_start = nullptr;
   int64_t pos0_of(int b) const { return row_pos0 ? row_pos0[b] : pos0; }
 };

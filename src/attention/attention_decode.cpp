@@ -172,7 +172,8 @@ template <typename T>
 void attention_prefill(const AttentionCore& core, const AttentionWeights<T>& w, AttentionState<T>& st, int b0, T* out,
                        const AttentionInputs<T>& in, const AttentionCall<T>& call) {
   const AttentionSpec& s = core.spec();
-  RFA_ASSERT(call.segment_start == nullptr, "document boundaries (segment_start) are not implemented yet");
+  RFA_ASSERT(call.segment_start == nullptr,
+             "prefill takes no document boundaries: end the prefill before a document and reset the row");
   if (s.rope)  // each row at its absolute positions
     for (int b = 0; b < call.B; ++b) {
       const size_t row = static_cast<size_t>(b) * call.T_len * s.C();

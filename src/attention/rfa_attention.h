@@ -9,7 +9,10 @@
 // (gate_w[h] (F, C), gate_b[h] (F)) and g_t S_{t-1} is diag(g_t) S_{t-1}, beta_t phi(k_t)
 // elementwise: the same chunked algorithm with the gate factors of rfa_feature_gate.h.
 //   [num_t, den_t] = q̂_tᵀ S_t,   out_t = num_t / max(den_t, eps_d)
-// computed chunk by chunk (linear in T). The recurrent (decoding) form is rfa_recurrent.h.
+// computed chunk by chunk (linear in T). Document boundaries (RfaInputs::segment_start): at a
+// document's first token s the decay is 0, S_s = k̃_s v'_sᵀ (beta_s keeps the gate's value), so
+// every product of gates that spans s vanishes and the chunked form needs no other change
+// (docs/fine-tuning.md "Documents"). The recurrent (decoding) form is rfa_recurrent.h.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -80,6 +83,9 @@ struct RfaInputs {
   const T* n = nullptr;
   int64_t pos0 = 0;  // absolute position of row 0 (the time discount's t)
   const int64_t* row_pos0 = nullptr;  // (B) each batch row's own pos0 (decoding rows); null = pos0
+  // (B, T) document boundaries (AttentionCall::segment_start), or null: at a flagged row the
+  // state restarts empty (the decay into it is 0) and the time discount's t restarts at 0.
+  const uint8_t* segment_start = nullptr;
   int64_t pos0_of(int b) const { return row_pos0 ? row_pos0[b] : pos0; }
 };
 

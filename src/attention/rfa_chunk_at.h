@@ -9,6 +9,7 @@
 #include "attention/rfa_attention.h"
 #include "attention/rfa_layout.h"
 #include "attention/rfa_scratch.h"
+#include "core/segment_starts.h"
 
 namespace rfa {
 
@@ -23,11 +24,22 @@ struct RfaChunkAt {
   int64_t bh;               // b * H + h
   int ci = 0, t0 = 0, n = 0;  // the chunk: index, first row, rows
   size_t bht0 = 0;          // (B, H, T) index of its first row
+  // Document boundaries of the chunk's rows (n), or null (none in this call); reset_inner: one
+  // past its first row (then even ungated RFA has a mask M inside the chunk).
+  const uint8_t* reset = nullptr;
+  bool reset_inner = false;
 
-  void chunk_at(int chunk) {
+  void chunk_at(int chunk, const RfaInputs<T>& in) {
     const int Cc = int(sd.Cc);
     ci = chunk, t0 = ci * Cc, n = std::min(Cc, d.T - t0);
     bht0 = static_cast<size_t>(bh) * d.T + t0;
+    reset = in.segment_start ? in.segment_start + static_cast<size_t>(b) * d.T + t0 : nullptr;
+    reset_inner = reset && segment_any(reset, 1, n - 1);
+  }
+  // Row j's position, the time discount's t: absolute (pos0 + t), or in its own document.
+  int64_t position(const RfaInputs<T>& in, int j) const {
+    if (!in.segment_start) return in.pos0_of(b) + t0 + j;
+    return segment_position(in.segment_start + static_cast<size_t>(b) * d.T, t0 + j, in.pos0_of(b));
   }
   // Row i of the chunk in a (B, T, C) activation, at this head's columns.
   size_t row_of(int i) const {

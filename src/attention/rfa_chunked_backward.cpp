@@ -17,6 +17,9 @@
 // reverse pass. Then
 //   da = beta ⊙ dlambda - g ⊙ (dk̃ ⊙ k̃),  dphi(k) = delta beta ⊙ dk̃, and the feature maps' backward,
 // and a = gate_w n + gate_b gives dn = da gate_w, dgate_w += daᵀ n, dgate_b += sum da (gemms).
+// Document boundaries: the forward's g = 0 at a document's first row s is a constant there, so
+// da_s = -sigmoid(a_s) ⊙ (dk̃_s ⊙ k̃_s) (beta's part only), and dlambda restarts at 0 before s:
+// for r < s, sum_{t>=s} dG_t = 0 (every pair across s is masked), so dlambda_r = sum_{r<=t<s} dG_t.
 #include <algorithm>
 #include <cmath>
 
@@ -48,7 +51,7 @@ template <typename T, bool kFeature>
 struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
   using At = RfaChunkAt<T, kFeature>;
   using At::c, At::d, At::L, At::sd, At::b, At::h, At::bh, At::ci, At::t0, At::n, At::bht0, At::chunk_at, At::row_of,
-      At::gate_at, At::gate_row;
+      At::gate_at, At::gate_row, At::reset, At::reset_inner, At::position;
   // The problem (and in the base: the sizes, this (b, h), the chunk).
   const RfaInputGrads<T>& grads;
   const RfaInputs<T>& in;
@@ -73,7 +76,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
   void chunk_enter(int chunk) {
     const int Cc = int(sd.Cc);
     const size_t FE = static_cast<size_t>(L.F) * L.E;
-    chunk_at(chunk);
+    chunk_at(chunk, in);
     phiq = saved + L.phi_q + bht0 * L.F;
     phik = saved + L.phi_k + bht0 * L.F;
     S_prev = saved + L.states + (static_cast<size_t>(bh) * L.n_chunks + ci) * FE;
@@ -101,11 +104,12 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
           __builtin_prefetch(phiq + size_t(i) * F + f);
         }
       feature_gate_rows(FeatureGateRows<T>{s.g, s.beta, s.eG, s.w, s.A, s.Ks}, saved + L.gate_a + gate_row(0),
-                        size_t(d.H) * F, n, F);
+                        size_t(d.H) * F, n, F, reset);
     } else {
       if (c.gated)  // the forward's gate pre-activations, (B, T, H)
         for (int i = 0; i < n; ++i) s.arow[i] = saved[L.gate_a + gate_row(i)];
       gate_rows(s.g, s.beta, s.eG, c.gated ? s.arow : nullptr, n);
+      if (reset) gate_rows_reset(s.g, s.eG, reset, n);
       gate_suffix(s.w, s.g, n);
     }
     Qp = FP == size_t(F) ? phiq : s.Qp;
@@ -125,7 +129,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
       dYi[Dh] = above ? -dot(dh, out + row_of(i), Dh) * inv : T(0);
     }
     for (int j = 0; j < n; ++j) {
-      const T delta = rfa_discount<T>(c, in.pos0_of(b) + t0 + j);
+      const T delta = rfa_discount<T>(c, position(in, j));
       T* Kt = s.Kt + j * FP;
       const T* pk = phik + size_t(j) * F;
       if constexpr (kFeature) {
@@ -157,7 +161,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
     matmul(s.dA, Cc, s.dY, EP, s.VpT, CP, n, E, n, T(1), false);
     for (int i = 0; i < n; ++i) {
       T* dAi = s.dA + size_t(i) * Cc;
-      if (!kFeature && c.gated) {
+      if (!kFeature && (c.gated || reset_inner)) {
         // M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i: no exp, no overflow.
         T* Mi = s.M + size_t(i) * Cc;
         for (int j = 0; j < i; ++j) Mi[j] = s.M[size_t(i - 1) * Cc + j] * s.g[i];
@@ -250,6 +254,19 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
         const T *qi = Qp + i * FP, *ki = s.Kt + i * FP, *dqi = s.dQ + iF, *g = s.g + iF, *beta = s.beta + iF;
         T *dki = s.dK + iF, *dlam = s.dlam, *dai = da + gate_row(i);
         const T kscale = s.kscale[i];
+        if (reset && reset[i]) {
+          // A document's first row: its decay is the constant 0 (g is 0 in s.g), so a reaches k̃
+          // through beta only, da = -sigmoid(a) ⊙ k̃ ⊙ dk̃; and no later row depends on the
+          // log-gates before it (their sum over the later rows is 0): the running sum restarts.
+          const T* ai = saved + L.gate_a + gate_row(i);
+          for (int f = 0; f < F; ++f) {
+            const T k_dk = ki[f] * dki[f];
+            dai[f] = -k_dk / (T(1) + std::exp(-ai[f]));
+            dlam[f] = T(0);
+            dki[f] *= kscale * beta[f];
+          }
+          continue;
+        }
         // lambda = logsigmoid(a), k̃ = delta beta ⊙ phi(k), beta = 1 - sigmoid(a), per feature:
         //   da = beta ⊙ dlambda - g ⊙ k̃ ⊙ dk̃
 #pragma omp simd
@@ -271,10 +288,17 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
     for (int i = n - 1; i >= 0; --i) {
       T* dKi = s.dK + size_t(i) * F;
       const T k_dk = dot(s.Kt + i * FP, dKi, F);
-      dlambda += dot(Qp + i * FP, s.dQ + size_t(i) * F, F) - k_dk;  // dG_t
-      // lambda = logsigmoid(a), k̃ = delta beta phi(k), beta = 1 - sigmoid(a):
-      //   da = beta dlambda - g (dk̃·k̃)
-      da[gate_row(i)] = s.beta[i] * dlambda - s.g[i] * k_dk;
+      if (reset && reset[i]) {
+        // A document's first row: the decay is the constant 0, a reaches k̃ through beta only
+        // (da = -sigmoid(a) (dk̃·k̃)), and the running sum restarts (as the feature gate's).
+        da[gate_row(i)] = -k_dk / (T(1) + std::exp(-s.arow[i]));
+        dlambda = T(0);
+      } else {
+        dlambda += dot(Qp + i * FP, s.dQ + size_t(i) * F, F) - k_dk;  // dG_t
+        // lambda = logsigmoid(a), k̃ = delta beta phi(k), beta = 1 - sigmoid(a):
+        //   da = beta dlambda - g (dk̃·k̃)
+        da[gate_row(i)] = s.beta[i] * dlambda - s.g[i] * k_dk;
+      }
       for (int f = 0; f < F; ++f) dKi[f] *= s.kscale[i];  // dphi(k) = delta beta dk̃
     }
   }

@@ -8,7 +8,8 @@
 //   Y      = P V'  +  (Q̂ ⊙ exp(G)) S_prev
 //   S_next = exp(G_n) ⊙ S_prev + (K̃ ⊙ exp(G_n - G))ᵀ V'        (row f of S scaled by feature f's decay)
 // Products are matmul calls (register tiles times a padded matrix). Ungated RFA is the
-// scalar gate with g = beta = 1.
+// scalar gate with g = beta = 1. Document boundaries: g = 0 at a document's first row (beta
+// kept), so M, exp(G) and exp(G_n - G) are 0 across it; ungated RFA then builds its M too.
 #include <algorithm>
 #include <cmath>
 
@@ -33,7 +34,7 @@ template <typename T, bool kFeature>
 struct RfaHeadForward : RfaChunkAt<T, kFeature> {
   using At = RfaChunkAt<T, kFeature>;
   using At::c, At::d, At::L, At::sd, At::b, At::h, At::bh, At::ci, At::t0, At::n, At::bht0, At::chunk_at, At::row_of,
-      At::gate_at, At::gate_row;
+      At::gate_at, At::gate_row, At::reset, At::reset_inner, At::position;
   // The problem (and in the base: the sizes, this (b, h), the chunk).
   const RfaInputs<T>& in;
   T* out;          // (B, T, C)
@@ -60,7 +61,8 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
   void chunk_enter(int chunk) {
     const int Cc = int(sd.Cc), F = L.F, E = L.E;
     const size_t EP = sd.EP, FE = static_cast<size_t>(F) * E;
-    chunk_at(chunk);
+    chunk_at(chunk, in);
+    if (reset && reset[0]) state_zero = true;  // a document starts the chunk: nothing before it is read
     phiq = saved ? saved + L.phi_q + bht0 * F : s.phiq_scratch;
     phik = saved ? saved + L.phi_k + bht0 * F : s.phik_scratch;
     P = saved ? saved + L.P + (static_cast<size_t>(bh) * L.n_chunks + ci) * Cc * Cc : s.P_scratch;
@@ -102,15 +104,16 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
   void chunk_gates() {
     if constexpr (kFeature) {
       feature_gate_rows(FeatureGateRows<T>{s.g, s.beta, s.eG, s.w, s.A, s.Ks}, gate_a + gate_row(0),
-                        size_t(d.H) * L.F, n, L.F);
-      for (int j = 0; j < n; ++j) s.kscale[j] = rfa_discount<T>(c, in.pos0_of(b) + t0 + j);
+                        size_t(d.H) * L.F, n, L.F, reset);
+      for (int j = 0; j < n; ++j) s.kscale[j] = rfa_discount<T>(c, position(in, j));
     } else {
       if (c.gated)
         for (int i = 0; i < n; ++i) s.arow[i] = gate_a[gate_row(i)];
       gate_rows(s.g, s.beta, s.eG, c.gated ? s.arow : nullptr, n);
+      if (reset) gate_rows_reset(s.g, s.eG, reset, n);  // the decay into a document's first row is 0
       gate_suffix(s.w, s.g, n);
       for (int j = 0; j < n; ++j)
-        s.kscale[j] = c.time_discount ? s.beta[j] * rfa_discount<T>(c, in.pos0_of(b) + t0 + j) : s.beta[j];
+        s.kscale[j] = c.time_discount ? s.beta[j] * rfa_discount<T>(c, position(in, j)) : s.beta[j];
     }
   }
 
@@ -148,7 +151,7 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
       matmul(P, Cc, phiq, F, s.KtT, CP, n, F, n, T(1), false);
       for (int i = 0; i < n; ++i) {
         T* Pi = P + size_t(i) * Cc;
-        if (c.gated) {  // ungated: M = 1 on the lower triangle
+        if (c.gated || reset_inner) {  // ungated: M = 1 on the lower triangle (0 across a boundary)
           // Row i of M from row i-1: M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i.
           for (int j = 0; j < i; ++j) s.mrow[j] *= s.g[i];
           s.mrow[i] = T(1);

@@ -35,8 +35,11 @@ struct FeatureGateRows {
   T *g, *beta, *eG, *w, *A, *Ks;
 };
 
+// reset (n) or null: document boundaries, whose rows' decay is 0 (g = 0, beta kept: rfa_layout.h
+// gate_rows_reset), before the products.
 template <typename T>
-inline void feature_gate_rows(const FeatureGateRows<T>& r, const T* a, size_t a_stride, int n, int F) {
+inline void feature_gate_rows(const FeatureGateRows<T>& r, const T* a, size_t a_stride, int n, int F,
+                              const uint8_t* reset = nullptr) {
   for (int i = 0; i < n; ++i) {
     T* g = r.g + size_t(i) * F;
     T* beta = r.beta + size_t(i) * F;
@@ -48,6 +51,9 @@ inline void feature_gate_rows(const FeatureGateRows<T>& r, const T* a, size_t a_
 #pragma omp simd
     for (int f = 0; f < F; ++f) g[f] = T(1) / (T(1) + g[f]), beta[f] = T(1) / (T(1) + beta[f]);
   }
+  if (reset)
+    for (int i = 0; i < n; ++i)
+      if (reset[i]) std::fill_n(r.g + size_t(i) * F, F, T(0));
   for (int i = 0; i < n; ++i) {
     const T* g = r.g + size_t(i) * F;
     T* eG = r.eG + size_t(i) * F;

@@ -18,7 +18,7 @@ RfaParams<T> rfa_kind_params(const AttentionWeights<T>& w, const T* random) {
 
 template <typename T>
 RfaInputs<T> rfa_kind_inputs(const AttentionInputs<T>& in, const AttentionCall<T>& call) {
-  return RfaInputs<T>{in.q, in.k, in.v, in.n, call.pos0, call.row_pos0};
+  return RfaInputs<T>{in.q, in.k, in.v, in.n, call.pos0, call.row_pos0, call.segment_start};
 }
 
 // Decoding (rfa_kind_decode.cpp).

@@ -81,6 +81,18 @@ inline void gate_rows(T* g, T* beta, T* eG, const T* a, int n) {
   for (int i = 1; i < n; ++i) eG[i] = eG[i - 1] * g[i];
 }
 
+// Document boundaries in a chunk (reset (n), nonzero at a document's first row): the decay into
+// such a row is 0 (S_s = 0 S_{s-1} + k̃_s v'_sᵀ), so g_s = 0 and eG its prefix products again;
+// beta_s keeps the gate's value (the row's own write is the gate's). Every product of gates
+// spanning s (M, eG, w) is then 0.
+template <typename T>
+inline void gate_rows_reset(T* g, T* eG, const uint8_t* reset, int n) {
+  for (int i = 0; i < n; ++i)
+    if (reset[i]) g[i] = T(0);
+  eG[0] = g[0];
+  for (int i = 1; i < n; ++i) eG[i] = eG[i - 1] * g[i];
+}
+
 // w_j = exp(G_C - G_j) = prod_{r=j+1..n-1} g_r: suffix products of the gates.
 template <typename T>
 inline void gate_suffix(T* w, const T* g, int n) {

@@ -8,6 +8,7 @@
 #include "attention/tile_matmul.h"
 #include "kernels/vector_math.h"
 #include "core/error.h"
+#include "core/segment_starts.h"
 
 namespace rfa {
 namespace {
@@ -90,7 +91,7 @@ size_t softmax_flash_workspace_size(const AttentionDims& d, int threads) {
 
 template <typename T>
 void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, const T* k, const T* v,
-                           const AttentionDims& d) {
+                           const AttentionDims& d, const uint8_t* starts) {
   const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C();
   const FlashSizes z(d);
   const int threads = thread_count();
@@ -108,13 +109,21 @@ void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, c
     pack_panels(kt, k + head, Tn, C, Dh);
     pack_rows(vp, z.DP, v + head, Tn, C, Dh);
     T* lse_bh = lse + static_cast<size_t>(task) * Tn;
+    const uint8_t* st = starts ? starts + static_cast<size_t>(b) * Tn : nullptr;  // (T) or null
+    int first[kBlock];  // with boundaries: each query row's first key, its document's first token
     for (int i0 = 0; i0 < Tn; i0 += kBlock) {
       const int bq = std::min(kBlock, Tn - i0);
       std::fill(acc, acc + bq * z.DP, T(0));
       std::fill(row_max, row_max + bq, -std::numeric_limits<T>::infinity());
       std::fill(row_sum, row_sum + bq, T(0));
+      int j_begin = 0;  // the first key block any query row of this block reads
+      if (st) {
+        int f = std::max(segment_first(st, i0), 0);
+        for (int r = 0; r < bq; ++r) first[r] = f = st[i0 + r] ? i0 + r : f;
+        j_begin = first[0] / kBlock * kBlock;
+      }
       // Key blocks up to the diagonal block (blocks are aligned: j0 <= i0).
-      for (int j0 = 0; j0 <= i0; j0 += kBlock) {
+      for (int j0 = j_begin; j0 <= i0; j0 += kBlock) {
         const int bk = std::min(kBlock, Tn - j0);
         // s = scale q_i k_jᵀ  (bq, bk)
         tile_matmul(s, kTileLd, q + head + static_cast<size_t>(i0) * C, C, panel_at(kt, j0, Dh), kTileLd, bq, Dh, bk,
@@ -123,10 +132,18 @@ void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, c
           T* sr = s + r * kTileLd;
           const int live = std::min(bk, i0 + r - j0 + 1);  // keys j <= i; >= 1 since j0 <= i0
           std::fill(sr + live, sr + kTileLd, -std::numeric_limits<T>::infinity());
+          if (st) {  // and keys j >= first(i): none in this block leaves the row as it was
+            const int lo = std::clamp(first[r] - j0, 0, live);
+            if (lo == live) {
+              std::fill(sr, sr + kTileLd, T(0));
+              continue;
+            }
+            std::fill(sr, sr + lo, -std::numeric_limits<T>::infinity());
+          }
           const T mx = tile_row_max(sr);
-          // Running softmax: rescale what was summed under the old max.
+          // Running softmax: rescale what was summed under the old max (nothing yet: 0).
           if (mx > row_max[r]) {
-            const T corr = j0 == 0 ? T(0) : exp_of(row_max[r] - mx);
+            const T corr = row_max[r] == -std::numeric_limits<T>::infinity() ? T(0) : exp_of(row_max[r] - mx);
             row_sum[r] *= corr;
             T* ar = acc + r * z.DP;
             for (int e = 0; e < Dh; ++e) ar[e] *= corr;
@@ -135,6 +152,7 @@ void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, c
           const T m = row_max[r];
           for (size_t c = 0; c < kTileLd; ++c) sr[c] = exp_of(sr[c] - m);
           std::fill(sr + live, sr + kTileLd, T(0));  // exp_approx(-inf) is 1e-38, not 0
+          if (st) std::fill(sr, sr + std::clamp(first[r] - j0, 0, live), T(0));
           row_sum[r] += tile_row_sum(sr);
         }
         // acc += p v_j  (bq, Dh)
@@ -152,7 +170,8 @@ void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, c
 
 template <typename T>
 void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T* dout, const T* out,
-                            const T* lse, const T* q, const T* k, const T* v, const AttentionDims& d) {
+                            const T* lse, const T* q, const T* k, const T* v, const AttentionDims& d,
+                            const uint8_t* starts) {
   const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C();
   const FlashSizes z(d);
   const int threads = thread_count();
@@ -184,11 +203,22 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
       delta[i] = dot(dout + row, out + row, Dh);
     }
     const T* lse_bh = lse + static_cast<size_t>(task) * Tn;
+    const uint8_t* st = starts ? starts + static_cast<size_t>(b) * Tn : nullptr;  // (T) or null
+    int next[kBlock];  // with boundaries: each key's end, the next document's first token (or T)
     for (int j0 = 0; j0 < Tn; j0 += kBlock) {
       const int bk = std::min(kBlock, Tn - j0);
       std::fill(dk_acc, dk_acc + bk * z.DP, T(0));
       std::fill(dv_acc, dv_acc + bk * z.DP, T(0));
-      for (int i0 = j0; i0 < Tn; i0 += kBlock) {
+      int i_end = Tn;  // past the last query block any key of this block is read by
+      if (st) {
+        int e = segment_next(st, j0 + bk - 1, Tn);
+        for (int c = bk - 1; c >= 0; --c) {
+          next[c] = e;
+          if (st[j0 + c]) e = j0 + c;
+        }
+        i_end = next[bk - 1];
+      }
+      for (int i0 = j0; i0 < i_end; i0 += kBlock) {
         const int bq = std::min(kBlock, Tn - i0);
         // sᵀ = scale k_j q_iᵀ  (bk, bq);  p_ij = exp(s_ij - lse_i) for j <= i, else 0
         tile_matmul(pt, kTileLd, k + head + static_cast<size_t>(j0) * C, C, panel_at(qt, i0, Dh), kTileLd, bk, Dh, bq,
@@ -197,6 +227,7 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
           T* pr = pt + c * kTileLd;
           for (int r = 0; r < bq; ++r) pr[r] = exp_of(pr[r] - lse_bh[i0 + r]);
           if (i0 == j0) std::fill(pr, pr + std::min(c, bq), T(0));  // diagonal block: query i0+r < key j0+c
+          if (st) std::fill(pr + std::clamp(next[c] - i0, 0, bq), pr + bq, T(0));  // queries of later documents
         }
         // out_i = sum_j p_ij v_j:  dv_j += sum_i p_ij dout_i
         tile_matmul(dv_acc, z.DP, pt, kTileLd, dop + static_cast<size_t>(i0) * z.DP, z.DP, bk, bq, Dh, T(1), true);
@@ -229,9 +260,9 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
 
 #define RFA_INSTANTIATE(T)                                                                                    \
   template void softmax_flash_forward<T>(T*, T*, Workspace<T>, const T*, const T*, const T*,                 \
-                                         const AttentionDims&);                                              \
+                                         const AttentionDims&, const uint8_t*);                              \
   template void softmax_flash_backward<T>(T*, T*, T*, Workspace<T>, const T*, const T*, const T*, const T*,  \
-                                          const T*, const T*, const AttentionDims&);
+                                          const T*, const T*, const AttentionDims&, const uint8_t*);
 RFA_INSTANTIATE(float)
 RFA_INSTANTIATE(double)
 #undef RFA_INSTANTIATE

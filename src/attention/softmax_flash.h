@@ -6,7 +6,11 @@
 // lse_i = log sum_j exp(s_ij) (B, H, T); the backward recomputes p block by block
 // from lse. Memory is linear in T: saved B*H*T, scratch O(T * Dh) per thread.
 // softmax_attention.h keeps the (B, H, T, T) path as the reference twin.
+// Document boundaries (starts (B, T), nonzero at a document's first token, or null): query i
+// attends only to keys j in [first(i), i], first(i) its document's first token (0 before the
+// row's first boundary); key blocks wholly before every query's document are skipped.
 #include <cstddef>
+#include <cstdint>
 
 #include "attention/attention_dims.h"
 
@@ -25,11 +29,12 @@ size_t softmax_flash_workspace_size(const AttentionDims& d, int threads);
 // q, k, v: (B, T, C), RoPE already applied.
 template <typename T>
 void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, const T* k, const T* v,
-                           const AttentionDims& d);
+                           const AttentionDims& d, const uint8_t* starts = nullptr);
 
 // Overwrites dq, dk, dv: (B, T, C). dout: (B, T, C); out and lse: the forward's.
 template <typename T>
 void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T* dout, const T* out,
-                            const T* lse, const T* q, const T* k, const T* v, const AttentionDims& d);
+                            const T* lse, const T* q, const T* k, const T* v, const AttentionDims& d,
+                            const uint8_t* starts = nullptr);
 
 }  // namespace rfa

@@ -102,7 +102,8 @@ void random_draw(const AttentionSpec&, uint64_t, uint64_t, int, T*) {}
 template <typename T>
 void forward(const AttentionCore& core, const AttentionWeights<T>&, T* out, const AttentionInputs<T>& in,
              const AttentionCall<T>& call) {
-  softmax_flash_forward(out, call.saved, call.scratch, in.q, in.k, in.v, dims_of(core.spec(), call.B, call.T_len));
+  softmax_flash_forward(out, call.saved, call.scratch, in.q, in.k, in.v, dims_of(core.spec(), call.B, call.T_len),
+                        call.segment_start);
 }
 
 template <typename T>
@@ -110,7 +111,7 @@ void backward(const AttentionCore& core, const AttentionWeights<T>&, const Atten
               const AttentionInputGrads<T>& g, const T* dout, const T* out, const AttentionInputs<T>& in,
               const AttentionCall<T>& call) {
   softmax_flash_backward(g.dq, g.dk, g.dv, call.scratch, dout, out, call.saved, in.q, in.k, in.v,
-                         dims_of(core.spec(), call.B, call.T_len));
+                         dims_of(core.spec(), call.B, call.T_len), call.segment_start);
 }
 
 template <typename T>

@@ -20,6 +20,7 @@
 #include "config/config_enums.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "data/batch_sampler.h"
 #include "data/token_file.h"
 #include "data/data_setup.h"
 #include "data/token_file_documents.h"
@@ -53,6 +54,7 @@ struct EvalText {
   std::string source;
   std::optional<TokenFile> file;
   std::optional<ExampleSet> examples;
+  std::vector<int64_t> starts;  // data.document_boundaries reset: where documents begin in tokens
 };
 
 DataFormat format_of(const EvalArgs& a, const LoadedModel& m) {
@@ -125,11 +127,16 @@ EvalText text_load(const EvalArgs& a, const LoadedModel& m) {
     const TokenSplit split = !a.data.empty() ? t.file->all() : a.split == "val" ? t.file->val() : t.file->train();
     t.tokens = split.to_vector();
     t.bytes = split.bytes();
+    // As the run trained and validated: restarting at each document when its config says reset.
+    const int64_t first = a.data.empty() && a.split == "val" ? t.file->header().split : 0;
+    if (m.config.data.document_boundaries == DocumentBoundaries::reset && t.file->documents().size() > 0)
+      t.starts = document_starts_in(t.file->documents(), first, static_cast<int64_t>(t.tokens.size()));
   }
   if (a.max_tokens > 0 && static_cast<int64_t>(t.tokens.size()) > a.max_tokens) {
     t.tokens.resize(static_cast<size_t>(a.max_tokens));
     t.bytes = bytes_of(tok, t.tokens);
     t.source += fmt::format(", first {} tokens", a.max_tokens);
+    std::erase_if(t.starts, [&](int64_t s) { return s >= a.max_tokens; });
   }
   return t;
 }
@@ -190,7 +197,7 @@ void run_eval(const EvalArgs& a) {
   EvalText text = text_load(a, m);
   if (text.examples) return report_examples(a, m, text);
   log_info("eval", "{}: {} tokens, {} bytes", text.source, text.tokens.size(), text.bytes);
-  PerplexityResult r = perplexity_evaluate(*m.model, text.tokens, text.bytes, a.options);
+  PerplexityResult r = perplexity_evaluate(*m.model, text.tokens, text.bytes, a.options, text.starts);
   const std::string kind = model_spec_attention_text(m.model->spec);
   if (a.json) {
     std::string out = "{";

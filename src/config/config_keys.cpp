@@ -84,8 +84,9 @@ const ConfigKey kKeys[] = {
      "prompt_completion: {\"prompt\",\"completion\"}; preference: {\"prompt\",\"chosen\",\"rejected\"} for DPO (JSON Lines, "
      "each document ends with EOS)"},
     {RFA_FIELD(data, document_boundaries), kAny,
-     "none: attention runs across documents; reset: restarts at each (so far only with alpaca/prompt_completion and "
-     "packing pad, where each row is one example)"},
+     "none: attention runs on across documents joined by EOS (GPT-style pretraining; text runs unchanged); reset: "
+     "it restarts at each document's first token (RFA state empty, softmax masked, RoPE and time-discount "
+     "positions from 0), in training and validation; for packed instruction rows (data.packing pack) use reset"},
     {RFA_FIELD(data, packing), kAny,
      "alpaca/prompt_completion: pad = one example per row; pack = whole examples back to back, the label across "
      "examples masked"},

@@ -95,14 +95,11 @@ void config_validate(const Config& config) {
               "'data.corpus' lists several paths ('{}') and 'data.tokens' is empty; set data.tokens to the token file "
               "to write (one file holds the whole corpus)",
               d.corpus);
-  if (d.document_boundaries == DocumentBoundaries::reset &&
-      !((config_supervised(d) || config_preference(d)) && d.packing == Packing::pad))
-    fail_keys({"data.document_boundaries", "data.packing", "data.format"},
-              "'data.document_boundaries' reset is not yet available with data.format {}{}: the attention cannot yet "
-              "restart its RFA state, mask softmax or restart RoPE positions at a document's first token; use "
-              "data.document_boundaries=none (attention runs across documents joined by EOS) or, for alpaca and "
-              "prompt_completion, data.packing=pad (one example per row, each starting empty)",
-              enum_name(d.format), config_supervised(d) || config_preference(d) ? " and data.packing pack" : "");
+  if (d.document_boundaries == DocumentBoundaries::reset && t.stateful)
+    fail_keys({"data.document_boundaries", "train.stateful"},
+              "'data.document_boundaries' is reset but 'train.stateful' is true: the carried streams do not mark "
+              "where documents start, so the state cannot restart there; set data.document_boundaries=none (the "
+              "state runs on across documents joined by EOS) or train.stateful=false");
   if (config_preference(d) && d.packing == Packing::pack)
     fail_keys({"data.packing", "data.format"},
               "'data.packing' is pack but 'data.format' is preference: a pair's two answers are trained as padded rows "

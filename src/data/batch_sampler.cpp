@@ -56,6 +56,13 @@ void document_starts_fill(const DocumentTable& documents, int64_t first, int T, 
     if (documents.start(d) >= first) starts[documents.start(d) - first] = 1;
 }
 
+std::vector<int64_t> document_starts_in(const DocumentTable& documents, int64_t first, int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = documents.find(first); d < documents.size() && documents.start(d) < first + n; ++d)
+    if (documents.start(d) >= first) out.push_back(documents.start(d) - first);
+  return out;
+}
+
 SequentialBatches::SequentialBatches(const TokenSplit& split, int batch_size, int context_length,
                                      int64_t max_windows)
     : split_(split), B_(batch_size), T_(context_length) {

@@ -73,6 +73,9 @@ class BatchSampler {
 // starts[t] = 1 where token first + t (of the file `documents` indexes) begins a document,
 // for t in [0, T); the window [first, first + T) lies in the file.
 void document_starts_fill(const DocumentTable& documents, int64_t first, int T, uint8_t* starts);  // (T)
+// The documents' first tokens in [first, first + n) of the file, as indices from `first`, in order:
+// where evaluation restarts (data.document_boundaries reset).
+std::vector<int64_t> document_starts_in(const DocumentTable& documents, int64_t first, int64_t n);
 
 // Evaluation windows in order: window w covers tokens [w*T, w*T + T] (inputs the
 // first T, targets the last T), so windows do not overlap in their targets and

@@ -37,26 +37,39 @@ class Progress {
 // One pass, the state carried across segments: logits of segment position t score x[t0 + t + 1].
 constexpr double kStopped = std::numeric_limits<double>::quiet_NaN();
 
-double nll_recurrent(Decoder<float>& dec, int segment, std::span<const int32_t> x, Progress& progress,
-                     bool (*should_stop)()) {
+// The first document start after `t` (starts ascending; `next` walks forward), or `end`.
+int64_t next_start(std::span<const int64_t> starts, size_t& next, int64_t t, int64_t end) {
+  while (next < starts.size() && starts[next] <= t) ++next;
+  return next < starts.size() && starts[next] < end ? starts[next] : end;
+}
+
+// Segments end early at a document start, where the state restarts.
+double nll_recurrent(Decoder<float>& dec, int segment, std::span<const int32_t> x, std::span<const int64_t> starts,
+                     Progress& progress, bool (*should_stop)()) {
   const int64_t inputs = static_cast<int64_t>(x.size()) - 1;
   const int V = dec.vocab();
   double sum = 0;
   dec.reset();
-  for (int64_t t0 = 0; t0 < inputs; t0 += segment) {
+  size_t next = 0;
+  for (int64_t t0 = 0; t0 < inputs;) {
     if (should_stop && should_stop()) return kStopped;
-    const int S = static_cast<int>(std::min<int64_t>(segment, inputs - t0));
+    const int64_t end = std::min<int64_t>(t0 + segment, inputs);
+    const int64_t cut = next_start(starts, next, t0, end);
+    const int S = static_cast<int>(cut - t0);
     const float* logits = dec.prefill(x.data() + t0, S);
     for (int t = 0; t < S; ++t) sum += token_nll(logits + int64_t(t) * V, V, x[static_cast<size_t>(t0 + t + 1)]);
     progress.update(t0 + S);
+    if (cut < end) dec.reset();  // a document starts at `cut`
+    t0 = cut;
   }
   return sum;
 }
 
 // Sliding windows of `window` inputs starting every `stride` tokens; each scores
 // only targets beyond the previous window's last.
-double nll_windows(Decoder<float>& dec, int window, int stride, std::span<const int32_t> x, Progress& progress,
-                   bool (*should_stop)()) {
+// With document starts a window runs in pieces, the decoder reset at each start.
+double nll_windows(Decoder<float>& dec, int window, int stride, std::span<const int32_t> x,
+                   std::span<const int64_t> starts, Progress& progress, bool (*should_stop)()) {
   const int64_t N = static_cast<int64_t>(x.size());
   const int V = dec.vocab();
   double sum = 0;
@@ -66,9 +79,15 @@ double nll_windows(Decoder<float>& dec, int window, int stride, std::span<const 
     if (e + 1 <= next_target) continue;
     if (should_stop && should_stop()) return kStopped;
     dec.reset();
-    const float* logits = dec.prefill(x.data() + a, static_cast<int>(e - a));
-    for (int64_t j = std::max(a, next_target - 1); j < e; ++j)
-      sum += token_nll(logits + (j - a) * V, V, x[static_cast<size_t>(j + 1)]);
+    size_t next = 0;
+    for (int64_t p = a; p < e;) {
+      const int64_t q = next_start(starts, next, p, e);
+      const float* logits = dec.prefill(x.data() + p, static_cast<int>(q - p));
+      for (int64_t j = std::max(p, next_target - 1); j < q; ++j)
+        sum += token_nll(logits + (j - p) * V, V, x[static_cast<size_t>(j + 1)]);
+      if (q < e) dec.reset();
+      p = q;
+    }
     next_target = e + 1;
     progress.update(next_target - 1);
   }
@@ -121,15 +140,15 @@ std::string perplexity_method(const PerplexityPlan& p) {
 }
 
 double perplexity_nll_sum(Decoder<float>& dec, const PerplexityPlan& plan, std::span<const int32_t> x,
-                          bool progress_log, bool (*should_stop)()) {
+                          bool progress_log, bool (*should_stop)(), std::span<const int64_t> starts) {
   RFA_ASSERT(x.size() >= 2, "perplexity over {} tokens", x.size());
   Progress progress(static_cast<int64_t>(x.size()) - 1, progress_log);
-  return plan.recurrent ? nll_recurrent(dec, plan.segment, x, progress, should_stop)
-                        : nll_windows(dec, plan.window, plan.stride, x, progress, should_stop);
+  return plan.recurrent ? nll_recurrent(dec, plan.segment, x, starts, progress, should_stop)
+                        : nll_windows(dec, plan.window, plan.stride, x, starts, progress, should_stop);
 }
 
 PerplexityResult perplexity_evaluate(Model<float>& model, std::span<const int32_t> x, int64_t bytes,
-                                     const PerplexityOptions& o) {
+                                     const PerplexityOptions& o, std::span<const int64_t> starts) {
   const ModelSpec& s = model.spec;
   if (bytes <= 0) fail("perplexity: the text has {} bytes; bits per byte needs a positive count", bytes);
   const PerplexityPlan plan = perplexity_plan(s, static_cast<int64_t>(x.size()), o);
@@ -150,7 +169,8 @@ PerplexityResult perplexity_evaluate(Model<float>& model, std::span<const int32_
   r.method = perplexity_method(plan);
   r.window = plan.window;
   r.stride = plan.stride;
-  r.nll_sum = perplexity_nll_sum(dec, plan, x, o.progress);
+  r.nll_sum = perplexity_nll_sum(dec, plan, x, o.progress, nullptr, starts);
+  if (!starts.empty()) r.method += ", restarted at each document (data.document_boundaries reset)";
   r.mean_nll = r.nll_sum / static_cast<double>(r.tokens);
   r.perplexity = std::exp(r.mean_nll);
   r.bits_per_byte = r.nll_sum / std::log(2.0) / static_cast<double>(bytes);

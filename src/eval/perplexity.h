@@ -59,11 +59,15 @@ std::string perplexity_method(const PerplexityPlan& plan);  // one line, for rep
 // it is reset first, and nothing allocates. Tokens are checked by the decoder.
 // `should_stop`, if given, is polled before each segment or window; when it answers true
 // the pass ends at once and the result is NaN (the trainer's stop request).
+// `starts`: where documents begin in x (ascending indices; data.document_boundaries reset), or
+// empty: the decoder is reset before each (state empty, position 0), so a target is scored from
+// its own document's tokens only; the logits at a document's last token still score the next
+// document's first, as training's targets do.
 double perplexity_nll_sum(Decoder<float>& decoder, const PerplexityPlan& plan, std::span<const int32_t> x,
-                          bool progress, bool (*should_stop)() = nullptr);
+                          bool progress, bool (*should_stop)() = nullptr, std::span<const int64_t> starts = {});
 
 // tokens: N >= 2 ids in [0, V). bytes: the text's byte count (> 0).
 PerplexityResult perplexity_evaluate(Model<float>& model, std::span<const int32_t> tokens, int64_t bytes,
-                                     const PerplexityOptions& options);
+                                     const PerplexityOptions& options, std::span<const int64_t> starts = {});
 
 }  // namespace rfa

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/segment_starts.h"
 
 namespace rfa {
 
@@ -87,7 +88,35 @@ void rope_apply(Real* out, const Real* inp, const RopeTable& table, int B, int T
   });
 }
 
+// The same with each token at its position in its own document (starts (B, T)): positions
+// restart at 0 at a document's first token; before a row's first one they continue pos_offset.
+template <typename Real, bool kBackward>
+void rope_apply_segments(Real* out, const Real* inp, const RopeTable& table, int B, int T, int H, int Dh,
+                         int64_t pos_offset, const uint8_t* starts) {
+  RFA_ASSERT(table.Dh == Dh, "rope table built for Dh {} but called with Dh {}", table.Dh, Dh);
+  RFA_ASSERT(table.covers(0, 1) && table.covers(pos_offset, T),
+             "rope positions [{}, {}) outside the table's [{}, {}); build or rebase the table for them", pos_offset,
+             pos_offset + T, table.first_position, table.first_position + table.max_positions);
+  int64_t C = static_cast<int64_t>(H) * Dh;
+  parallel_for(static_cast<int64_t>(B) * T, [&](int64_t n) {
+    const int64_t p = segment_position(starts + (n / T) * T, static_cast<int>(n % T), pos_offset);
+    rope_row<Real, kBackward>(out + n * C, inp + n * C, table.cos_row<Real>(p), table.sin_row<Real>(p), H, Dh);
+  });
+}
+
 }  // namespace
+
+template <typename Real>
+void rope_forward_segments(Real* out, const Real* inp, const RopeTable& table, int B, int T, int H, int Dh,
+                           int64_t pos_offset, const uint8_t* starts) {
+  rope_apply_segments<Real, false>(out, inp, table, B, T, H, Dh, pos_offset, starts);
+}
+
+template <typename Real>
+void rope_backward_segments(Real* dinp, const Real* dout, const RopeTable& table, int B, int T, int H, int Dh,
+                            int64_t pos_offset, const uint8_t* starts) {
+  rope_apply_segments<Real, true>(dinp, dout, table, B, T, H, Dh, pos_offset, starts);
+}
 
 template <typename Real>
 void rope_forward(Real* out, const Real* inp, const RopeTable& table, int B, int T, int H, int Dh,
@@ -126,5 +155,13 @@ template void rope_forward<float>(float*, const float*, const RopeTable&, int, i
 template void rope_forward<double>(double*, const double*, const RopeTable&, int, int, int, int, int64_t);
 template void rope_backward<float>(float*, const float*, const RopeTable&, int, int, int, int, int64_t);
 template void rope_backward<double>(double*, const double*, const RopeTable&, int, int, int, int, int64_t);
+template void rope_forward_segments<float>(float*, const float*, const RopeTable&, int, int, int, int, int64_t,
+                                           const uint8_t*);
+template void rope_forward_segments<double>(double*, const double*, const RopeTable&, int, int, int, int, int64_t,
+                                            const uint8_t*);
+template void rope_backward_segments<float>(float*, const float*, const RopeTable&, int, int, int, int, int64_t,
+                                            const uint8_t*);
+template void rope_backward_segments<double>(double*, const double*, const RopeTable&, int, int, int, int, int64_t,
+                                             const uint8_t*);
 
 }  // namespace rfa

@@ -54,6 +54,16 @@ void rope_backward(Real* dinp,        // (B, T, H, Dh) =
                    const Real* dout,  // (B, T, H, Dh)
                    const RopeTable& table, int B, int T, int H, int Dh, int64_t pos_offset);
 
+// rope_forward / rope_backward with positions restarting at document boundaries (data.document_boundaries
+// reset): token t of row b at segment_position(starts + b*T, t, pos_offset) (core/segment_starts.h), its
+// position in its own document. starts (B, T), nonzero at a document's first token.
+template <typename Real>
+void rope_forward_segments(Real* out, const Real* inp, const RopeTable& table, int B, int T, int H, int Dh,
+                           int64_t pos_offset, const uint8_t* starts);
+template <typename Real>
+void rope_backward_segments(Real* dinp, const Real* dout, const RopeTable& table, int B, int T, int H, int Dh,
+                            int64_t pos_offset, const uint8_t* starts);
+
 // rope_forward for one token per row, row b at its own absolute position pos[b], in place
 // and on the calling thread (the decode step: a thread fork would cost more than the rows).
 template <typename T>

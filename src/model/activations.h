@@ -68,6 +68,7 @@ class Activations {
 
   int B = 0, T_len = 0;
   int64_t pos0 = 0;  // ModelCarry::pos0 of the last model_forward, which its backward reads too
+  const uint8_t* segment_start = nullptr;  // ModelCarry::segment_start of the last model_forward, likewise
   std::vector<BlockActs<T>> layers;
   T* resid_final = nullptr;  // (B, T, C)  output of the last block
   T* final_norm = nullptr;   // (B, T, C)

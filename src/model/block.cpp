@@ -48,6 +48,7 @@ AttentionCall<T> attention_call(const BlockContext<T>& ctx, BlockActs<T>& a) {
   call.scratch = ctx.attn_scratch;
   call.state_in = ctx.carry_in;
   call.state_out = ctx.carry_out;
+  call.segment_start = ctx.segment_start;
   return call;
 }
 

@@ -36,6 +36,9 @@ struct BlockContext {
   // (AttentionCall::state_in / state_out, attention_carry_size elements each), or null.
   const T* carry_in = nullptr;
   T* carry_out = nullptr;
+  // Document boundaries (AttentionCall::segment_start): (B, T), nonzero at a document's first
+  // token, where attention restarts; null = none.
+  const uint8_t* segment_start = nullptr;
   // block_backward: how the weight matrices' gradients are written (gemm beta 0
   // overwrites); the rest are added into (model_backward zeroes them first).
   GradWrite write = GradWrite::accumulate;

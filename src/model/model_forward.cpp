@@ -20,6 +20,7 @@ BlockContext<T> block_context(Model<T>& m, Activations<T>& a, const T* random, i
   ctx.B = a.B;
   ctx.T_len = a.T_len;
   ctx.pos0 = a.pos0;
+  ctx.segment_start = a.segment_start;
   if (a.bf16() && m.precision == Precision::bf16) {  // both sides have their copies
     ctx.wh = &m.wh.layers[static_cast<size_t>(l)];
     ctx.ah = &a.layers_bf16[static_cast<size_t>(l)];
@@ -57,6 +58,7 @@ double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, cons
       fail("token id {} at position {} is outside the vocabulary [0, {}); the token data and the model disagree",
            inputs[i], i, s.V);
   a.pos0 = carry.pos0;
+  a.segment_start = carry.segment_start;
   embedding_forward(a.layers[0].resid_in, inputs, m.w.tok_embedding, N, s.C);
   // Each block leaves its output without x_mid; the next norm pass adds it (block.h).
   const T* pending = nullptr;  // (B, T, C)

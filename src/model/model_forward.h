@@ -13,11 +13,15 @@ namespace rfa {
 // (B, its carry shape) (attention_carry_size; RFA kinds (B, H, F, Dh+1)), or null. `in` null = empty states; `out` may alias `in`.
 // pos0: the position of every row's first token in its carried text (the time discount's t,
 // attention.time_discount): tokens since the rows' states were last empty.
+// segment_start: document boundaries (data.document_boundaries reset), (B, T) nonzero at a
+// document's first token, or null: every layer's attention restarts there (an empty state, no
+// key before it, positions from 0: AttentionCall::segment_start). It must outlive the backward.
 template <typename T>
 struct ModelCarry {
   const T* in = nullptr;
   T* out = nullptr;
   int64_t pos0 = 0;
+  const uint8_t* segment_start = nullptr;
 };
 
 // Runs the forward. `random` is the set of every layer's random matrices to

@@ -52,6 +52,8 @@ TrainBatches::TrainBatches(const TokenFile& tokens, const Config& c, int ranks, 
   const TokenSplit val = tokens.val();
   (void)SequentialBatches(val, tc.batch_size, T);  // throws now if val is shorter than T+1
   val_text_ = validation_text(val, tc, T);
+  if (c.data.document_boundaries == DocumentBoundaries::reset && docs.size() > 0)  // restarts at each document
+    val_text_.starts = document_starts_in(docs, tokens.header().split, static_cast<int64_t>(val_text_.tokens.size()));
 }
 
 void TrainBatches::prepare_reference(TrainSession& session) {
@@ -68,7 +70,7 @@ StepStats TrainBatches::step(TrainSession& session, int64_t step) const {
 }
 
 ValLoss TrainBatches::evaluate(TrainSession& session) {
-  if (!examples_) return {session.evaluate(val_text_.tokens), {}};
+  if (!examples_) return {session.evaluate(val_text_.tokens, val_text_.starts), {}};
   const ExampleNll r = session.evaluate_examples(val_examples_, pairs() ? &val_policy_ : nullptr);
   if (r.stopped) return {std::numeric_limits<double>::quiet_NaN(), {}};
   if (!pairs()) return {r.response_mean(), {{"val_prompt_loss", r.prompt_mean()}}};
@@ -78,9 +80,14 @@ ValLoss TrainBatches::evaluate(TrainSession& session) {
 
 void TrainBatches::log(const TrainSession& session) const {
   const TrainConfig& tc = config_.train;
-  if (documents_ > 0 && !examples_)
+  if (documents_ > 0 && !examples_ && config_.data.document_boundaries == DocumentBoundaries::none)
     log_info("train", "documents: {} ({} format), joined by EOS; data.document_boundaries none: attention runs "
              "across them, and every target, EOS included, is trained on",
+             documents_, enum_name(config_.data.format));
+  if (documents_ > 0 && !examples_ && config_.data.document_boundaries == DocumentBoundaries::reset)
+    log_info("train", "documents: {} ({} format), joined by EOS; data.document_boundaries reset: attention "
+             "restarts at each document's first token (state empty, positions from 0), in training and in "
+             "validation; every target, EOS included, is trained on",
              documents_, enum_name(config_.data.format));
   if (pairs()) {
     const ExampleCounts& k = examples_->counts();
@@ -104,6 +111,11 @@ void TrainBatches::log(const TrainSession& session) const {
              config_.data.packing == Packing::pad ? "one per row" : "whole examples back to back",
              k.too_long, config_.model.context_length + 1, k.nothing_to_learn,
              config_.data.train_on_prompt ? "prompt and the response" : "response and its EOS only");
+    if (config_.data.packing == Packing::pack)
+      log_info("train", "data.document_boundaries {}: {}", enum_name(config_.data.document_boundaries),
+               config_.data.document_boundaries == DocumentBoundaries::reset
+                   ? "the attention restarts at each packed example's first token (as if each had its own row)"
+                   : "the attention runs across the packed examples of a row (set reset to restart at each)");
     log_info("train", "val loss: mean response-token NLL of {} held-out examples (each alone from an empty state; "
              "{} too long are skipped), the prompt's NLL beside it; as `rfa eval perplexity` computes it",
              val_counts_.kept, val_counts_.too_long);

@@ -192,6 +192,7 @@ StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool sta
     double weight = scale;  // this micro-batch's share of the step's loss
     if constexpr (examples) weight = step_loss_weight(sampler.supervised(step, global_micro), step_targets);
     ModelCarry<float> carry;
+    carry.segment_start = segment_starts();
     if (stateful) {
       carry.in = carry_reset ? nullptr : carry_in_ + micro * carry_slot_;
       carry.out = carry_out_ + micro * carry_slot_;
@@ -211,6 +212,12 @@ StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool sta
   std::swap(carry_in_, carry_out_);  // the step is taken: its final states enter the next
   st.supervised = step_targets;
   return st;
+}
+
+// data.document_boundaries reset: the batch's document starts, which the attention restarts
+// at; none: null (the attention runs across documents).
+const uint8_t* TrainSession::segment_starts() const {
+  return config_.data.document_boundaries == DocumentBoundaries::reset ? batch_.starts.data() : nullptr;
 }
 
 void TrainSession::step_update(StepStats& st, int64_t step, double loss) {
@@ -263,7 +270,9 @@ std::vector<double> TrainSession::dpo_logprobs(const ExampleSampler& pairs) {
   for (int64_t first = 0; first < pairs.units(); first += slots) {
     const int64_t n = std::min<int64_t>(slots, pairs.units() - first);
     for (int slot = 0; slot < slots; ++slot) pairs.fill_unit(first + std::min<int64_t>(slot, n - 1), slot, batch_);
-    model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_fixed());
+    ModelCarry<float> rows;
+    rows.segment_start = segment_starts();
+    model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_fixed(), rows);
     row_logprobs();
     for (int64_t slot = 0; slot < n; ++slot)
       for (int r = 0; r < 2; ++r)
@@ -296,7 +305,9 @@ StepStats TrainSession::step(int64_t step, const ExampleSampler& pairs, const st
     const int global_micro = batch_global_micro(rank, ranks, micro);
     pairs.sample(step, global_micro, batch_);
     timer.reset();
-    const double mean = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), random);
+    ModelCarry<float> rows;
+    rows.segment_start = segment_starts();
+    const double mean = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), random, rows);
     st.forward_ms += timer.ms();
     if (!std::isfinite(mean)) fail_non_finite(step, "the training loss");
     row_logprobs();
@@ -320,7 +331,7 @@ StepStats TrainSession::step(int64_t step, const ExampleSampler& pairs, const st
   return st;
 }
 
-double TrainSession::evaluate(std::span<const int32_t> tokens) {
+double TrainSession::evaluate(std::span<const int32_t> tokens, std::span<const int64_t> starts) {
   const PerplexityPlan plan = eval_plan(static_cast<int64_t>(tokens.size()));
   const DecoderOptions& d = plan.decoder;
   const DecoderOptions& built = eval_decoder_plan_.decoder;
@@ -328,7 +339,7 @@ double TrainSession::evaluate(std::span<const int32_t> tokens) {
     eval_decoder_ = std::make_unique<Decoder<float>>(model_, d);
     eval_decoder_plan_ = plan;
   }
-  const double sum = perplexity_nll_sum(*eval_decoder_, plan, tokens, /*progress=*/false, stop_requested);
+  const double sum = perplexity_nll_sum(*eval_decoder_, plan, tokens, /*progress=*/false, stop_requested, starts);
   return sum / static_cast<double>(tokens.size() - 1);  // NaN if a stop request cut the pass short
 }
 

@@ -80,7 +80,9 @@ class TrainSession {
   // options): RFA kinds in one pass carrying the state, softmax in sliding windows of
   // the training context; the fixed random matrices. Changes no training state.
   // Polls stop_requested() between segments/windows and returns NaN if it cut the pass short.
-  double evaluate(std::span<const int32_t> tokens);
+  // `starts`: where documents begin in tokens (data.document_boundaries reset), the decoder
+  // restarting at each; empty: one text.
+  double evaluate(std::span<const int32_t> tokens, std::span<const int64_t> starts = {});
   // The plan evaluate() follows for a text of `tokens` tokens (for the log).
   PerplexityPlan eval_plan(int64_t tokens) const;
   // Instruction examples: each of `set` scored alone (eval/example_nll.h), those of more than
@@ -105,6 +107,7 @@ class TrainSession {
   // The random matrices the stateful step `step` runs under (fixed, or the draw it shares).
   uint64_t stateful_draw_step(int64_t step) const;
   int64_t carry_position(int64_t step) const;  // stateful: the time discount's t of the step's first token
+  const uint8_t* segment_starts() const;  // the batch's document starts when the attention restarts there, else null
 
  private:
   [[noreturn]] void fail_non_finite(int64_t step_index, const char* what);  // step_index 0-based

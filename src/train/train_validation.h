@@ -15,6 +15,7 @@ namespace rfa {
 
 struct ValidationText {
   std::vector<int32_t> tokens;  // (N) copied once per run
+  std::vector<int64_t> starts;  // data.document_boundaries reset: where documents begin in tokens; else empty
   std::string what;             // for the log: which part of the split
 };
 

@@ -15,6 +15,7 @@ struct RfaProblem {
   AttentionDims d;
   std::vector<T> q, k, v, n, sigma, gate_w, gate_b, W, out, saved, ws;
   int64_t pos0 = 0;  // absolute position of row 0 (the time discount)
+  const uint8_t* starts = nullptr;  // (B, T) document boundaries, or null
 
   RfaProblem(RfaConfig c, AttentionDims dims, uint64_t seed, double qk_scale = 1.0) : cfg(c), d(dims) {
     const size_t act = size_t(d.B) * d.T * d.C();
@@ -34,7 +35,9 @@ struct RfaProblem {
     saved.resize(rfa_saved_size(c, d));
     ws.resize(rfa_workspace_size(c, d, thread_count()));
   }
-  RfaInputs<T> inputs() const { return {q.data(), k.data(), v.data(), cfg.gated ? n.data() : nullptr, pos0}; }
+  RfaInputs<T> inputs() const {
+    return {q.data(), k.data(), v.data(), cfg.gated ? n.data() : nullptr, pos0, nullptr, starts};
+  }
   RfaParams<T> params() const { return {sigma.data(), gate_w.data(), gate_b.data(), W.data()}; }
   Workspace<T> workspace() { return {ws.data(), ws.size()}; }
   void forward(const T* state_in = nullptr, T* state_out = nullptr) {

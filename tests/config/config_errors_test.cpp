@@ -133,17 +133,15 @@ TEST_CASE("config errors: impossible values name the key, the value and what is 
 }
 
 TEST_CASE("config errors: document and instruction data: what is not available says what is") {
-  // The attention cannot restart at a document's first token yet: only a padded instruction
-  // row (one example, which starts empty) has reset semantics.
-  CHECK(has(load_error("data:\n  format: jsonl\n  document_boundaries: reset\n"),
-            "error.yaml:3: 'data.document_boundaries' reset is not yet available with data.format jsonl: the "
-            "attention cannot yet restart its RFA state"));
-  CHECK(has(load_error("data:\n  format: alpaca\n  packing: pack\n  document_boundaries: reset\n"),
-            "not yet available with data.format alpaca and data.packing pack"));
-  CHECK(has(load_error("data:\n  format: text\n  document_boundaries: reset\n"),
-            "use data.document_boundaries=none (attention runs across documents joined by EOS) or, for alpaca and "
-            "prompt_completion, data.packing=pad"));
+  // The attention restarts at a document's first token for every format and packing; only the
+  // carried streams of stateful training do not mark documents.
+  CHECK_NOTHROW(config_load("", {"data.format=jsonl", "data.document_boundaries=reset"}));
+  CHECK_NOTHROW(config_load("", {"data.format=alpaca", "data.packing=pack", "data.document_boundaries=reset"}));
+  CHECK_NOTHROW(config_load("", {"data.format=text", "data.document_boundaries=reset"}));
   CHECK_NOTHROW(config_load("", {"data.format=alpaca", "data.document_boundaries=reset"}));
+  CHECK(has(load_error("data:\n  document_boundaries: reset\ntrain:\n  stateful: true\n"),
+            "'data.document_boundaries' is reset but 'train.stateful' is true: the carried streams do not mark "
+            "where documents start"));
   CHECK(has(load_error("data:\n  format: prompt_completion\ntrain:\n  stateful: true\n"),
             "'train.stateful' is true but 'data.format' is prompt_completion"));
   CHECK(has(set_error("data.format=json"), "'data.format' expects one of text|jsonl|alpaca|prompt_completion"));

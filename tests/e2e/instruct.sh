@@ -8,8 +8,10 @@
 #     `rfa eval perplexity` prints the same response and prompt NLL for the run's split and
 #     for a --data file of those examples; stopped and resumed, it equals the straight run;
 #   - `rfa generate --instruction --input` prints the response alone;
-#   - refusals before anything is written: document_boundaries reset where it is not
-#     available, a token file of another format than data.format.
+#   - data.document_boundaries reset: jsonl documents train with the attention restarting at
+#     each (its val loss is again what eval perplexity prints), and so do packed alpaca rows;
+#   - refusals before anything is written: document_boundaries reset with train.stateful, a
+#     token file of another format than data.format.
 # Usage: instruct.sh <path-to-rfa> <source-dir>
 set -euo pipefail
 source "$(dirname "$0")/lib/common.bash"
@@ -48,6 +50,21 @@ tail -200 "$tmp/docs.jsonl" | sed 's/.*"text": "\(.*\)"}/\1/' >"$tmp/b.txt"
 train_ok "$tmp/two.log" --config "$tmp/docs.yaml" --set data.format=text --set "data.corpus=$tmp/a.txt,$tmp/b.txt" \
   --set data.tokens="$tmp/data/two.tokens" --set train.run_dir="$tmp/two"
 expect_in "$tmp/two.log" "documents: 2 (text format), joined by EOS"
+# The attention restarting at each document: trains, and eval restarts as the trainer's validation did.
+train_ok "$tmp/docsR.log" --config "$tmp/docs.yaml" --set data.document_boundaries=reset \
+  --set train.run_dir="$tmp/docsR"
+expect_in "$tmp/docsR.log" "data.document_boundaries reset: attention restarts at each document's first token"
+"$rfa" --threads 2 eval perplexity "$tmp/docsR" --split val --json >"$tmp/pplR.json" 2>"$tmp/pplR.log" ||
+  { cat "$tmp/pplR.log" >&2; fail "eval of the jsonl reset run"; }
+expect_in "$tmp/pplR.json" "restarted at each document"
+[ "$(last_eval "$tmp/docsR/metrics.jsonl" | field val_loss)" = "$(field mean_nll <"$tmp/pplR.json")" ] ||
+  fail "jsonl reset: the trainer's val loss is not what eval perplexity prints"
+[ "$(field mean_nll <"$tmp/pplR.json")" != "$(field mean_nll <"$tmp/ppl.json")" ] ||
+  fail "jsonl reset: the same val loss as the run across documents"
+if "$rfa" train --config "$tmp/docs.yaml" --set data.document_boundaries=reset --set train.stateful=true \
+  --set train.run_dir="$tmp/docsS" 2>"$tmp/docsS.log"; then fail "reset with train.stateful accepted"; fi
+expect_in "$tmp/docsS.log" "'data.document_boundaries' is reset but 'train.stateful' is true"
+[ ! -e "$tmp/docsS" ] || fail "a refused run wrote its run directory"
 
 # 2. Instruction tuning from a pretrained model.
 corpus_write 600
@@ -75,10 +92,6 @@ YAML
 }
 sft_config "$tmp/sftA" >"$tmp/sft.yaml"
 # Refusals, before anything is written.
-cat "$tmp/sft.yaml" >"$tmp/reset.yaml"
-sed -i 's/packing: pack,/packing: pack, document_boundaries: reset,/' "$tmp/reset.yaml"
-if "$rfa" train --config "$tmp/reset.yaml" --init-from "$tmp/parent" 2>"$tmp/reset.log"; then fail "reset accepted"; fi
-expect_in "$tmp/reset.log" "reset is not yet available with data.format alpaca and data.packing pack"
 if "$rfa" train --config "$tmp/sft.yaml" --init-from "$tmp/parent" --set data.tokens="$tmp/data/corpus.tokens" \
   2>"$tmp/other.log"; then fail "a text token file accepted for alpaca data"; fi
 expect_in "$tmp/other.log" "holds one text (version 2) but data.format is alpaca"
@@ -109,6 +122,15 @@ train_ok "$tmp/B2.log" --resume "$tmp/sftB"
 diff <(untimed <"$tmp/sftA/metrics.jsonl") <(untimed <"$tmp/sftB/metrics.jsonl") >&2 ||
   fail "the resumed instruction run differs from the straight one"
 checkpoint_files_same "$tmp/sftA" "$tmp/sftB" step-000010 model.safetensors optimizer.safetensors
+
+# Packed examples with the attention restarting at each: trains, and differs from across.
+sft_config "$tmp/sftR" >"$tmp/reset.yaml"
+sed -i 's/packing: pack,/packing: pack, document_boundaries: reset,/' "$tmp/reset.yaml"
+train_ok "$tmp/reset.log" --config "$tmp/reset.yaml" --init-from "$tmp/parent"
+grep '"type":"train"' "$tmp/sftR/metrics.jsonl" | tail -1 | grep -q '"loss":' || fail "the reset run logged no loss"
+[ "$(grep '"type":"train"' "$tmp/sftR/metrics.jsonl" | tail -1 | field loss)" != \
+  "$(grep '"type":"train"' "$tmp/sftA/metrics.jsonl" | tail -1 | field loss)" ] ||
+  fail "packed rows with reset train exactly as across examples"
 
 # The response alone, rendered with the run's template.
 "$rfa" generate "$tmp/sftA" --instruction "Say the word twice." --input "fox" --greedy -n 40 >"$tmp/gen.txt" \

@@ -202,3 +202,28 @@ TEST_CASE("perplexity: a window past the text holds the text; the default window
     CHECK(perplexity_evaluate(model, x, 30, o).nll_sum == sum);
   }
 }
+
+TEST_CASE("perplexity: with document starts, each document is scored from its own tokens") {
+  // data.document_boundaries reset: the decoder restarts at 13 and 30; the logits at a
+  // document's last token still score the next one's first (as training's targets do), so the
+  // sum is that of the texts x[0, 14), x[13, 31) and x[30, 40) each scored alone.
+  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
+    INFO(enum_name(kind));
+    Model<float> model(spec_of(kind, 8));
+    model_init(model, 4);
+    const std::vector<int32_t> x = text(40);
+    PerplexityOptions o;
+    o.segment = 16;
+    if (kind == AttentionKind::softmax) o.window = 40;  // one window over the text: the pieces see what it sees
+    o.progress = false;
+    const PerplexityPlan plan = perplexity_plan(model.spec, 40, o);
+    Decoder<float> dec(model, plan.decoder);
+    const std::vector<int64_t> starts = {0, 13, 30};
+    const double packed = perplexity_nll_sum(dec, plan, x, false, nullptr, starts);
+    double pieces = 0;
+    for (auto [a, e] : {std::pair{0, 14}, {13, 31}, {30, 40}})
+      pieces += perplexity_nll_sum(dec, plan, std::span<const int32_t>(x.data() + a, size_t(e - a)), false);
+    CHECK(packed == doctest::Approx(pieces).epsilon(1e-5));
+    CHECK(packed != doctest::Approx(perplexity_nll_sum(dec, plan, x, false)).epsilon(1e-5));
+  }
+}
