@@ -39,6 +39,73 @@ void feature_row(T* phi, T* sx, T* u, const T* x, const T* sigma, const T* Wt, c
   }
 }
 
+// The scalar gate's pass over one head's state S (F, E), E = Dh + 1, row f updated in place:
+//   S_f = g S_f + (beta phi_k[f]) v',   y = sum_f phi_q[f] S_f   (y: E).
+// The E columns go as NV registers plus a scalar tail (the denominator's column when
+// Dh is a multiple of the width), and y's NV accumulators stay in registers for the
+// whole pass: one load and one store of S per element, nothing else touches memory.
+template <typename T, int NV>
+void scalar_gate_pass(T* S, T* y, const T* vp, const T* phik, const T* phiq, T g, T beta, int F, int E) {
+  using V = typename Simd<T>::V;
+  constexpr int W = Simd<T>::W;
+  constexpr int kTailMax = W;
+  V vv[NV], acc[NV];
+  for (int v = 0; v < NV; ++v) {
+    vv[v] = simd_load(vp + v * W);
+    acc[v] = V{};
+  }
+  const int tail = E - NV * W;  // 0 .. W-1
+  T tail_acc[kTailMax] = {};
+  for (int f = 0; f < F; ++f) {
+    T* Sf = S + static_cast<size_t>(f) * E;
+    const T kf = beta * phik[f], qf = phiq[f];
+    for (int v = 0; v < NV; ++v) {
+      const V s = g * V(simd_load(Sf + v * W)) + kf * vv[v];
+      simd_store(Sf + v * W, s);
+      acc[v] += qf * s;
+    }
+    for (int e = 0; e < tail; ++e) {
+      const int i = NV * W + e;
+      const T s = g * Sf[i] + kf * vp[i];
+      Sf[i] = s;
+      tail_acc[e] += qf * s;
+    }
+  }
+  for (int v = 0; v < NV; ++v) simd_store(y + v * W, acc[v]);
+  for (int e = 0; e < tail; ++e) y[NV * W + e] = tail_acc[e];
+}
+
+// The same pass for any E (a plain loop; y accumulated in memory).
+template <typename T>
+void scalar_gate_pass_any(T* S, T* y, const T* vp, const T* phik, const T* phiq, T g, T beta, int F, int E) {
+  std::fill(y, y + E, T(0));
+  for (int f = 0; f < F; ++f) {
+    T* Sf = S + static_cast<size_t>(f) * E;
+    const T kf = beta * phik[f], qf = phiq[f];
+#pragma omp simd
+    for (int e = 0; e < E; ++e) {
+      const T s = g * Sf[e] + kf * vp[e];
+      Sf[e] = s;
+      y[e] += qf * s;
+    }
+  }
+}
+
+template <typename T>
+void scalar_gate_state_pass(T* S, T* y, const T* vp, const T* phik, const T* phiq, T g, T beta, int F, int E) {
+  switch (E / Simd<T>::W) {  // the registers E fills; up to 8 (Dh 127 at 16 lanes, 63 at 8)
+    case 1: return scalar_gate_pass<T, 1>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 2: return scalar_gate_pass<T, 2>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 3: return scalar_gate_pass<T, 3>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 4: return scalar_gate_pass<T, 4>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 5: return scalar_gate_pass<T, 5>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 6: return scalar_gate_pass<T, 6>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 7: return scalar_gate_pass<T, 7>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 8: return scalar_gate_pass<T, 8>(S, y, vp, phik, phiq, g, beta, F, E);
+    default: return scalar_gate_pass_any(S, y, vp, phik, phiq, g, beta, F, E);
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -113,16 +180,7 @@ void rfa_decode_step(T* out, const RfaStateView<T>& st, const RfaInputs<T>& in, 
     }
     const T g = gv.g;
     if (c.time_discount) gv.beta *= rfa_discount<T>(c, pos);
-    for (int f = 0; f < F && !c.feature_gate; ++f) {
-      T* Sf = S + static_cast<size_t>(f) * E;
-      const T kf = gv.beta * phik[f], qf = phiq[f];
-#pragma omp simd
-      for (int e = 0; e < E; ++e) {
-        const T s = g * Sf[e] + kf * vp[e];
-        Sf[e] = s;
-        y[e] += qf * s;
-      }
-    }
+    if (!c.feature_gate) scalar_gate_state_pass(S, y, vp, phik, phiq, g, gv.beta, F, E);
     const T inv = T(1) / (y[Dh] > eps_d ? y[Dh] : eps_d);
     for (int e = 0; e < Dh; ++e) out[row + e] = y[e] * inv;
   });
