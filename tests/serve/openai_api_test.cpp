@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "data/prompt_template.h"
+#include "model/model_load.h"
 #include "serve/api_key.h"
 #include "serve/chat_template.h"
 #include "serve/openai_api.h"
@@ -165,6 +167,39 @@ TEST_CASE("chat template plain: one line per message, ending with the assistant'
   CHECK(std::equal(early.begin(), early.end() - 1, late.begin()));
   CHECK_THROWS_WITH_AS(chat_template_find("chatml"), doctest::Contains("the templates are: plain"), Error);
   CHECK(chat_role_problem("tool").find("'tool'") != std::string::npos);
+}
+
+TEST_CASE("chat template alpaca: each user message an instruction as in training, replies after them") {
+  const ChatTemplate& t = chat_template_find("alpaca");
+  const std::vector<ChatMessage> m = {{"system", "S"}, {"user", "hi"}, {"assistant", "yo"}, {"user", "q"}};
+  std::string text;
+  for (const std::string& p : t.render(m)) text += p;
+  CHECK(text == "S\n\n" + prompt_render(PromptTemplate::alpaca, "hi", "") + "yo\n\n" +
+                    prompt_render(PromptTemplate::alpaca, "q", ""));
+  CHECK(text.find("### Instruction:\nq\n\n### Response:") != std::string::npos);
+  CHECK(text.ends_with("### Response:"));
+  CHECK(t.stops == std::vector<std::string>{"\n### Instruction:"});
+  // A conversation's pieces begin with every earlier request's pieces (the state cache's key).
+  const std::vector<std::string> early = t.render(std::span(m).first(2));
+  const std::vector<std::string> late = t.render(m);
+  REQUIRE(early.size() < late.size());
+  CHECK(std::equal(early.begin(), early.end(), late.begin()));
+  // The short form drops the preamble; a conversation not ending with a user gets an empty instruction.
+  std::string short_text;
+  for (const std::string& p : chat_template_find("alpaca_short").render(std::span(m).first(3))) short_text += p;
+  CHECK(short_text.find("Below is an instruction") == std::string::npos);
+  CHECK(short_text.ends_with(prompt_render(PromptTemplate::alpaca_short, "", "")));
+}
+
+TEST_CASE("chat template of a run: an instruction-tuned run's own, else plain") {
+  LoadedModel run;
+  CHECK(chat_template_for_run(run) == "plain");  // text pretraining
+  run.config.data.format = DataFormat::alpaca;
+  CHECK(chat_template_for_run(run) == "alpaca");
+  run.config.data.prompt_template = PromptTemplate::alpaca_short;
+  CHECK(chat_template_for_run(run) == "alpaca_short");
+  run.config.data.format = DataFormat::prompt_completion;  // prompts used as written
+  CHECK(chat_template_for_run(run) == "plain");
 }
 
 TEST_CASE("state files: names cannot leave the directory") {
