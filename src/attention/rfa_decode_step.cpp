@@ -14,13 +14,32 @@
 namespace rfa {
 namespace {
 
-// phi (F) of one row x (Dh): x̄ = x / sqrt(|x|² + eps_n), u = W (sigma ⊙ x̄), then sin/cos or relu.
-// Wt: (Dh, D). sx: (Dh) scratch, u: (D) scratch.
+// u (D) = sum_j sx[j] Wt[j, :] with D = NV registers: the accumulators stay in registers
+// over the Dh rows of Wt (Dh, D), in the same order of additions as the plain loop below.
+template <typename T, int NV>
+void project_in_registers(T* u, const T* sx, const T* Wt, int D, int Dh) {
+  using V = typename Simd<T>::V;
+  constexpr int W = Simd<T>::W;
+  V acc[NV];
+  for (int v = 0; v < NV; ++v) acc[v] = V{};
+  for (int j = 0; j < Dh; ++j) {
+    const T* w = Wt + static_cast<size_t>(j) * D;
+    const T a = sx[j];
+    for (int v = 0; v < NV; ++v) acc[v] += a * V(simd_load(w + v * W));
+  }
+  for (int v = 0; v < NV; ++v) simd_store(u + v * W, acc[v]);
+}
+
 template <typename T>
-void feature_row(T* phi, T* sx, T* u, const T* x, const T* sigma, const T* Wt, const RfaConfig& c, int D, int Dh) {
-  const T r = T(1) / std::sqrt(row_sum_squares(x, Dh) + T(c.eps_n));
-#pragma omp simd
-  for (int j = 0; j < Dh; ++j) sx[j] = sigma[j] * (x[j] * r);
+void project(T* u, const T* sx, const T* Wt, int D, int Dh) {
+  constexpr int W = Simd<T>::W;
+  if (D % W == 0) switch (D / W) {
+      case 1: return project_in_registers<T, 1>(u, sx, Wt, D, Dh);
+      case 2: return project_in_registers<T, 2>(u, sx, Wt, D, Dh);
+      case 4: return project_in_registers<T, 4>(u, sx, Wt, D, Dh);
+      case 8: return project_in_registers<T, 8>(u, sx, Wt, D, Dh);
+      default: break;
+    }
   std::fill(u, u + D, T(0));
   for (int j = 0; j < Dh; ++j) {
     const T* w = Wt + static_cast<size_t>(j) * D;
@@ -28,6 +47,16 @@ void feature_row(T* phi, T* sx, T* u, const T* x, const T* sigma, const T* Wt, c
 #pragma omp simd
     for (int i = 0; i < D; ++i) u[i] += a * w[i];
   }
+}
+
+// phi (F) of one row x (Dh): x̄ = x / sqrt(|x|² + eps_n), u = W (sigma ⊙ x̄), then sin/cos or relu.
+// Wt: (Dh, D). sx: (Dh) scratch, u: (D) scratch.
+template <typename T>
+void feature_row(T* phi, T* sx, T* u, const T* x, const T* sigma, const T* Wt, const RfaConfig& c, int D, int Dh) {
+  const T r = T(1) / std::sqrt(row_sum_squares(x, Dh) + T(c.eps_n));
+#pragma omp simd
+  for (int j = 0; j < Dh; ++j) sx[j] = sigma[j] * (x[j] * r);
+  project(u, sx, Wt, D, Dh);
   const T scale = T(1) / std::sqrt(T(D));
   if (c.feature_map == FeatureMapKind::gaussian) {
     sincos_row(phi, phi + D, u, D);
