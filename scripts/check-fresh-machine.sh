@@ -19,7 +19,11 @@
 #                 with its build and runs (look around with `chroot WORK_DIR/root`)
 #   --rebuild     run mmdebstrap even if WORK_DIR holds a base tarball from an earlier --keep run
 #   --mirror URI  the Debian mirror to use (default: this machine's bookworm entries in /etc/apt/sources.list*)
-# OMP_WAIT_POLICY and GOMP_SPINCOUNT pass into the root if set; nothing else of the environment does.
+# OMP_WAIT_POLICY and GOMP_SPINCOUNT pass into the root if set; nothing else of the environment does,
+# except the network's trust: certificate authorities this machine added by hand
+# (/usr/local/share/ca-certificates/*.crt, e.g. an egress proxy's) are copied into the root and given to
+# npm and Node (npm_config_cafile, NODE_EXTRA_CA_CERTS) with the public ones, as the Debian mirror is
+# this machine's. A fresh machine on the open internet needs none of it.
 # Exit status: 0 if every step passed, 1 if a step failed, 2 for a usage or setup error.
 set -euo pipefail
 
@@ -238,6 +242,12 @@ if [ -n "$shared" ]; then
 else
   log "no shared/ beside $repo: the e2e checks that need shared/data skip, as in a clone without it"
 fi
+host_cas=(/usr/local/share/ca-certificates/*.crt)
+if [ -e "${host_cas[0]}" ]; then
+  cat /etc/ssl/certs/ca-certificates.crt "${host_cas[@]}" >"$root/etc/rfa-fresh-host-ca.crt" 2>/dev/null ||
+    cat "${host_cas[@]}" >"$root/etc/rfa-fresh-host-ca.crt"
+  log "this machine's added CAs (${host_cas[*]}) go to npm and Node in the root (/etc/rfa-fresh-host-ca.crt)"
+fi
 rm -f "$root/etc/resolv.conf"
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 mount -t proc proc "$root/proc"
@@ -249,6 +259,8 @@ mount --make-rslave "$root/dev"
 env_in=(HOME=/root LANG=C.UTF-8 "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" "TERM=${TERM:-dumb}")
 [ -n "${OMP_WAIT_POLICY:-}" ] && env_in+=("OMP_WAIT_POLICY=$OMP_WAIT_POLICY")
 [ -n "${GOMP_SPINCOUNT:-}" ] && env_in+=("GOMP_SPINCOUNT=$GOMP_SPINCOUNT")
+[ -f "$root/etc/rfa-fresh-host-ca.crt" ] &&
+  env_in+=("npm_config_cafile=/etc/rfa-fresh-host-ca.crt" "NODE_EXTRA_CA_CERTS=/etc/rfa-fresh-host-ca.crt")
 
 names=("root build ($root_how)")
 times=("$(fmt_time "$t_root")")
