@@ -10,11 +10,13 @@ if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then config=$1; shift; fi
 
 scripts/install-deps.sh
 scripts/build.sh
-# Reads one key of the merged config (section, key), e.g. data corpus.
+# Reads one key of the merged config (section, key), e.g. data corpus. awk reads the whole dump
+# (no early exit): rfa writing into a pipe already closed would die of SIGPIPE and, under pipefail,
+# stop the script (exit 141).
 config_value() {
   local section=$1 key=$2; shift 2
   build/rfa train --config "$config" "$@" --dump-config |
-    awk -v s="$section:" -v k="$key:" '/^[a-z]/ {sec = $1} sec == s && $1 == k {v = $2; gsub(/"/, "", v); print v; exit}'
+    awk -v s="$section:" -v k="$key:" '/^[a-z]/ {sec = $1} !found && sec == s && $1 == k {v = $2; gsub(/"/, "", v); print v; found = 1}'
 }
 corpus=$(config_value data corpus "$@")
 run_dir=$(config_value train run_dir "$@")
