@@ -14,11 +14,14 @@ namespace rfa {
 // How model_init fills a tensor: normal(0, init_std * value) from the tensor's own
 // stream, or the constant `value`.
 struct ParamInit {
-  enum class Kind { normal, constant };
+  // first_tap: `value` at index 0 of the last axis, 0 elsewhere (a convolution as the identity)
+  enum class Kind { normal, constant, first_tap };
   Kind kind = Kind::normal;
   double value = 1.0;
+  int64_t last_axis = 1;  // first_tap: the last axis' length
   static ParamInit normal(double std_scale) { return {Kind::normal, std_scale}; }
   static ParamInit constant(double v) { return {Kind::constant, v}; }
+  static ParamInit first_tap(double v, int64_t taps) { return {Kind::first_tap, v, taps}; }
 };
 
 struct ParamEntry {

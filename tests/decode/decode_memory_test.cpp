@@ -24,10 +24,14 @@ double part_bytes(const MemoryEstimate& e, const std::string& name) {
 
 TEST_CASE("decode memory: the RFA state and the KV cache equal what the decoder reserves") {
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa, AttentionKind::rfa_gate})
-    for (int window : {0, 5}) {
+    for (int window : {0, 5})
+    for (int short_conv : {0, 4}) {
       CAPTURE(static_cast<int>(kind));
       CAPTURE(window);
-      Model<float> model(test::tiny_spec(kind, {.context = 16, .num_features = 3}));
+      CAPTURE(short_conv);
+      Config c = test::tiny_config(kind, {.context = 16, .num_features = 3});
+      c.attention.short_conv = short_conv;  // its history (3, K-1, C) per row joins the state
+      Model<float> model(test::tiny_spec(c));
       DecoderOptions o;
       o.batch = 2;
       o.max_segment = 7;

@@ -16,7 +16,8 @@ using namespace rfa;
 namespace {
 
 ModelSpec tiny_spec(AttentionKind kind, FeatureMapKind map, bool tied, PositionKind positions,
-                    GateKind gate = GateKind::scalar, TimeDiscountKind discount = TimeDiscountKind::none) {
+                    GateKind gate = GateKind::scalar, TimeDiscountKind discount = TimeDiscountKind::none,
+                    int short_conv = 0) {
   // init_std 0.5: large enough that every path carries a visible gradient;
   // chunk 2: T = 5 spans three chunks, the last one partial.
   Config c = test::tiny_config(kind, {.vocab = 11, .context = 5, .d_model = 8, .num_features = 3, .chunk_size = 2,
@@ -29,6 +30,7 @@ ModelSpec tiny_spec(AttentionKind kind, FeatureMapKind map, bool tied, PositionK
   c.attention.sigma_init = 1.3;
   c.attention.gate = gate;
   c.attention.time_discount = discount;
+  c.attention.short_conv = short_conv;
   return test::tiny_spec(c);
 }
 
@@ -36,10 +38,11 @@ void check_model_gradients(const ModelSpec& spec) {
   const int B = 2, T = 5;
   Model<double> model(spec);
   model_init(model, 7);
-  // Nudge norms and sigma away from their constant init so their gradients are generic.
+  // Nudge norms, sigma and the short convolution (the identity at init) away from their
+  // constant init so their gradients are generic.
   std::vector<double> noise = test::random_vector<double>(static_cast<size_t>(model.param_size()), 3, 0.1);
   for (const ParamEntry& e : model.table.entries())
-    if (e.shape.size() == 1 || e.name.find("sigma") != std::string::npos)
+    if (e.shape.size() == 1 || e.name.find("sigma") != std::string::npos || e.name.find("attn.conv_") != std::string::npos)
       for (int64_t i = 0; i < e.numel; ++i) model.params()[e.offset + i] += noise[static_cast<size_t>(e.offset + i)];
   Activations<double> acts(spec, B, T);
   std::vector<int32_t> inputs = {1, 4, 9, 0, 3, 10, 2, 2, 7, 5};
@@ -77,6 +80,16 @@ TEST_CASE("model gradcheck: rfa_gate arccos") {
 TEST_CASE("model gradcheck: rfa_gate with the feature gate and the time discount") {
   check_model_gradients(tiny_spec(AttentionKind::rfa_gate, FeatureMapKind::gaussian, true, PositionKind::automatic,
                                   GateKind::feature, TimeDiscountKind::log));
+}
+
+TEST_CASE("model gradcheck: the short convolution on q, k, v, on rfa_gate and on softmax with rope") {
+  for (int K : {2, 4}) {  // K = 4 reaches back past the chunk of 2
+    CAPTURE(K);
+    check_model_gradients(tiny_spec(AttentionKind::rfa_gate, FeatureMapKind::gaussian, true,
+                                    PositionKind::automatic, GateKind::scalar, TimeDiscountKind::none, K));
+    check_model_gradients(tiny_spec(AttentionKind::softmax, FeatureMapKind::gaussian, true, PositionKind::rope,
+                                    GateKind::scalar, TimeDiscountKind::none, K));
+  }
 }
 
 TEST_CASE("model gradcheck: gradient accumulates and scales with loss_scale") {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "config/config_enums.h"
+#include "decode/decoder.h"
 #include "kernels/bf16.h"
 #include "model/model_forward.h"
 #include "support/train_fixtures.h"
@@ -60,8 +61,10 @@ Config small_config(AttentionKind kind) {
 }  // namespace
 
 TEST_CASE("model: forward and backward allocate nothing (double path)") {
-  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa, AttentionKind::rfa_gate}) {
+  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa, AttentionKind::rfa_gate})
+  for (int short_conv : {0, 4}) {
     Config c = small_config(kind);
+    c.attention.short_conv = short_conv;
     ModelSpec spec = model_spec_make(c.model, c.attention);
     Model<double> model(spec);
     model_init(model, 1);
@@ -83,12 +86,14 @@ TEST_CASE("model: forward and backward allocate nothing (double path)") {
 
 TEST_CASE("train: every float training step makes the same allocations (oneDNN's only)") {
   for (Precision precision : {Precision::fp32, Precision::bf16})
-  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
+  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate})
+  for (int short_conv : {0, 4}) {
     if (precision == Precision::bf16 && !bf16_native()) {
       MESSAGE("bf16 skipped: this CPU has no AVX512-BF16");
       continue;
     }
     Config c = small_config(kind);
+    c.attention.short_conv = short_conv;
     c.train.precision = precision;
     std::vector<uint16_t> tokens(500);
     for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint16_t>((i * 7) % 20);
@@ -120,7 +125,9 @@ TEST_CASE("train: every float training step makes the same allocations (oneDNN's
 }
 
 TEST_CASE("train: a stateful step makes the allocations of a step over random windows") {
+  for (int short_conv : {0, 3}) {
   Config c = small_config(AttentionKind::rfa_gate);
+  c.attention.short_conv = short_conv;
   std::vector<uint16_t> tokens(500);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint16_t>((i * 7) % 20);
   TokenSplit split = test::split_of(tokens);
@@ -139,4 +146,32 @@ TEST_CASE("train: a stateful step makes the allocations of a step over random wi
     stateful.step(s, streams);
     CHECK(g_news.load() - before == plain_news);
   }
+  }
+}
+
+TEST_CASE("decode: prefill and step allocate nothing after construction (double path), with the short convolution") {
+  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate})
+    for (int short_conv : {0, 4}) {
+      CAPTURE(short_conv);
+      Config c = small_config(kind);
+      c.attention.short_conv = short_conv;
+      ModelSpec spec = model_spec_make(c.model, c.attention);
+      Model<double> model(spec);
+      model_init(model, 1);
+      DecoderOptions o;
+      o.batch = 2;
+      o.max_segment = 8;
+      o.max_positions = 64;
+      Decoder<double> dec(model, o);
+      std::vector<int32_t> prompt(16), tok = {3, 5};
+      for (int i = 0; i < 16; ++i) prompt[size_t(i)] = (i * 3) % 20;
+      const int rows[1] = {1};
+      const long before = g_news.load();
+      dec.prefill(prompt.data(), 8);
+      for (int s = 0; s < 5; ++s) dec.step(tok.data());
+      dec.step_rows(rows, 1, tok.data());
+      dec.reset();
+      dec.prefill(prompt.data(), 3);
+      CHECK(g_news.load() == before);
+    }
 }

@@ -1,0 +1,130 @@
+#include "attention/short_conv.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/parallel.h"
+
+namespace rfa {
+namespace {
+
+constexpr int kChannelBlock = 32;  // the backward's unit of parallel work: channels [c0, c0 + 32) of one tensor
+
+}  // namespace
+
+int64_t short_conv_history_size(const AttentionSpec& s) {
+  return s.short_conv > 0 ? 3 * int64_t(s.short_conv - 1) * s.C() : 0;
+}
+
+int64_t short_conv_ext_size(const AttentionSpec& s, int B, int T) {
+  return s.short_conv > 0 ? 3 * int64_t(B) * (s.short_conv - 1 + T) * s.C() : 0;
+}
+
+template <typename T>
+void short_conv_forward(T* y, const T* ext, const T* w, int T_len, int C, int K, int c0, int c1) {
+  for (int t = 0; t < T_len; ++t) {
+    T* yt = y + int64_t(t) * C;
+    const T* xt = ext + int64_t(K - 1 + t) * C;  // x[t]; x[t - j] is j rows above
+    for (int c = c0; c < c1; ++c) {
+      const T* wc = w + int64_t(c) * K;
+      T acc = wc[0] * xt[c];
+      for (int j = 1; j < K; ++j) acc += wc[j] * xt[c - int64_t(j) * C];
+      yt[c] = acc;
+    }
+  }
+}
+
+template <typename T>
+void short_conv_backward(T* dy_dx, T* dw, const T* ext, const T* w, int T_len, int C, int K, int c0, int c1) {
+  for (int t = 0; t < T_len; ++t) {
+    T* dt = dy_dx + int64_t(t) * C;
+    const T* xt = ext + int64_t(K - 1 + t) * C;
+    const int taps = std::min(K, T_len - t);  // dy[t + j] exists for j < taps
+    for (int c = c0; c < c1; ++c) {
+      const T* wc = w + int64_t(c) * K;
+      T* dwc = dw + int64_t(c) * K;
+      const T dy = dt[c];
+      for (int j = 0; j < K; ++j) dwc[j] += dy * xt[c - int64_t(j) * C];  // dw[c, j] += dy[t, c] x[t - j, c]
+      T acc = wc[0] * dy;
+      for (int j = 1; j < taps; ++j) acc += wc[j] * dt[c + int64_t(j) * C];  // rows > t: still dy
+      dt[c] = acc;
+    }
+  }
+}
+
+template <typename T>
+void short_conv_step(T* x, T* hist, const T* w, int C, int K) {
+  for (int c = 0; c < C; ++c) {
+    const T* wc = w + int64_t(c) * K;
+    T acc = wc[0] * x[c];
+    for (int j = 1; j < K; ++j) acc += wc[j] * hist[int64_t(K - 1 - j) * C + c];  // x[t - j] is row K-1-j
+    for (int r = 0; r + 1 < K - 1; ++r) hist[int64_t(r) * C + c] = hist[int64_t(r + 1) * C + c];
+    if (K > 1) hist[int64_t(K - 2) * C + c] = x[c];
+    x[c] = acc;
+  }
+}
+
+template <typename T>
+void short_conv_apply(const AttentionSpec& s, const ShortConvCall<T>& a) {
+  const int K = s.short_conv, C = s.C(), H = K - 1;
+  RFA_ASSERT(K >= 1 && a.ext != nullptr, "short conv of {} taps", K);
+  const int64_t row_ext = int64_t(H + a.T_len) * C, hist = int64_t(H) * C;
+  const int64_t work = int64_t(a.T_len) * C * K;
+  // Item (i, b): tensor i of row b, all in its own ext and output row.
+  parallel_for(3 * int64_t(a.B), parallel_grain(work), [&](int64_t item) {
+    const int i = static_cast<int>(item / a.B), b = static_cast<int>(item % a.B);
+    T* ext = a.ext + (int64_t(i) * a.B + b) * row_ext;
+    T* x = a.x[i] + int64_t(b) * a.T_len * C;  // (T, C): the inputs, then the outputs
+    const T* in = a.hist_in ? a.hist_in + b * a.hist_stride + i * hist : nullptr;
+    if (in) std::memcpy(ext, in, sizeof(T) * size_t(hist));
+    else std::fill(ext, ext + hist, T(0));
+    std::memcpy(ext + hist, x, sizeof(T) * size_t(a.T_len) * C);
+    if (a.hist_out)  // the last K-1 rows of ext: the history after the segment
+      std::memcpy(a.hist_out + b * a.hist_stride + i * hist, ext + int64_t(a.T_len) * C, sizeof(T) * size_t(hist));
+    short_conv_forward(x, ext, a.w[i], a.T_len, C, K, 0, C);
+  });
+}
+
+template <typename T>
+void short_conv_apply_backward(const AttentionSpec& s, const T* const w[3], T* const dw[3], T* const dx[3],
+                               const T* ext, int B, int T_len) {
+  const int K = s.short_conv, C = s.C(), H = K - 1;
+  const int blocks = (C + kChannelBlock - 1) / kChannelBlock;
+  const int64_t row_ext = int64_t(H + T_len) * C;
+  const int64_t work = int64_t(B) * T_len * kChannelBlock * K * 2;
+  // Item (i, block): every row's channels of the block, in row order (one thread adds into
+  // each dw element: the sum's order does not depend on the thread count).
+  parallel_for(3 * int64_t(blocks), parallel_grain(work), [&](int64_t item) {
+    const int i = static_cast<int>(item / blocks), c0 = static_cast<int>(item % blocks) * kChannelBlock;
+    const int c1 = std::min(C, c0 + kChannelBlock);
+    for (int b = 0; b < B; ++b)
+      short_conv_backward(dx[i] + int64_t(b) * T_len * C, dw[i], ext + (int64_t(i) * B + b) * row_ext, w[i], T_len, C,
+                          K, c0, c1);
+  });
+}
+
+template <typename T>
+void short_conv_apply_step(const AttentionSpec& s, const T* const w[3], T* const x[3], T* hist, int64_t hist_stride,
+                           const AttentionRows& rows) {
+  const int K = s.short_conv, C = s.C();
+  const int64_t h = int64_t(K - 1) * C;
+  for (int r = 0; r < rows.n; ++r)
+    for (int i = 0; i < 3; ++i)
+      short_conv_step(x[i] + int64_t(r) * C, hist + rows.state_row(r) * hist_stride + i * h, w[i], C, K);
+}
+
+#define RFA_INSTANTIATE(T)                                                                                        \
+  template void short_conv_forward<T>(T*, const T*, const T*, int, int, int, int, int);                           \
+  template void short_conv_backward<T>(T*, T*, const T*, const T*, int, int, int, int, int);                      \
+  template void short_conv_step<T>(T*, T*, const T*, int, int);                                                   \
+  template void short_conv_apply<T>(const AttentionSpec&, const ShortConvCall<T>&);                               \
+  template void short_conv_apply_backward<T>(const AttentionSpec&, const T* const[3], T* const[3], T* const[3],   \
+                                             const T*, int, int);                                                 \
+  template void short_conv_apply_step<T>(const AttentionSpec&, const T* const[3], T* const[3], T*, int64_t,       \
+                                         const AttentionRows&);
+RFA_INSTANTIATE(float)
+RFA_INSTANTIATE(double)
+#undef RFA_INSTANTIATE
+
+}  // namespace rfa
