@@ -79,7 +79,8 @@ bool attention_reads_n(const AttentionSpec& s) { return kind_of(s).reads_n(s); }
 bool attention_state_grows(const AttentionSpec& s) { return kind_of(s).state_grows; }
 
 double attention_forward_flops_per_token(const AttentionSpec& s, int64_t T) {
-  return kind_of(s).forward_flops_per_token(s, T);
+  // The short convolution: K multiply-adds per channel of q, k and v.
+  return kind_of(s).forward_flops_per_token(s, T) + (s.short_conv > 0 ? 6.0 * s.short_conv * s.C() : 0.0);
 }
 
 std::vector<int64_t> attention_carry_shape(const AttentionSpec& s) {
