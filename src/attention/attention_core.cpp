@@ -21,9 +21,9 @@ const AttentionKindDef& kind_of(const AttentionSpec& s) { return attention_kind_
 
 std::vector<AttentionParam> attention_params(const AttentionSpec& s) {
   std::vector<AttentionParam> p = kind_of(s).params(s);
-  if (s.short_conv > 0)  // (C, K) each, the identity at init, no weight decay (short_conv.h)
+  if (s.short_conv > 0)  // (K, C) each, the identity at init (tap 0 all ones), no weight decay (short_conv.h)
     for (const char* name : {"conv_q", "conv_k", "conv_v"})
-      p.push_back({name, {s.C(), s.short_conv}, false, ParamInit::first_tap(1.0, s.short_conv)});
+      p.push_back({name, {s.short_conv, s.C()}, false, ParamInit::first_row(1.0, s.C())});
   RFA_ASSERT(p.size() <= size_t(kAttentionMaxParams), "an attention kind owns {} tensors, at most {} fit", p.size(),
              kAttentionMaxParams);
   return p;

@@ -21,16 +21,18 @@ int64_t short_conv_ext_size(const AttentionSpec& s, int B, int T) {
   return s.short_conv > 0 ? 3 * int64_t(B) * (s.short_conv - 1 + T) * s.C() : 0;
 }
 
+// The loops run over channels innermost, contiguous in x, y and w (K, C), so they vectorise; each
+// output is summed in tap order j = 0, 1, ..., K-1 in the forward, the backward and the step alike.
 template <typename T>
 void short_conv_forward(T* y, const T* ext, const T* w, int T_len, int C, int K, int c0, int c1) {
   for (int t = 0; t < T_len; ++t) {
     T* yt = y + int64_t(t) * C;
     const T* xt = ext + int64_t(K - 1 + t) * C;  // x[t]; x[t - j] is j rows above
-    for (int c = c0; c < c1; ++c) {
-      const T* wc = w + int64_t(c) * K;
-      T acc = wc[0] * xt[c];
-      for (int j = 1; j < K; ++j) acc += wc[j] * xt[c - int64_t(j) * C];
-      yt[c] = acc;
+    for (int c = c0; c < c1; ++c) yt[c] = w[c] * xt[c];
+    for (int j = 1; j < K; ++j) {
+      const T* wj = w + int64_t(j) * C;
+      const T* xj = xt - int64_t(j) * C;
+      for (int c = c0; c < c1; ++c) yt[c] += wj[c] * xj[c];
     }
   }
 }
@@ -40,15 +42,17 @@ void short_conv_backward(T* dy_dx, T* dw, const T* ext, const T* w, int T_len, i
   for (int t = 0; t < T_len; ++t) {
     T* dt = dy_dx + int64_t(t) * C;
     const T* xt = ext + int64_t(K - 1 + t) * C;
+    for (int j = 0; j < K; ++j) {  // dw[j, c] += dy[t, c] x[t - j, c], before dy[t] is overwritten
+      T* dwj = dw + int64_t(j) * C;
+      const T* xj = xt - int64_t(j) * C;
+      for (int c = c0; c < c1; ++c) dwj[c] += dt[c] * xj[c];
+    }
     const int taps = std::min(K, T_len - t);  // dy[t + j] exists for j < taps
-    for (int c = c0; c < c1; ++c) {
-      const T* wc = w + int64_t(c) * K;
-      T* dwc = dw + int64_t(c) * K;
-      const T dy = dt[c];
-      for (int j = 0; j < K; ++j) dwc[j] += dy * xt[c - int64_t(j) * C];  // dw[c, j] += dy[t, c] x[t - j, c]
-      T acc = wc[0] * dy;
-      for (int j = 1; j < taps; ++j) acc += wc[j] * dt[c + int64_t(j) * C];  // rows > t: still dy
-      dt[c] = acc;
+    for (int c = c0; c < c1; ++c) dt[c] *= w[c];
+    for (int j = 1; j < taps; ++j) {  // rows > t: still dy
+      const T* wj = w + int64_t(j) * C;
+      const T* dj = dt + int64_t(j) * C;
+      for (int c = c0; c < c1; ++c) dt[c] += wj[c] * dj[c];
     }
   }
 }
@@ -56,9 +60,8 @@ void short_conv_backward(T* dy_dx, T* dw, const T* ext, const T* w, int T_len, i
 template <typename T>
 void short_conv_step(T* x, T* hist, const T* w, int C, int K) {
   for (int c = 0; c < C; ++c) {
-    const T* wc = w + int64_t(c) * K;
-    T acc = wc[0] * x[c];
-    for (int j = 1; j < K; ++j) acc += wc[j] * hist[int64_t(K - 1 - j) * C + c];  // x[t - j] is row K-1-j
+    T acc = w[c] * x[c];
+    for (int j = 1; j < K; ++j) acc += w[int64_t(j) * C + c] * hist[int64_t(K - 1 - j) * C + c];  // x[t - j]: row K-1-j
     for (int r = 0; r + 1 < K - 1; ++r) hist[int64_t(r) * C + c] = hist[int64_t(r + 1) * C + c];
     if (K > 1) hist[int64_t(K - 2) * C + c] = x[c];
     x[c] = acc;

@@ -4,6 +4,7 @@
 // the one-token step equal to the full forward at every position, rows in any order.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <type_traits>
 #include <vector>
 
@@ -24,7 +25,7 @@ AttentionSpec spec_of(int K, int H = 2, int Dh = 3) {
   return attention_spec_make(a, H, Dh);
 }
 
-// y[i][b, t, c] = sum_j w[i][c, j] x[i][b, t - j, c], x before t = 0 from hist (B, 3, K-1, C) or 0.
+// y[i][b, t, c] = sum_j w[i][j, c] x[i][b, t - j, c], x before t = 0 from hist (B, 3, K-1, C) or 0.
 std::vector<double> reference(const AttentionSpec& s, const std::vector<double>& w, const std::vector<double>& x,
                               const std::vector<double>* hist, int B, int T) {
   const int K = s.short_conv, C = s.C();
@@ -39,7 +40,7 @@ std::vector<double> reference(const AttentionSpec& s, const std::vector<double>&
             const double xv = u >= 0 ? x[((size_t(i) * B + b) * T + u) * C + c]
                               : hist ? (*hist)[((size_t(b) * 3 + i) * (K - 1) + (K - 1 + u)) * C + c]
                                      : 0.0;
-            acc += w[(size_t(i) * C + c) * K + j] * xv;
+            acc += w[(size_t(i) * K + j) * C + c] * xv;  // w (3, K, C)
           }
           y[((size_t(i) * B + b) * T + t) * C + c] = acc;
         }
@@ -87,8 +88,8 @@ TEST_CASE("short conv: the forward is the causal depthwise sum, the history befo
 TEST_CASE("short conv: the identity at init (first tap 1, the others 0) leaves q, k, v as they were") {
   const AttentionSpec s = spec_of(4);
   const int B = 2, T = 6, C = s.C(), K = 4;
-  std::vector<float> w(size_t(3) * C * K, 0.0f);
-  for (size_t r = 0; r < w.size(); r += K) w[r] = 1.0f;
+  std::vector<float> w(size_t(3) * C * K, 0.0f);  // (3, K, C): tap 0 all ones
+  for (int i = 0; i < 3; ++i) std::fill_n(w.begin() + i * K * C, C, 1.0f);
   const auto x = random_vector<float>(size_t(3) * B * T * C, 4);
   const auto hist = random_vector<float>(size_t(B) * short_conv_history_size(s), 5);
   std::vector<float> y = x, ext;

@@ -52,9 +52,9 @@ TEST_CASE("model io: save and load round-trips every tensor") {
     }
     CHECK((fm.find("layers.1.attn.random") != nullptr) == (kind != AttentionKind::softmax));
     for (const char* name : {"layers.0.attn.conv_q", "layers.1.attn.conv_k", "layers.1.attn.conv_v"}) {
-      const Tensor* t = fm.find(name);  // (C, K) each, in the checkpoint by name
+      const Tensor* t = fm.find(name);  // (K, C) each, in the checkpoint by name
       REQUIRE((t != nullptr) == (short_conv > 0));
-      if (t) CHECK(t->shape == std::vector<int64_t>{spec.C, short_conv});
+      if (t) CHECK(t->shape == std::vector<int64_t>{short_conv, spec.C});
     }
   }
 }
