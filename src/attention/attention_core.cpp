@@ -4,10 +4,12 @@
 // its own document). The decoding side is attention_decode.cpp.
 #include "attention/attention_core.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
 #include "attention/attention_kind.h"
+#include "attention/short_conv.h"
 #include "core/error.h"
 #include "core/step_profile.h"
 
@@ -20,6 +22,9 @@ const AttentionKindDef& kind_of(const AttentionSpec& s) { return attention_kind_
 
 std::vector<AttentionParam> attention_params(const AttentionSpec& s) {
   std::vector<AttentionParam> p = kind_of(s).params(s);
+  if (s.short_conv > 0)  // (K, C) each, the identity at init (tap 0 all ones), no weight decay (short_conv.h)
+    for (const char* name : {"conv_q", "conv_k", "conv_v"})
+      p.push_back({name, {s.short_conv, s.C()}, false, ParamInit::first_row(1.0, s.C())});
   RFA_ASSERT(p.size() <= size_t(kAttentionMaxParams), "an attention kind owns {} tensors, at most {} fit", p.size(),
              kAttentionMaxParams);
   return p;
@@ -44,12 +49,13 @@ void attention_random_draw(const AttentionSpec& s, uint64_t seed, uint64_t step,
 }
 
 AttentionCore::AttentionCore(const AttentionSpec& spec, int64_t max_positions)
-    : spec_(spec), kind_(&kind_of(spec)) {
+    : spec_(spec), kind_(&kind_of(spec)), conv_param_(static_cast<int>(kind_->params(spec).size())) {
   if (spec_.rope) rope_ = std::make_shared<const RopeTable>(RopeTable::build(max_positions, spec_.Dh, spec_.rope_theta));
 }
 
 AttentionCore::AttentionCore(const AttentionSpec& spec, std::shared_ptr<const RopeTable> rope)
-    : spec_(spec), kind_(&kind_of(spec)), rope_(std::move(rope)) {
+    : spec_(spec), kind_(&kind_of(spec)), conv_param_(static_cast<int>(kind_->params(spec).size())),
+      rope_(std::move(rope)) {
   RFA_ASSERT(!spec_.rope || (rope_ && rope_->Dh == spec_.Dh && rope_->theta == spec_.rope_theta),
              "a RoPE core needs a table of its head size and theta");
 }
@@ -74,17 +80,25 @@ bool attention_reads_n(const AttentionSpec& s) { return kind_of(s).reads_n(s); }
 bool attention_state_grows(const AttentionSpec& s) { return kind_of(s).state_grows; }
 
 double attention_forward_flops_per_token(const AttentionSpec& s, int64_t T) {
-  return kind_of(s).forward_flops_per_token(s, T);
+  // The short convolution: K multiply-adds per channel of q, k and v.
+  return kind_of(s).forward_flops_per_token(s, T) + (s.short_conv > 0 ? 6.0 * s.short_conv * s.C() : 0.0);
 }
 
-std::vector<int64_t> attention_carry_shape(const AttentionSpec& s) { return kind_of(s).carry_shape(s).vector(); }
+std::vector<int64_t> attention_carry_shape(const AttentionSpec& s) {
+  const SmallShape shape = kind_of(s).carry_shape(s);
+  if (shape.rank == 0 || s.short_conv == 0) return shape.vector();
+  return {shape.size() + short_conv_history_size(s)};  // flat: the layout is not one row after another
+}
 
 int64_t attention_carry_size(const AttentionSpec& s, int B) {
   const SmallShape shape = kind_of(s).carry_shape(s);  // no allocation: model_forward asks every layer
-  return shape.rank == 0 ? 0 : B * shape.size();
+  return shape.rank == 0 ? 0 : B * (shape.size() + short_conv_history_size(s));
 }
 
-int64_t attention_saved_size(const AttentionSpec& s, int B, int T) { return kind_of(s).saved_size(s, B, T); }
+// The saved activations: the kind's, then (short conv) the convolution's ext rows.
+int64_t attention_saved_size(const AttentionSpec& s, int B, int T) {
+  return kind_of(s).saved_size(s, B, T) + short_conv_ext_size(s, B, T);
+}
 
 int64_t attention_scratch_size(const AttentionSpec& s, int B, int T, int threads) {
   return kind_of(s).scratch_size(s, B, T, threads);
@@ -104,6 +118,24 @@ void attention_forward(const AttentionCore& core, const AttentionWeights<T>& w, 
              "this attention kind carries no state between segments");
   const double tokens = double(call.B) * call.T_len;
   ProfileScope profile(ProfiledKernel::attention_forward, attention_forward_flops_per_token(s, call.T_len) * tokens, 0);
+  if (s.short_conv > 0) {  // q, k, v = conv(q_pre, k_pre, v_pre), in place, before RoPE
+    const int i = core.conv_param();
+    const SmallShape carry = core.kind().carry_shape(s);
+    const int64_t kind_carry = carry.rank == 0 ? 0 : call.B * carry.size();  // the history follows the kind's state
+    ShortConvCall<T> conv;
+    conv.w[0] = w[i], conv.w[1] = w[i + 1], conv.w[2] = w[i + 2];
+    conv.x[0] = in.q, conv.x[1] = in.k, conv.x[2] = in.v;
+    conv.B = call.B;
+    conv.T_len = call.T_len;
+    // Its inputs go to the saved activations (a forward with no backward is attention_prefill's).
+    RFA_ASSERT(call.saved != nullptr, "the short convolution's training forward needs its saved activations");
+    conv.ext = call.saved + core.kind().saved_size(s, call.B, call.T_len);
+    if (call.state_in) conv.hist_in = call.state_in + kind_carry;
+    if (call.state_out) conv.hist_out = call.state_out + kind_carry;
+    conv.hist_stride = short_conv_history_size(s);
+    conv.starts = call.segment_start;  // a document's first token sees nothing before it
+    short_conv_apply(s, conv);
+  }
   if (s.rope && call.segment_start) {  // each token at its position in its own document
     rope_forward_segments(in.q, in.q, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0, call.segment_start);
     rope_forward_segments(in.k, in.k, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0, call.segment_start);
@@ -129,6 +161,14 @@ void attention_backward(const AttentionCore& core, const AttentionWeights<T>& w,
   } else if (s.rope) {  // q = R q_pre: d q_pre = Rᵀ dq, rotated in place (no zeroed buffer)
     rope_backward(g.dq, g.dq, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0);
     rope_backward(g.dk, g.dk, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0);
+  }
+  if (s.short_conv > 0) {  // q = conv(q_pre): d q_pre from dq in place, dw added (short_conv.h)
+    const int i = core.conv_param();
+    const T* const cw[3] = {w[i], w[i + 1], w[i + 2]};
+    T* const cdw[3] = {dw[i], dw[i + 1], dw[i + 2]};
+    T* const dx[3] = {g.dq, g.dk, g.dv};
+    const T* ext = call.saved + core.kind().saved_size(s, call.B, call.T_len);
+    short_conv_apply_backward(s, cw, cdw, dx, ext, call.B, call.T_len, call.segment_start);
   }
 }
 

@@ -11,6 +11,9 @@
 //                   (RFA: sigma (H, Dh); RFA-Gate also gate_w, gate_b; softmax: none)
 //   random matrices per layer, drawn not trained (RFA kinds (H, D, Dh); none for softmax)
 //   positions       RoPE on q and k when spec.rope, applied here for every kind
+//   short conv      spec.short_conv: a causal depthwise convolution of q, k, v before RoPE, here for
+//                   every kind: its weights after the kind's own, its history in the carried
+//                   state and the decoding state, its inputs in the saved activations (short_conv.h)
 //   training        forward (saving what the backward reads) and backward; the state carried
 //                   between training segments (stateful training), as a per-row shape
 //   decoding        a state of named per-row tensors (RFA: S; softmax: a KV cache, whole or a
@@ -81,10 +84,14 @@ class AttentionCore {
   // Positions a call may reach (pos0 + T): the rope table's length, or 0 = no limit.
   int64_t position_limit() const { return spec_.rope ? rope_->max_positions : 0; }
   const AttentionKindDef& kind() const { return *kind_; }
+  // The index of conv_q in the layer's AttentionWeights (conv_k, conv_v follow): the kind's own
+  // tensors come first. Meaningful when spec.short_conv > 0.
+  int conv_param() const { return conv_param_; }
 
  private:
   AttentionSpec spec_;
   const AttentionKindDef* kind_ = nullptr;
+  int conv_param_ = 0;
   std::shared_ptr<const RopeTable> rope_;
 };
 
@@ -104,7 +111,9 @@ bool attention_state_grows(const AttentionSpec& spec);
 double attention_forward_flops_per_token(const AttentionSpec& spec, int64_t T);
 
 // The state one layer carries between training segments (AttentionCall::state_in), one
-// row's shape (RFA kinds (H, F, Dh+1)); empty when the kind carries none (softmax).
+// row's shape (RFA kinds (H, F, Dh+1)); empty when the kind carries none (softmax). With
+// spec.short_conv a kind that carries a state also carries the convolution's history: the
+// shape is then flat, one row's count, and the layout (B, kind's shape) followed by (B, 3, K-1, C).
 std::vector<int64_t> attention_carry_shape(const AttentionSpec& spec);
 // Elements of that state for B rows: (B, carry shape...); 0 when the kind carries none.
 int64_t attention_carry_size(const AttentionSpec& spec, int B);
@@ -119,13 +128,14 @@ std::string attention_activation_keys(const AttentionSpec& spec);
 // The same for the random matrices and a decoding state that does not grow ("attention.num_features (32)").
 std::string attention_state_keys(const AttentionSpec& spec);
 
-// Inputs of one call, each (B, T, C) in head layout. q and k are rotated in place
-// by the forward when spec.rope (the backward then reads the rotated ones, as saved).
+// Inputs of one call, each (B, T, C) in head layout. With spec.short_conv, q, k and v are
+// convolved in place first (short_conv.h); then q and k are rotated in place when spec.rope
+// (the backward then reads the convolved and rotated ones, as the forward left them).
 template <typename T>
 struct AttentionInputs {
   T* q = nullptr;
   T* k = nullptr;
-  const T* v = nullptr;
+  T* v = nullptr;
   const T* n = nullptr;  // the normed block input (read when attention_reads_n)
 };
 template <typename T>
@@ -232,6 +242,9 @@ class AttentionState {
 
   // Internal to src/attention/: rows [b0, b0 + n) as the kind reads them.
   AttentionStateView<T> view(int b0, int n);
+  // The tensor holding the short convolution's history, (3, K-1, C) per row, after the kind's
+  // own; -1 without one (short_conv 0 or 1).
+  int conv_tensor() const { return conv_tensor_; }
 
  private:
   AttentionSpec spec_;
@@ -244,6 +257,7 @@ class AttentionState {
   std::vector<T> constants_;
   std::vector<T> scratch_;        // (B, scratch per row)
   int64_t scratch_per_row_ = 0;
+  int conv_tensor_ = -1;
 };
 
 // Bytes of the state in use with its rows at positions pos (B): a recurrent state's

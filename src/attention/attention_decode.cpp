@@ -6,6 +6,7 @@
 
 #include "attention/attention_core.h"
 #include "attention/attention_kind.h"
+#include "attention/short_conv.h"
 #include "core/error.h"
 
 namespace rfa {
@@ -15,9 +16,13 @@ AttentionState<T>::AttentionState(const AttentionSpec& s, const T* random, const
     : spec_(s), kind_(&attention_kind_def(s.kind)), options_(o) {
   if (o.B <= 0) fail("decoder: batch {} must be positive", o.B);
   const AttentionStateLayout layout = kind_->state_layout(s, o);  // validates the options
-  RFA_ASSERT(layout.tensors.size() <= size_t(kAttentionMaxStateTensors), "{} state tensors, at most {}",
-             layout.tensors.size(), kAttentionMaxStateTensors);
   tensors_ = layout.tensors;
+  if (short_conv_history_size(s) > 0) {  // the last K-1 inputs of q, k, v, in use whole at any position
+    conv_tensor_ = static_cast<int>(tensors_.size());
+    tensors_.push_back({"short_conv", {3, s.short_conv - 1, s.C()}, -1});
+  }
+  RFA_ASSERT(tensors_.size() <= size_t(kAttentionMaxStateTensors), "{} state tensors, at most {}", tensors_.size(),
+             kAttentionMaxStateTensors);
   int64_t at = 0;
   for (const AttentionStateTensor& t : tensors_) {
     offsets_.push_back(at);
@@ -139,6 +144,10 @@ template <typename T>
 void AttentionState<T>::row_reset(int b) {
   RFA_ASSERT(b >= 0 && b < options_.B, "state row {} of {}", b, options_.B);
   kind_->kernels<T>().row_reset(view(0, options_.B), b);
+  if (conv_tensor_ >= 0) {
+    T* h = tensor_row(conv_tensor_, b);
+    std::fill(h, h + tensors_[static_cast<size_t>(conv_tensor_)].size(), T(0));
+  }
 }
 
 template <typename T>
@@ -146,6 +155,7 @@ int64_t attention_state_bytes(const AttentionState<T>& st, const int64_t* pos) {
   const AttentionKindDef& kind = attention_kind_def(st.spec().kind);
   int64_t n = 0;
   for (int b = 0; b < st.rows(); ++b) n += kind.row_elements_in_use(st.spec(), st.options(), pos[b]);
+  n += st.rows() * short_conv_history_size(st.spec());  // in use whole
   return n * static_cast<int64_t>(sizeof(T));
 }
 
@@ -165,7 +175,9 @@ std::string attention_state_move_refusal(const AttentionSpec& s, const Attention
 
 int64_t attention_prefill_scratch_size(const AttentionSpec& s, const AttentionStateOptions& o, int B, int S,
                                        int threads) {
-  return attention_kind_def(s.kind).prefill_scratch_size(s, o, B, S, threads);
+  const int64_t kind = attention_kind_def(s.kind).prefill_scratch_size(s, o, B, S, threads);
+  // The convolution's ext rows borrow the scratch before the kind's prefill uses it.
+  return s.short_conv > 0 ? std::max(kind, short_conv_ext_size(s, B, S)) : kind;
 }
 
 template <typename T>
@@ -174,6 +186,22 @@ void attention_prefill(const AttentionCore& core, const AttentionWeights<T>& w, 
   const AttentionSpec& s = core.spec();
   RFA_ASSERT(call.segment_start == nullptr,
              "prefill takes no document boundaries: end the prefill before a document and reset the row");
+  if (s.short_conv > 0) {  // q, k, v convolved in place, each row continuing its own history
+    const int i = core.conv_param();
+    ShortConvCall<T> conv;
+    conv.w[0] = w[i], conv.w[1] = w[i + 1], conv.w[2] = w[i + 2];
+    conv.x[0] = in.q, conv.x[1] = in.k, conv.x[2] = in.v;
+    conv.B = call.B;
+    conv.T_len = call.T_len;
+    conv.ext = call.scratch.data;
+    RFA_ASSERT(call.scratch.size >= size_t(short_conv_ext_size(s, call.B, call.T_len)),
+               "short conv: prefill scratch of {} elements", call.scratch.size);
+    if (st.conv_tensor() >= 0) {
+      conv.hist_in = conv.hist_out = st.tensor_row(st.conv_tensor(), b0);
+      conv.hist_stride = short_conv_history_size(s);
+    }
+    short_conv_apply(s, conv);
+  }
   if (s.rope)  // each row at its absolute positions
     for (int b = 0; b < call.B; ++b) {
       const size_t row = static_cast<size_t>(b) * call.T_len * s.C();
@@ -187,6 +215,13 @@ template <typename T>
 void attention_step(const AttentionCore& core, const AttentionWeights<T>& w, AttentionState<T>& st, T* out,
                     const AttentionInputs<T>& in, const AttentionRows& rows) {
   const AttentionSpec& s = core.spec();
+  if (s.short_conv > 0) {
+    const int i = core.conv_param();
+    const T* const cw[3] = {w[i], w[i + 1], w[i + 2]};
+    T* const x[3] = {in.q, in.k, in.v};
+    T* hist = st.conv_tensor() >= 0 ? st.tensor_row(st.conv_tensor(), 0) : nullptr;
+    short_conv_apply_step(s, cw, x, hist, short_conv_history_size(s), rows);
+  }
   if (s.rope) {
     rope_rows(in.q, core.rope(), rows.n, s.H, s.Dh, rows.pos);
     rope_rows(in.k, core.rope(), rows.n, s.H, s.Dh, rows.pos);
@@ -196,7 +231,10 @@ void attention_step(const AttentionCore& core, const AttentionWeights<T>& w, Att
 
 std::string attention_state_save_refusal(const AttentionSpec& s) { return attention_kind_def(s.kind).save_refusal; }
 
-std::string attention_state_form(const AttentionSpec& s) { return attention_kind_def(s.kind).state_form(s); }
+std::string attention_state_form(const AttentionSpec& s) {
+  const std::string form = attention_kind_def(s.kind).state_form(s);
+  return s.short_conv > 0 ? form + fmt::format(", short conv {}", s.short_conv) : form;
+}
 
 #define RFA_INSTANTIATE(T)                                                                                       \
   template class AttentionState<T>;                                                                              \

@@ -1,15 +1,22 @@
 #include "attention/attention_memory.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
 #include "attention/attention_kind.h"
+#include "attention/short_conv.h"
 
 namespace rfa {
 
 AttentionDecodeMemory attention_decode_memory(const AttentionSpec& s, const AttentionStateOptions& o, int S,
                                               int threads) {
-  return attention_kind_def(s.kind).decode_memory(s, o, S, threads);
+  AttentionDecodeMemory m = attention_kind_def(s.kind).decode_memory(s, o, S, threads);
+  if (s.short_conv > 0) {  // attention_decode.cpp: the history tensor per row; its ext rows in the prefill scratch
+    m.state += double(o.B) * double(short_conv_history_size(s));
+    m.scratch = std::max(m.scratch, 3.0 * o.B * (s.short_conv - 1 + S) * s.C());
+  }
+  return m;
 }
 
 double attention_rope_table_bytes(const AttentionSpec& s, double positions) {

@@ -13,6 +13,7 @@ AttentionSpec attention_spec_make(const AttentionConfig& a, int H, int Dh) {
   s.orthogonal_features = a.orthogonal_features;
   s.sigma_init = a.sigma_init;
   s.gate_bias_init = a.gate_bias_init;
+  s.short_conv = a.short_conv;
   switch (a.kind) {
     case AttentionKind::softmax:
       break;

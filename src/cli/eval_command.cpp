@@ -4,6 +4,10 @@
 // format (the run's data.format, or --format): jsonl documents joined by EOS as one text (EOS
 // counted like any token); instruction examples (alpaca, prompt_completion) each scored alone,
 // the mean NLL that of the response tokens, the prompt's beside it (eval/example_nll.h).
+// rfa eval accuracy RUN_OR_CHECKPOINT [--split val|train] [--tokens FILE] [--json]
+// Examples (mqar recall: the answers; instruction data: the response tokens): the share of
+// targets that are the argmax of the logits, and the mean NLL over the same targets
+// (docs/recall.md).
 #include <unistd.h>
 
 #include <cmath>
@@ -162,13 +166,13 @@ void report_examples(const EvalArgs& a, const LoadedModel& m, const EvalText& te
   if (a.json) {
     std::printf("{\"checkpoint\": %s, \"step\": %lld, \"attention\": %s, \"source\": %s, \"method\": %s, "
                 "\"examples\": %lld, \"skipped\": %lld, \"tokens\": %lld, \"prompt_tokens\": %lld, \"mean_nll\": %s, "
-                "\"perplexity\": %s, \"prompt_nll\": %s%s, \"seconds\": %s}\n",
+                "\"perplexity\": %s, \"accuracy\": %s, \"prompt_nll\": %s%s, \"seconds\": %s}\n",
                 json_quote(m.checkpoint_dir).c_str(), static_cast<long long>(m.step), json_quote(kind).c_str(),
                 json_quote(text.source).c_str(), json_quote("each example alone; response tokens").c_str(),
                 static_cast<long long>(r.examples), static_cast<long long>(r.too_long),
                 static_cast<long long>(r.response_tokens), static_cast<long long>(r.prompt_tokens),
                 json_number(r.response_mean()).c_str(), json_number(std::exp(r.response_mean())).c_str(),
-                json_number(r.prompt_mean()).c_str(),
+                json_number(r.response_accuracy()).c_str(), json_number(r.prompt_mean()).c_str(),
                 pairs ? fmt::format(", \"pairs\": {}, \"pair_accuracy\": {}, \"margin\": {}", s.pairs,
                                     json_number(s.accuracy), json_number(s.margin)).c_str()
                       : "",
@@ -178,14 +182,55 @@ void report_examples(const EvalArgs& a, const LoadedModel& m, const EvalText& te
     std::printf("text           %s\n", text.source.c_str());
     std::printf("method         each example alone from an empty state; %lld scored, %lld too long skipped\n",
                 static_cast<long long>(r.examples), static_cast<long long>(r.too_long));
-    std::printf("response NLL   %.5f nats/token over %lld response tokens (EOS included)\n", r.response_mean(),
-                static_cast<long long>(r.response_tokens));
+    std::printf("response NLL   %.5f nats/token over %lld response tokens (%s)\n", r.response_mean(),
+                static_cast<long long>(r.response_tokens),
+                text.examples->docs.answers_only() ? "the answers" : "EOS included");
+    std::printf("accuracy       %.2f%% (the target is the argmax)\n", 100 * r.response_accuracy());
     std::printf("perplexity     %.4f (of the responses)\n", std::exp(r.response_mean()));
     std::printf("prompt NLL     %.5f nats/token over %lld prompt tokens\n", r.prompt_mean(),
                 static_cast<long long>(r.prompt_tokens));
     if (pairs)
       std::printf("pairs          %lld: the chosen answer preferred in %.1f%%, mean margin %.4f nats\n",
                   static_cast<long long>(s.pairs), 100 * s.accuracy, s.margin);
+    std::printf("time           %.1f s\n", seconds);
+  }
+  std::fflush(stdout);
+}
+
+// rfa eval accuracy: examples only.
+void run_accuracy(const EvalArgs& a) {
+  LoadedModel m = model_load(a.model, a.options.precision);
+  const EvalText text = text_load(a, m);
+  if (!text.examples)
+    fail("rfa eval accuracy scores examples (data.format mqar, alpaca, prompt_completion), but {} holds {} data; use "
+         "`rfa eval perplexity` for a text",
+         text.source, enum_name(format_of(a, m)));
+  Timer clock;
+  const ExampleNll r = examples_evaluate(*m.model, *text.examples, a.options.precision);
+  if (r.examples == 0)
+    fail("none of the {} examples of {} fits model.context_length + 1 = {} tokens; nothing was scored",
+         text.examples->count, text.source, m.config.model.context_length + 1);
+  const double seconds = clock.seconds();
+  const std::string kind = model_spec_attention_text(m.model->spec);
+  const char* what = text.examples->docs.answers_only() ? "answers" : "response tokens";
+  if (a.json) {
+    std::printf("{\"checkpoint\": %s, \"step\": %lld, \"attention\": %s, \"source\": %s, \"targets\": %s, "
+                "\"examples\": %lld, \"skipped\": %lld, \"scored\": %lld, \"correct\": %lld, \"accuracy\": %s, "
+                "\"mean_nll\": %s, \"seconds\": %s}\n",
+                json_quote(m.checkpoint_dir).c_str(), static_cast<long long>(m.step), json_quote(kind).c_str(),
+                json_quote(text.source).c_str(), json_quote(what).c_str(), static_cast<long long>(r.examples),
+                static_cast<long long>(r.too_long), static_cast<long long>(r.response_tokens),
+                static_cast<long long>(r.response_correct), json_number(r.response_accuracy()).c_str(),
+                json_number(r.response_mean()).c_str(), json_number(seconds).c_str());
+  } else {
+    std::printf("checkpoint     %s (step %lld, %s)\n", m.checkpoint_dir.c_str(), static_cast<long long>(m.step),
+                kind.c_str());
+    std::printf("data           %s\n", text.source.c_str());
+    std::printf("examples       %lld scored, each alone from an empty state; %lld too long skipped\n",
+                static_cast<long long>(r.examples), static_cast<long long>(r.too_long));
+    std::printf("accuracy       %.4f (%lld of %lld %s: the target is the argmax)\n", r.response_accuracy(),
+                static_cast<long long>(r.response_correct), static_cast<long long>(r.response_tokens), what);
+    std::printf("mean NLL       %.5f nats/token over the same %s\n", r.response_mean(), what);
     std::printf("time           %.1f s\n", seconds);
   }
   std::fflush(stdout);
@@ -269,6 +314,16 @@ void register_eval_command(CLI::App& app, CommandAction& action) {
       ->check(cli_integer<int>(1));
   cli_add_precision(*cmd, args->options.precision);
   cmd->callback([args, &action] { action = [args] { run_eval(*args); }; });
+
+  auto acc = std::make_shared<EvalArgs>();
+  CLI::App* accuracy = group->add_subcommand(
+      "accuracy", "Examples (mqar: the answers): share of targets that are the argmax, and their mean NLL");
+  accuracy->add_option("model", acc->model, "Run directory or checkpoint directory")->required();
+  accuracy->add_option("--split", acc->split, "Split of the run's token file: val or train")->capture_default_str();
+  accuracy->add_option("--tokens", acc->tokens_path, "Token file (default: the config's data.tokens)");
+  accuracy->add_flag("--json", acc->json, "Print one JSON object instead of a table");
+  cli_add_precision(*accuracy, acc->options.precision);
+  accuracy->callback([acc, &action] { action = [acc] { run_accuracy(*acc); }; });
 }
 
 }  // namespace rfa

@@ -24,8 +24,8 @@ enum class Precision { fp32, bf16 };  // of the matrix products (docs/bf16.md)
 enum class GateKind { scalar, feature };       // rfa_gate: one gate per head, or one per state feature
 enum class TimeDiscountKind { none, log };     // RFA kinds: the feature written at position t scaled by log(t + c)
 // data.format: one text; JSON Lines documents {"text"}; instruction examples; preference pairs (DPO)
-// (docs/fine-tuning.md).
-enum class DataFormat { text, jsonl, alpaca, prompt_completion, preference };
+// (docs/fine-tuning.md); mqar: multi-query associative recall written by `rfa data mqar` (docs/recall.md).
+enum class DataFormat { text, jsonl, alpaca, prompt_completion, preference, mqar };
 enum class DocumentBoundaries { none, reset };  // attention across a document's start: runs on, or restarts
 enum class Packing { pad, pack };               // instruction examples: one per row, or several
 enum class PromptTemplate { alpaca, alpaca_short };  // how an alpaca example's instruction and input become a prompt
@@ -60,6 +60,9 @@ struct AttentionConfig {
   double time_discount_c = 2.0;      // c of log(t + c); > 1 so that every weight is positive
   int64_t time_discount_horizon = 0; // t held at this position past it (log(min(t, horizon) + c)); 0 = no cap
   double sigma_init = 1.0;
+  // Every kind: a causal depthwise convolution of this many taps on q, k and v before the
+  // attention (and before RoPE); 0 = none (docs/short-conv.md).
+  int short_conv = 0;
   // Each layer's own kind and options: "" = the keys above in every layer; else one entry per
   // layer, "3*rfa_gate gate=feature, softmax" (config/config_layers.h).
   std::string layers = "";
@@ -171,10 +174,13 @@ std::string config_tokens_path(const DataConfig& d);
 // another corpus (or kind, or vocab) gets its own; one that was trained on another corpus than
 // the configured one (two lists alike in first path and length) warns (data/data_setup.h).
 std::string config_tokenizer_path(const Config& c);
-// alpaca and prompt_completion: (prompt, response) examples, the loss on the response.
+// alpaca and prompt_completion: (prompt, response) examples, the loss on the response; mqar:
+// recall examples, the loss on the answers (docs/recall.md).
 inline bool config_supervised(const DataConfig& d) {
-  return d.format == DataFormat::alpaca || d.format == DataFormat::prompt_completion;
+  return d.format == DataFormat::alpaca || d.format == DataFormat::prompt_completion || d.format == DataFormat::mqar;
 }
+// mqar: the data is generated (`rfa data mqar`), not encoded from a corpus.
+inline bool config_generated(const DataConfig& d) { return d.format == DataFormat::mqar; }
 // preference: (prompt, chosen, rejected) pairs, trained by DPO against the --init-from model.
 inline bool config_preference(const DataConfig& d) { return d.format == DataFormat::preference; }
 inline PositionKind config_positions(const AttentionConfig& a) {

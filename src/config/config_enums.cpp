@@ -20,7 +20,8 @@ constexpr EnumName<DataFormat> kDataFormats[] = {{DataFormat::text, "text"},
                                                  {DataFormat::jsonl, "jsonl"},
                                                  {DataFormat::alpaca, "alpaca"},
                                                  {DataFormat::prompt_completion, "prompt_completion"},
-                                                 {DataFormat::preference, "preference"}};
+                                                 {DataFormat::preference, "preference"},
+                                                 {DataFormat::mqar, "mqar"}};
 constexpr EnumName<DocumentBoundaries> kBoundaries[] = {{DocumentBoundaries::none, "none"},
                                                         {DocumentBoundaries::reset, "reset"}};
 constexpr EnumName<Packing> kPackings[] = {{Packing::pad, "pad"}, {Packing::pack, "pack"}};

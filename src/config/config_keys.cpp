@@ -55,6 +55,9 @@ const ConfigKey kKeys[] = {
     {RFA_FIELD(attention, time_discount), kAny, "RFA kinds: log scales the feature written at position t by log(t + c); softmax ignores it"},
     {RFA_FIELD(attention, time_discount_c), above(1), "c of the time discount log(t + c)"},
     {RFA_FIELD(attention, time_discount_horizon), at_least(0), "the discount's t held past this position; 0 = no cap"},
+    {RFA_FIELD(attention, short_conv), in_range(0, 64),
+     "every kind: taps of a causal depthwise convolution on q, k and v before the attention; 0 = none "
+     "(docs/short-conv.md)"},
     {RFA_FIELD(attention, layers), kAny,
      "each layer's kind and overrides of these keys: \"\" = the keys above in every layer; else one entry per layer, "
      "e.g. \"3*rfa_gate gate=feature, softmax\" (N* repeats an entry)"},
@@ -82,7 +85,7 @@ const ConfigKey kKeys[] = {
     {RFA_FIELD(data, format), kAny,
      "text: UTF-8 text, files joined by EOS; jsonl: {\"text\"} documents; alpaca: {\"instruction\",\"input\",\"output\"}; "
      "prompt_completion: {\"prompt\",\"completion\"}; preference: {\"prompt\",\"chosen\",\"rejected\"} for DPO (JSON Lines, "
-     "each document ends with EOS)"},
+     "each document ends with EOS); mqar: recall examples written by `rfa data mqar` (docs/recall.md)"},
     {RFA_FIELD(data, document_boundaries), kAny,
      "none: attention runs on across documents joined by EOS (GPT-style pretraining; text runs unchanged); reset: "
      "it restarts at each document's first token (RFA state empty, softmax masked, RoPE and time-discount "

@@ -77,6 +77,9 @@ std::vector<std::string> corpus_files(const std::string& corpus) {
 }
 
 CorpusSource corpus_source(const std::string& corpus, DataFormat format, PromptTemplate prompt_template) {
+  if (format == DataFormat::mqar)
+    fail("data.format mqar has no corpus to read ({}): its token file is written by `rfa data mqar` (docs/recall.md)",
+         corpus);
   CorpusSource s;
   s.files = corpus_files(corpus);
   s.format = format;

@@ -183,6 +183,19 @@ void data_encode_with(const Config& config, const Tokenizer& tokenizer) {
 }
 
 Tokenizer data_ensure(const Config& config, bool encode_always) {
+  if (config_generated(config.data)) {  // mqar: written whole by `rfa data mqar`, nothing to encode
+    const std::string tokens = config_tokens_path(config.data), tokenizer = config_tokenizer_path(config);
+    if (encode_always)
+      fail("data.format {} is generated, not encoded from a corpus: run `rfa data mqar --out DIR ...` and train with "
+           "--config DIR/mqar.yaml (docs/recall.md)",
+           enum_name(config.data.format));
+    for (const std::string& path : {tokens, tokenizer})
+      if (!std::filesystem::exists(path))
+        fail("{} does not exist; data.format {} is written by `rfa data mqar --out DIR ...`, whose DIR/mqar.yaml names "
+             "its token file and tokenizer (docs/recall.md)",
+             path, enum_name(config.data.format));
+    return Tokenizer::load(tokenizer);
+  }
   const bool encode = encode_always || !std::filesystem::exists(config_tokens_path(config.data));
   if (encode) corpus_text_check(config);  // before a tokenizer is trained from it
   const std::string tokenizer_path = config_tokenizer_path(config);

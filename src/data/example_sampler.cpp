@@ -10,7 +10,11 @@ namespace rfa {
 
 int64_t example_supervised(const DocumentTable& docs, int64_t d, bool train_on_prompt) {
   const int64_t n = docs.end(d) - docs.start(d), p = docs.response_start(d) - docs.start(d);
-  return n - (train_on_prompt ? 1 : std::max<int64_t>(p, 1));  // targets t[j], j in [max(p, 1), n)
+  if (train_on_prompt) return n - 1;
+  if (!docs.answers_only()) return n - std::max<int64_t>(p, 1);  // targets t[j], j in [max(p, 1), n)
+  int64_t answers = 0;  // mqar: t[j], j in [max(p, 1), n), at odd offsets j - p
+  for (int64_t j = std::max<int64_t>(p, 1); j < n; ++j) answers += docs.response_target(j, p);
+  return answers;
 }
 
 ExampleSampler::ExampleSampler(const TokenSplit& tokens, const DocumentTable& docs, int64_t first, int64_t count,
@@ -127,7 +131,10 @@ void ExampleSampler::fill_row(int64_t row, int b, TokenBatch& out) const {
       }
       if (q == 0) continue;  // the row's first token is no target
       // t[0] of an example is predicted by nothing in it: across examples, no target.
-      const TargetRole role = j == 0 ? TargetRole::none : j < p ? TargetRole::prompt : TargetRole::response;
+      // mqar: only the answers are response targets; the query keys and EOS count as prompt.
+      const TargetRole role = j == 0                                  ? TargetRole::none
+                              : j < p || !docs_.response_target(j, p) ? TargetRole::prompt
+                                                                      : TargetRole::response;
       const bool trained = role == TargetRole::response || (role == TargetRole::prompt && layout_.train_on_prompt);
       targets[q - 1] = trained ? t : -1;
       roles[q - 1] = static_cast<uint8_t>(role);

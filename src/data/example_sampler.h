@@ -91,7 +91,8 @@ class ExampleSampler {
   std::vector<int64_t> row_begin_;  // row k holds order_[row_begin_[k] .. row_begin_[k+1])
 };
 
-// The targets example document `d` trains on (n - max(p, 1), or n - 1 with the prompt), as above.
+// The targets example document `d` trains on (n - max(p, 1), or n - 1 with the prompt; mqar: its
+// answers, DocumentTable::response_target), as above.
 int64_t example_supervised(const DocumentTable& docs, int64_t d, bool train_on_prompt);
 
 }  // namespace rfa

@@ -178,7 +178,7 @@ TokenSplit TokenFile::all() const {
 DocumentTable TokenFile::documents() const {
   if (header_.version != kTokenFileDocumentsVersion) return {};
   return DocumentTable(static_cast<const unsigned char*>(map_) + token_file_table_offset(header_), header_.documents,
-                       header_.tokens);
+                       header_.tokens, header_.format == DataFormat::mqar);
 }
 
 }  // namespace rfa

@@ -18,7 +18,7 @@
 // Version 3 only (a corpus of several files, or JSON Lines documents or examples):
 //   64 u64      documents D >= 1
 //   72 u64      split_document: documents [0, split_document) start before `split`
-//   80 u32      data.format of the corpus: 0 text, 1 jsonl, 2 alpaca, 3 prompt_completion, 4 preference
+//   80 u32      data.format of the corpus: 0 text, 1 jsonl, 2 alpaca, 3 prompt_completion, 4 preference, 5 mqar
 //   84 u32      data.template that rendered alpaca prompts: 1 alpaca, 2 alpaca_short; else 0
 //   88 u32      the end-of-sequence id that ends each document (text: joins the files)
 //   92..127     zero
@@ -27,7 +27,8 @@
 //   version 3: zero padding to a multiple of 8 bytes, then D x (i64 start, i64 response_start):
 //              document d is tokens [start_d, start_{d+1}) (the last ends at N), and its
 //              targets from response_start_d on are its response (= start_d for jsonl and
-//              text documents: everything is trained on).
+//              text documents: everything is trained on; for mqar only every second one from
+//              there, the answers: DocumentTable::response_target).
 // A single text file is written as version 2, byte for byte as before documents existed.
 // Version 1 (before the header checksum; bytes 20..23 were 0) is refused: token
 // files are derived data, rebuilt by `rfa data prepare`.
@@ -72,8 +73,9 @@ inline int token_file_header_size(uint32_t version) {
 class DocumentTable {
  public:
   DocumentTable() = default;
-  DocumentTable(const unsigned char* entries, int64_t documents, int64_t tokens)
-      : entries_(entries), size_(documents), tokens_(tokens) {}
+  // answers_only: an mqar file, whose response targets are the answers alone (response_target).
+  DocumentTable(const unsigned char* entries, int64_t documents, int64_t tokens, bool answers_only = false)
+      : entries_(entries), size_(documents), tokens_(tokens), answers_only_(answers_only) {}
 
   int64_t size() const { return size_; }  // D; 0 for a version 2 file
   int64_t start(int64_t d) const;           // first token of document d
@@ -81,11 +83,17 @@ class DocumentTable {
   int64_t response_start(int64_t d) const;  // its first response token (= start for plain documents)
   // The first document that ends after token `pos` (binary search); size() if none.
   int64_t find(int64_t pos) const;
+  // Whether target t[j] of a document whose response starts at index p (both relative to the
+  // document's start; j >= p) is trained on as response: every one, or in an mqar file only
+  // those at odd offsets j - p, the answers after each query key (docs/recall.md).
+  bool response_target(int64_t j, int64_t p) const { return !answers_only_ || (j - p) % 2 == 1; }
+  bool answers_only() const { return answers_only_; }
 
  private:
   const unsigned char* entries_ = nullptr;  // (D, 2) i64
   int64_t size_ = 0;
   int64_t tokens_ = 0;
+  bool answers_only_ = false;
 };
 
 // A read-only view of one split inside a mapped token file (valid while the TokenFile lives).

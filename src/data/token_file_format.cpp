@@ -24,10 +24,11 @@ T get(const unsigned char* p) {
 }
 
 constexpr size_t kChecksumOffset = 20;
-constexpr int kMaxFormat = static_cast<int>(DataFormat::preference);
+constexpr int kMaxFormat = static_cast<int>(DataFormat::mqar);
 static_assert(static_cast<int>(DataFormat::text) == 0 && static_cast<int>(DataFormat::jsonl) == 1 &&
                   static_cast<int>(DataFormat::alpaca) == 2 &&
-                  static_cast<int>(DataFormat::prompt_completion) == 3 && kMaxFormat == 4,
+                  static_cast<int>(DataFormat::prompt_completion) == 3 &&
+                  static_cast<int>(DataFormat::preference) == 4 && kMaxFormat == 5,
               "the file's format codes (docs/reimplementing.md)");
 
 [[noreturn]] void fail_corrupt(const std::string& path, const std::string& what) {
@@ -142,7 +143,7 @@ void token_file_documents_check(const TokenSplit& tokens, const DocumentTable& d
                                 const std::string& path) {
   const int64_t D = docs.size(), N = h.tokens;
   const bool examples = h.format == DataFormat::alpaca || h.format == DataFormat::prompt_completion ||
-                        h.format == DataFormat::preference;
+                        h.format == DataFormat::preference || h.format == DataFormat::mqar;
   if (h.format == DataFormat::preference && (D % 2 != 0 || h.split_document % 2 != 0))
     fail_corrupt(path, fmt::format("{} documents split at {}: preference pairs come as two documents", D,
                                    h.split_document));

@@ -11,6 +11,32 @@
 
 namespace rfa {
 
+int32_t logits_argmax(const float* logits, int V) {
+  int32_t best = 0;
+  for (int i = 1; i < V; ++i)
+    if (logits[i] > logits[best]) best = i;
+  return best;
+}
+
+double example_score(const float* logits, int V, const int32_t* x, int64_t n, int64_t p, const DocumentTable& docs,
+                     ExampleNll& r) {
+  double response = 0;
+  for (int64_t j = 1; j < n; ++j) {
+    const float* row = logits + (j - 1) * V;
+    const double nll = token_nll(row, V, x[j]);
+    if (j >= p && docs.response_target(j, p)) {
+      response += nll;
+      r.response_sum += nll;
+      ++r.response_tokens;
+      r.response_correct += logits_argmax(row, V) == x[j];
+    } else {
+      r.prompt_sum += nll;
+      ++r.prompt_tokens;
+    }
+  }
+  return response;
+}
+
 DecoderOptions example_decoder_options(int max_tokens, Precision precision) {
   RFA_ASSERT(max_tokens >= 2, "examples of {} tokens", max_tokens);
   DecoderOptions o;
@@ -41,18 +67,7 @@ ExampleNll example_nll(Decoder<float>& dec, const ExampleSet& set, int max_token
     set.tokens.copy(s, n, scratch.data());
     dec.reset();
     const float* logits = dec.prefill(scratch.data(), static_cast<int>(n - 1));  // row j - 1 predicts t[j]
-    double response = 0;
-    for (int64_t j = 1; j < n; ++j) {
-      const double nll = token_nll(logits + (j - 1) * V, V, scratch[static_cast<size_t>(j)]);
-      if (j >= p) {
-        response += nll;
-        r.response_sum += nll;
-        ++r.response_tokens;
-      } else {
-        r.prompt_sum += nll;
-        ++r.prompt_tokens;
-      }
-    }
+    const double response = example_score(logits, V, scratch.data(), n, p, set.docs, r);
     ++r.examples;
     if (logprobs) (*logprobs)[static_cast<size_t>(d - set.first)] = -response;
   }

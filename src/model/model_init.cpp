@@ -87,6 +87,9 @@ void model_init(Model<T>& m, uint64_t seed) {
       case ParamInit::Kind::constant:
         for (int64_t j = 0; j < e.numel; ++j) p[j] = static_cast<T>(e.init.value);
         break;
+      case ParamInit::Kind::first_row:
+        for (int64_t j = 0; j < e.numel; ++j) p[j] = static_cast<T>(j < e.init.row ? e.init.value : 0.0);
+        break;
       case ParamInit::Kind::normal: {
         const double std = s.model.init_std * e.init.value;
         CounterRng rng(seed, 0x1417, i);

@@ -45,6 +45,16 @@ bool ModelSpec::attn_state_grows() const {
 }
 
 std::string model_spec_attention_text(const ModelSpec& s) {
+  const int conv = s.attn.empty() ? 0 : s.attn[0].short_conv;
+  bool same_conv = true;
+  for (const AttentionSpec& a : s.attn) same_conv = same_conv && a.short_conv == conv;
+  const std::string suffix = !same_conv ? " (short_conv per layer)"
+                             : conv > 0 ? fmt::format(" (short_conv {})", conv)
+                                        : std::string();
+  return model_spec_kinds_text(s) + suffix;
+}
+
+std::string model_spec_kinds_text(const ModelSpec& s) {
   std::string out;
   for (size_t l = 0; l < s.attn.size();) {
     size_t run = 1;  // layers of the same kind in a row

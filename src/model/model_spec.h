@@ -27,5 +27,7 @@ ModelSpec model_spec_make(const ModelConfig& model, const AttentionConfig& atten
 
 // "rfa_gate" when every layer has that kind; else the layers in order, "rfa_gate x3, softmax": for logs.
 std::string model_spec_attention_text(const ModelSpec& spec);
+// The kinds alone, without the short convolution: "rfa_gate", "rfa_gate x3, softmax".
+std::string model_spec_kinds_text(const ModelSpec& spec);
 
 }  // namespace rfa

@@ -14,11 +14,15 @@ namespace rfa {
 // How model_init fills a tensor: normal(0, init_std * value) from the tensor's own
 // stream, or the constant `value`.
 struct ParamInit {
-  enum class Kind { normal, constant };
+  // first_row: `value` in the first `row` elements (row 0 of a (rows, row) tensor), 0 after them
+  // (a convolution's taps as the identity)
+  enum class Kind { normal, constant, first_row };
   Kind kind = Kind::normal;
   double value = 1.0;
+  int64_t row = 0;  // first_row: the row's length
   static ParamInit normal(double std_scale) { return {Kind::normal, std_scale}; }
   static ParamInit constant(double v) { return {Kind::constant, v}; }
+  static ParamInit first_row(double v, int64_t row) { return {Kind::first_row, v, row}; }
 };
 
 struct ParamEntry {

@@ -110,15 +110,18 @@ void TrainBatches::log(const TrainSession& session) const {
              enum_name(config_.data.format), k.kept, examples_->rows(), enum_name(config_.data.packing),
              config_.data.packing == Packing::pad ? "one per row" : "whole examples back to back",
              k.too_long, config_.model.context_length + 1, k.nothing_to_learn,
-             config_.data.train_on_prompt ? "prompt and the response" : "response and its EOS only");
+             config_.data.train_on_prompt           ? "prompt and the response"
+             : config_.data.format == DataFormat::mqar ? "answers only (the value after each query key)"
+                                                       : "response and its EOS only");
     if (config_.data.packing == Packing::pack)
       log_info("train", "data.document_boundaries {}: {}", enum_name(config_.data.document_boundaries),
                config_.data.document_boundaries == DocumentBoundaries::reset
                    ? "the attention restarts at each packed example's first token (as if each had its own row)"
                    : "the attention runs across the packed examples of a row (set reset to restart at each)");
-    log_info("train", "val loss: mean response-token NLL of {} held-out examples (each alone from an empty state; "
+    log_info("train", "val loss: mean {} NLL of {} held-out examples (each alone from an empty state; "
              "{} too long are skipped), the prompt's NLL beside it; as `rfa eval perplexity` computes it",
-             val_counts_.kept, val_counts_.too_long);
+             config_.data.format == DataFormat::mqar ? "answer" : "response-token", val_counts_.kept,
+             val_counts_.too_long);
     return;
   }
   if (streams_)

@@ -29,9 +29,10 @@ StreamCheckpoint::StreamCheckpoint(TrainSession& session, const StreamSampler& s
   const int A = streams.micro_batches(), B = streams.batch_size();
   RFA_ASSERT(slot_ > 0 && A == session.config().train.grad_accum * dist_size(),
              "stream checkpoint: carry slot {}, {} micro-batches", slot_, A);
-  // Layers alike: (A, L, B, carry shape); else every layer's (B, carry shape) one after another, flat.
+  // Layers alike: (A, L, B, carry shape); else every layer's (B, carry shape) one after another, flat
+  // (also with a short convolution, whose history follows the kind's B rows: attention_carry_shape).
   shape_ = {A, slot_};
-  if (s.attn_uniform()) {
+  if (s.attn_uniform() && s.attn[0].short_conv == 0) {
     shape_ = {A, s.L, B};
     for (int64_t d : attention_carry_shape(s.attn[0])) shape_.push_back(d);  // RFA kinds (H, F, Dh+1)
   }

@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "model/model_forward.h"
 #include "support/attention_variants.h"
+#include "support/conv_taps.h"
 #include "support/decoder_cases.h"
 #include "support/gradcheck.h"
 #include "support/tiny_model.h"
@@ -28,6 +29,7 @@ template <typename T>
 void check_kind(const ModelSpec& spec, double rtol, double atol) {
   Model<T> model(spec);
   model_init(model, 11);
+  test::conv_taps_randomize(model, 11);  // the short convolution's variants: not the identity
   const std::vector<int32_t> tokens = tokens_make(5);
   const std::vector<T> full = full_forward(model, tokens);
   const size_t n = full.size();

@@ -63,7 +63,10 @@ TEST_CASE("memory estimate: parameters and activations equal the allocated sizes
 }
 
 TEST_CASE("memory estimate: a stateful run's carried states are the session's and the checkpoint's arenas") {
+  for (int short_conv : {0, 3}) {
+  CAPTURE(short_conv);
   Config c = test::tiny_config(AttentionKind::rfa_gate, {.context = 16});
+  c.attention.short_conv = short_conv;
   c.train.batch_size = 3;
   c.train.grad_accum = 2;
   c.train.stateful = true;
@@ -76,6 +79,10 @@ TEST_CASE("memory estimate: a stateful run's carried states are the session's an
         arena(2 * 2 * slot * 4) + arena(ranks * 2 * slot * 4) + arena(ranks * 2 * 3 * 8.0));
   c.train.stateful = false;
   CHECK(part_bytes(memory_estimate_train(spec, c.train, 1, 4), "carried states") == 0);
+  // Per layer and row: the RFA state (H, F = 2D, Dh + 1) and the convolution's history (3, K-1, C).
+  const int64_t Dh = spec.C / spec.H, history = short_conv > 0 ? 3 * (short_conv - 1) * int64_t(spec.C) : 0;
+  CHECK(session.carry_slot() == spec.L * 3 * (spec.H * 2 * spec.attn[0].D * (Dh + 1) + history));
+  }
 }
 
 TEST_CASE("memory estimate: a model at the keys' bounds is estimated without overflow and refused") {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attention/attention_core.h"
+#include "support/conv_taps.h"
 #include "config/config.h"
 #include "model/model.h"
 #include "model/model_forward.h"
@@ -35,10 +36,11 @@ double max_diff(const double* seg, int Ts, const double* all, int Tall, int offs
 
 namespace {
 
-void check_two_segments_equal_one_pass(const ModelSpec& spec) {
+void check_two_segments_equal_one_pass(const ModelSpec& spec, bool conv_noise = false) {
   {
     Model<double> model(spec);
     model_init(model, 21);
+    if (conv_noise) test::conv_taps_randomize(model, 5);
     const int B = 2, T1 = 7, T2 = 10, T = T1 + T2, C = spec.C, V = spec.V, L = spec.L;
     std::vector<int32_t> all_in(B * T), in1(B * T1), in2(B * T2);
     for (int i = 0; i < B * T; ++i) all_in[i] = (i * 7 + 2) % V;
@@ -88,6 +90,18 @@ TEST_CASE("model carry: two segments with the state carried equal one pass over 
     Config c = test::tiny_config(AttentionKind::rfa_gate, shape);
     c.attention.gate = GateKind::feature;
     check_two_segments_equal_one_pass(test::tiny_spec(c));
+  }
+  SUBCASE("short convolution: its last K-1 inputs carried beside the state") {
+    for (int K : {2, 4, 9}) {  // 9: the history reaches past the 7-token first segment
+      CAPTURE(K);
+      for (AttentionKind kind : {AttentionKind::rfa, AttentionKind::rfa_gate}) {
+        Config c = test::tiny_config(kind, shape);
+        c.attention.short_conv = K;
+        const ModelSpec spec = test::tiny_spec(c);
+        // Random taps: at init the convolution is the identity, which would carry nothing.
+        check_two_segments_equal_one_pass(spec, /*conv_noise=*/true);
+      }
+    }
   }
   SUBCASE("time discount: the second segment continues the first's positions (ModelCarry::pos0)") {
     for (GateKind gate : {GateKind::scalar, GateKind::feature}) {

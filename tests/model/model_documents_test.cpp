@@ -13,6 +13,7 @@
 #include "model/model.h"
 #include "model/model_forward.h"
 #include "support/attention_variants.h"
+#include "support/conv_taps.h"
 #include "support/gradcheck.h"
 #include "support/model_gradcheck.h"
 #include "support/tiny_model.h"
@@ -73,6 +74,7 @@ TEST_CASE("model documents: a packed row equals its documents run separately (lo
     const ModelSpec spec = documents_spec(v, T);
     Model<double> model(spec);
     model_init(model, 7);
+    test::conv_taps_randomize(model, 7);  // the short convolution's variants: not the identity
     perturb_norms_and_sigma(model);
     const double* random = model.random_fixed();
     Activations<double> packed(spec, B, T);
@@ -122,6 +124,7 @@ TEST_CASE("model documents: editing one document changes no logit of another") {
     const ModelSpec spec = test::tiny_spec(test::with_variant(c, v));
     Model<float> model(spec);
     model_init(model, 9);
+    test::conv_taps_randomize(model, 9);  // the short convolution's variants: not the identity
     Activations<float> acts(spec, 1, T);
     std::vector<int32_t> inputs(T);
     for (int t = 0; t < T; ++t) inputs[t] = (t * 5 + 3) % V;
@@ -159,6 +162,7 @@ TEST_CASE("model documents: gradient with document boundaries against finite dif
     const ModelSpec spec = documents_spec(v, T);
     Model<double> model(spec);
     model_init(model, 7);
+    test::conv_taps_randomize(model, 7);  // the short convolution's variants: not the identity
     perturb_norms_and_sigma(model);
     Activations<double> acts(spec, B, T);
     ModelCarry<double> docs;
@@ -179,6 +183,7 @@ TEST_CASE("model documents: a boundary at a row's first token discards the carri
     const ModelSpec spec = documents_spec(v, T);
     Model<double> model(spec);
     model_init(model, 5);
+    test::conv_taps_randomize(model, 5);  // the short convolution's variants: not the identity
     int64_t carry_size = 0;
     for (const AttentionSpec& a : spec.attn) carry_size += attention_carry_size(a, B);
     const std::vector<double> state = test::random_vector<double>(static_cast<size_t>(carry_size), 11, 0.5);

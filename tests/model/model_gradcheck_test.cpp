@@ -18,8 +18,9 @@ using namespace rfa;
 
 namespace {
 
-// A tiny model with a variant's attention (support/attention_variants.h).
-ModelSpec variant_spec(const test::AttentionVariant& v, bool tied) {
+// A tiny model with a variant's attention (support/attention_variants.h); short_conv > 0
+// sets that many taps on top of the variant.
+ModelSpec variant_spec(const test::AttentionVariant& v, bool tied, int short_conv = 0) {
   // init_std 0.5: large enough that every path carries a visible gradient;
   // chunk 2: T = 5 spans three chunks, the last one partial.
   Config c = test::tiny_config(AttentionKind::softmax, {.vocab = 11, .context = 5, .d_model = 8, .num_features = 3,
@@ -28,17 +29,20 @@ ModelSpec variant_spec(const test::AttentionVariant& v, bool tied) {
   c.attention.denominator_floor = 1e-6;
   c.attention.gate_bias_init = 0.5;
   c.attention.sigma_init = 1.3;
-  return test::tiny_spec(test::with_variant(c, v));
+  Config cv = test::with_variant(c, v);
+  if (short_conv > 0) cv.attention.short_conv = short_conv;
+  return test::tiny_spec(cv);
 }
 
 void check_model_gradients(const ModelSpec& spec) {
   const int B = 2, T = 5;
   Model<double> model(spec);
   model_init(model, 7);
-  // Nudge norms and sigma away from their constant init so their gradients are generic.
+  // Nudge norms, sigma and the short convolution (the identity at init) away from their
+  // constant init so their gradients are generic.
   std::vector<double> noise = test::random_vector<double>(static_cast<size_t>(model.param_size()), 3, 0.1);
   for (const ParamEntry& e : model.table.entries())
-    if (e.shape.size() == 1 || e.name.find("sigma") != std::string::npos)
+    if (e.shape.size() == 1 || e.name.find("sigma") != std::string::npos || e.name.find("attn.conv_") != std::string::npos)
       for (int64_t i = 0; i < e.numel; ++i) model.params()[e.offset + i] += noise[static_cast<size_t>(e.offset + i)];
   Activations<double> acts(spec, B, T);
   std::vector<int32_t> inputs = {1, 4, 9, 0, 3, 10, 2, 2, 7, 5};
@@ -59,6 +63,14 @@ TEST_CASE("model gradcheck: every tensor, every attention kind and option (tied 
     const bool tied = i % 2 == 0;
     INFO("variant ", std::string(variants[i].name), ", tied ", tied);
     check_model_gradients(variant_spec(variants[i], tied));
+  }
+}
+
+TEST_CASE("model gradcheck: the short convolution on q, k, v, on rfa_gate and on softmax with rope") {
+  for (int K : {2, 4}) {  // K = 4 reaches back past the chunk of 2
+    CAPTURE(K);
+    check_model_gradients(variant_spec(test::attention_variant("rfa_gate gaussian"), true, K));
+    check_model_gradients(variant_spec(test::attention_variant("softmax (rope)"), true, K));
   }
 }
 

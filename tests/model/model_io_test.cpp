@@ -9,6 +9,7 @@
 #include "model/model_flops.h"
 #include "model/model_forward.h"
 #include "model/model_io.h"
+#include "support/conv_taps.h"
 #include "support/temp_dir.h"
 #include "support/tiny_model.h"
 
@@ -16,16 +17,23 @@ using namespace rfa;
 
 namespace {
 
-ModelSpec small_spec(AttentionKind kind, bool tied) { return test::tiny_spec(kind, {.vocab = 30, .tied = tied}); }
+ModelSpec small_spec(AttentionKind kind, bool tied, int short_conv = 0) {
+  Config c = test::tiny_config(kind, {.vocab = 30, .tied = tied});
+  c.attention.short_conv = short_conv;
+  return test::tiny_spec(c);
+}
 
 }  // namespace
 
 TEST_CASE("model io: save and load round-trips every tensor") {
-  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
-    ModelSpec spec = small_spec(kind, kind == AttentionKind::softmax);
+  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate})
+  for (int short_conv : {0, 3}) {
+    CAPTURE(short_conv);
+    ModelSpec spec = small_spec(kind, kind == AttentionKind::softmax, short_conv);
     Model<float> a(spec), b(spec);
     model_init(a, 3);
     model_init(b, 4);
+    test::conv_taps_randomize(a, 3);  // else both hold the identity taps
     std::vector<float> m(static_cast<size_t>(a.param_size()), 0.5f), v(m.size(), 0.25f), m2(m.size()), v2(m.size());
     test::TempDir dir;
     safetensors_write(dir / "model.safetensors", model_tensor_refs(a));
@@ -43,6 +51,11 @@ TEST_CASE("model io: save and load round-trips every tensor") {
       CHECK(v2[static_cast<size_t>(e.offset + e.numel - 1)] == 0.25f);
     }
     CHECK((fm.find("layers.1.attn.random") != nullptr) == (kind != AttentionKind::softmax));
+    for (const char* name : {"layers.0.attn.conv_q", "layers.1.attn.conv_k", "layers.1.attn.conv_v"}) {
+      const Tensor* t = fm.find(name);  // (K, C) each, in the checkpoint by name
+      REQUIRE((t != nullptr) == (short_conv > 0));
+      if (t) CHECK(t->shape == std::vector<int64_t>{short_conv, spec.C});
+    }
   }
 }
 

@@ -103,6 +103,25 @@ inline const std::vector<AttentionVariant>& attention_variants() {
                                         c.model.n_layers);
        },
        false, true, true},
+      // The short convolution on q, k, v (attention.short_conv, docs/short-conv.md), on a kind
+      // with a carried state and on softmax with RoPE, and per layer with other tap counts.
+      {"rfa_gate short conv 4",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa_gate;
+         c.attention.short_conv = 4;
+       }},
+      {"softmax (rope) short conv 4",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::softmax;
+         c.attention.short_conv = 4;
+       },
+       true, false, false, true},
+      {"layers: rfa_gate short conv 3 and rfa short conv 2 in turn",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa_gate;
+         c.attention.layers = alternate("rfa_gate short_conv=3", "rfa short_conv=2", c.model.n_layers);
+       },
+       false, true, true},
   };
   return all;
 }

@@ -140,3 +140,29 @@ TEST_CASE("no allocation: a decode step (Decoder::step, step_rows) and sampling,
     CHECK(dec.position(0) == 4 + 2 * 13);  // 13 decode steps ran: rows 0 and 2 move twice in each
   }
 }
+
+TEST_CASE("no allocation: decoder prefill and step (double path), every variant") {
+  for (const test::AttentionVariant& v : test::attention_variants()) {
+    INFO("variant ", std::string(v.name));
+    const Config c = small_config(v);
+    Model<double> model(model_spec_make(c.model, c.attention));
+    model_init(model, 1);
+    DecoderOptions o;
+    o.batch = 2;
+    o.max_segment = 8;
+    o.max_positions = 64;
+    Decoder<double> dec(model, o);
+    std::vector<int32_t> prompt(16), tok = {3, 5};
+    for (int i = 0; i < 16; ++i) prompt[size_t(i)] = (i * 3) % kV;
+    const int rows[1] = {1};
+    auto run = [&] {
+      dec.reset();
+      dec.prefill(prompt.data(), 8);
+      for (int s = 0; s < 5; ++s) dec.step(tok.data());
+      dec.step_rows(rows, 1, tok.data());
+      dec.prefill(prompt.data(), 3);
+    };
+    run();  // warm-up
+    test::check_no_allocation(2, run);
+  }
+}
