@@ -1,5 +1,9 @@
 #include "serve/http_server.h"
 
+// cpp-httplib listens with a backlog of 5: 64 clients connecting at once on a busy machine
+// overflow it, and with SYN cookies a connection the kernel dropped is later reset (the
+// client sees ECONNRESET). The kernel caps this at net.core.somaxconn.
+#define CPPHTTPLIB_LISTEN_BACKLOG 1024
 #include <httplib.h>
 
 #include <atomic>

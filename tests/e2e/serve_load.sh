@@ -62,8 +62,14 @@ for i in 1 2 3; do
   curl -sN "$base/v1/completions" -d '{"prompt": "Line", "max_tokens": 100000000, "temperature": 0, "stream": true}' >/dev/null &
   clients+=($!)
 done
-for _ in $(seq 1 100); do [ "$(metric rfa_requests_queued)" = 1 ] && break; sleep 0.05; done
-[ "$(metric rfa_requests_active)/$(metric rfa_requests_queued)" = "2/1" ] || fail "not 2 running and 1 queued"
+# The engine admits a waiting request at its next tick: wait for both numbers, not the first.
+state=""
+for _ in $(seq 1 100); do
+  state="$(metric rfa_requests_active)/$(metric rfa_requests_queued)"
+  [ "$state" = "2/1" ] && break
+  sleep 0.05
+done
+[ "$state" = "2/1" ] || fail "not 2 running and 1 queued after 5 s (active/queued: $state)"
 status=$(curl -s -D "$tmp/busy.headers" -o "$tmp/resp" -w '%{http_code}' "$base/v1/completions" -d '{"prompt": "x"}')
 [ "$status" = 503 ] || fail "a request past the queue: HTTP $status"
 grep -qi '^retry-after:' "$tmp/busy.headers" || fail "503 without Retry-After"
