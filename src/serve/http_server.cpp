@@ -1,9 +1,5 @@
 #include "serve/http_server.h"
 
-// cpp-httplib listens with a backlog of 5: 64 clients connecting at once on a busy machine
-// overflow it, and with SYN cookies a connection the kernel dropped is later reset (the
-// client sees ECONNRESET). The kernel caps this at net.core.somaxconn.
-#define CPPHTTPLIB_LISTEN_BACKLOG 1024
 #include <httplib.h>
 
 #include <atomic>
@@ -16,6 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "serve/api_key.h"
+#include "serve/listen_backlog.h"
 #include "serve/metrics_text.h"
 #include "serve/peer_socket.h"
 #include "serve/serve_error.h"
@@ -418,6 +415,10 @@ HttpServer::HttpServer(Engine& engine, const Tokenizer& tok, StateCache* cache, 
 
 HttpServer::~HttpServer() = default;
 
+namespace {
+constexpr int kListenBacklog = 1024;  // connections waiting for accept(); capped by net.core.somaxconn
+}  // namespace
+
 int HttpServer::bind() {
   Impl& m = *impl_;
   errno = 0;
@@ -426,6 +427,9 @@ int HttpServer::bind() {
   if (!ok)
     fail("cannot listen on {}:{}: {}; is another server on that port? choose another with --port, or check --host",
          m.o.host, m.o.port, errno ? std::strerror(errno) : "the address does not resolve or bind");
+  if (listen_backlog_raise(port, kListenBacklog) == 0)
+    log_warn("serve", "could not raise the listen backlog of port {} (cpp-httplib's is 5): many clients connecting "
+             "at once may see their connections reset", port);
   return port;
 }
 

@@ -16,7 +16,7 @@ serve_train rfa_gate
 run="$tmp/run-rfa_gate"
 serve_start "$tmp/serve.log" "$run" --parallel 64 --queue 64 --cache-mib 1 --max-tokens 100000000
 
-node "$load" concurrent "$base" 64 >"$tmp/concurrent.json" || fail "64 concurrent streams"
+node "$load" concurrent "$base" 64 >"$tmp/concurrent.json" || { tail -20 "$tmp/serve.log" >&2; fail "64 concurrent streams"; }
 
 # wait_idle <what>: rfa_requests_active reaches 0 within 1 s.
 wait_idle() {
