@@ -11,6 +11,7 @@
 #include "decode/decoder.h"
 #include "support/conv_taps.h"
 #include "support/attention_variants.h"
+#include "support/decoder_rows_model.h"
 #include "support/gradcheck.h"
 #include "support/tiny_model.h"
 
@@ -18,16 +19,7 @@ using namespace rfa;
 
 namespace {
 
-constexpr int kB = 4, kV = 17, kMaxPositions = 40;
-
-ModelSpec spec_of(const test::AttentionVariant& v) {
-  Config c = test::tiny_config(AttentionKind::rfa_gate,
-                               {.vocab = kV, .context = 16, .n_layers = 2, .num_features = 5, .chunk_size = 4,
-                                .init_std = 0.3});
-  c.attention.gate_bias_init = 0.5;
-  v.apply(c);
-  return test::tiny_spec(c);
-}
+constexpr int kB = 4, kV = test::kRowsV, kMaxPositions = 40;
 
 // The batched decoder under test and, per row, a one-row decoder fed the same tokens.
 template <typename T>
@@ -87,13 +79,6 @@ struct Rows {
   }
 };
 
-std::vector<int32_t> tokens_of(uint64_t seed, int n) {
-  CounterRng rng(seed);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = static_cast<int32_t>(rng.below(kV));
-  return t;
-}
-
 template <typename T>
 void check_rows(const ModelSpec& spec, int window, double rtol, double atol) {
   Model<T> model(spec);
@@ -104,14 +89,14 @@ void check_rows(const ModelSpec& spec, int window, double rtol, double atol) {
   Rows<T> r(model, window, rtol, atol);
   std::vector<uint8_t> bytes(static_cast<size_t>(r.dec.row_bytes())), ref_bytes(static_cast<size_t>(r.ref[0]->row_bytes()));
   // Rows 0..2 join at different lengths; row 3 idles.
-  r.join(0, tokens_of(1, 7));
-  r.join(1, tokens_of(2, 1));
-  r.join(2, tokens_of(3, 4));
+  r.join(0, test::rows_tokens(1, 7));
+  r.join(1, test::rows_tokens(2, 1));
+  r.join(2, test::rows_tokens(3, 4));
   uint64_t seed = 100;
-  auto next = [&](size_t n) { return tokens_of(seed++, int(n)); };
+  auto next = [&](size_t n) { return test::rows_tokens(seed++, int(n)); };
   for (int s = 0; s < 5; ++s) r.step({0, 1, 2}, next(3));
   // Row 3 joins with a prompt in pieces while the others keep stepping between them.
-  const std::vector<int32_t> prompt3 = tokens_of(4, 5);
+  const std::vector<int32_t> prompt3 = test::rows_tokens(4, 5);
   r.dec.reset_row(3);
   r.ref[3]->reset();
   for (size_t t0 = 0; t0 < prompt3.size(); t0 += 3) {
@@ -123,7 +108,7 @@ void check_rows(const ModelSpec& spec, int window, double rtol, double atol) {
   r.check(3);
   for (int s = 0; s < 3; ++s) r.step({3, 1, 0, 2}, next(4));
   // Row 1 leaves and comes back with a new text; row 2 is copied into row 0, and both go on.
-  r.join(1, tokens_of(5, 2));
+  r.join(1, test::rows_tokens(5, 2));
   r.copy(2, 0, bytes, ref_bytes);
   for (int s = 0; s < 4; ++s) r.step({0, 1, 2, 3}, next(4));
   for (int s = 0; s < 2; ++s) r.step({1}, next(1));  // a single row
@@ -145,7 +130,7 @@ void check_rows(const ModelSpec& spec, int window, double rtol, double atol) {
 TEST_CASE("decoder rows: rows at their own positions step as separate one-row decoders, every variant") {
   for (const test::AttentionVariant& v : test::attention_variants()) {
     INFO("variant: ", std::string(v.name));
-    const ModelSpec spec = spec_of(v);
+    const ModelSpec spec = test::rows_model_spec(v);
     check_rows<double>(spec, 0, 1e-10, 1e-12);
     check_rows<float>(spec, 0, 2e-4, 2e-5);
     if (v.grows) check_rows<float>(spec, 6, 2e-4, 2e-5);  // a ring window of 6 around every row's text
@@ -153,7 +138,7 @@ TEST_CASE("decoder rows: rows at their own positions step as separate one-row de
 }
 
 TEST_CASE("decoder rows: a row's mistakes are refused naming the row; the other rows are untouched") {
-  Model<float> model(spec_of(test::attention_variant("rfa_gate gaussian")));
+  Model<float> model(test::rows_model_spec(test::attention_variant("rfa_gate gaussian")));
   model_init(model, 1);
   DecoderOptions o;
   o.batch = 3;
