@@ -152,10 +152,9 @@ void AttentionState<T>::row_reset(int b) {
 
 template <typename T>
 int64_t attention_state_bytes(const AttentionState<T>& st, const int64_t* pos) {
-  const AttentionKindDef& kind = attention_kind_def(st.spec().kind);
+  // Each tensor's filled slots (AttentionStateTensor::position_axis), the others whole.
   int64_t n = 0;
-  for (int b = 0; b < st.rows(); ++b) n += kind.row_elements_in_use(st.spec(), st.options(), pos[b]);
-  n += st.rows() * short_conv_history_size(st.spec());  // in use whole
+  for (int b = 0; b < st.rows(); ++b) n += st.row_size_in_use(pos[b]);
   return n * static_cast<int64_t>(sizeof(T));
 }
 

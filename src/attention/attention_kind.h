@@ -74,7 +74,6 @@ struct AttentionKindDef {
   AttentionStateLayout (*state_layout)(const AttentionSpec&, const AttentionStateOptions&);
   AttentionDecodeMemory (*decode_memory)(const AttentionSpec&, const AttentionStateOptions&, int S, int threads);
   int64_t (*prefill_scratch_size)(const AttentionSpec&, const AttentionStateOptions&, int B, int S, int threads);
-  int64_t (*row_elements_in_use)(const AttentionSpec&, const AttentionStateOptions&, int64_t pos);
   int64_t (*position_limit)(const AttentionStateOptions&);
   std::string (*move_refusal)(const AttentionStateOptions&, int64_t from, int64_t to);
   const char* save_refusal;  // "" = a state can be saved to a file and continued

@@ -107,7 +107,6 @@ AttentionKindDef rfa_kind_def(AttentionKind kind) {
           rfa_kind_state_layout,
           rfa_kind_decode_memory,
           rfa_kind_prefill_scratch_size,
-          rfa_kind_row_elements_in_use,
           rfa_kind_position_limit,
           rfa_kind_move_refusal,
           "",

@@ -50,10 +50,6 @@ int64_t rfa_kind_prefill_scratch_size(const AttentionSpec& s, const AttentionSta
   return static_cast<int64_t>(rfa_workspace_size(s.rfa, AttentionDims{B, S, s.H, s.Dh}, threads));
 }
 
-int64_t rfa_kind_row_elements_in_use(const AttentionSpec& s, const AttentionStateOptions&, int64_t) {
-  return row_elements(s);
-}
-
 int64_t rfa_kind_position_limit(const AttentionStateOptions&) { return 0; }
 
 std::string rfa_kind_move_refusal(const AttentionStateOptions&, int64_t, int64_t) { return ""; }

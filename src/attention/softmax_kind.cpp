@@ -72,10 +72,6 @@ int64_t prefill_scratch_size(const AttentionSpec&, const AttentionStateOptions& 
   return static_cast<int64_t>(softmax_cache_prefill_scratch(S, static_cast<int>(slots_of(o)), ring_of(o)));
 }
 
-int64_t row_elements_in_use(const AttentionSpec& s, const AttentionStateOptions& o, int64_t pos) {
-  return 2 * int64_t(s.H) * std::min(pos, slots_of(o)) * s.Dh;
-}
-
 int64_t position_limit(const AttentionStateOptions& o) { return ring_of(o) ? 0 : o.max_positions; }
 
 std::string move_refusal(const AttentionStateOptions& o, int64_t from, int64_t to) {
@@ -160,7 +156,6 @@ const AttentionKindDef kAttentionKind_softmax = {AttentionKind::softmax,
                                                  state_layout,
                                                  decode_memory,
                                                  prefill_scratch_size,
-                                                 row_elements_in_use,
                                                  position_limit,
                                                  move_refusal,
                                                  "a softmax model's state is a KV cache that grows with the text",
