@@ -1,14 +1,18 @@
 // The softmax decode step over a KV cache (linear or ring), each row at its own
 // position: same math as the reference softmax_attention_step_reference
-// (softmax_kv_cache.cpp), which the tests compare it against, with the two products
-// per head through gemm.
+// (softmax_kv_cache.cpp), which the tests compare it against. Each (row, head) is a
+// task: two matrix-vector products over that head's cache, written here (a dot per
+// slot, then the probabilities' weighted sum of the value rows) so that the tasks can
+// run across the pool; through oneDNN they had to run one after another on the
+// calling thread (no gemm inside a parallel region), which left the second core idle
+// when many rows step together.
 #include <algorithm>
 #include <cmath>
 
 #include "attention/softmax_kv_cache.h"
-#include "kernels/vector_math.h"
 #include "core/error.h"
-#include "kernels/gemm.h"
+#include "core/parallel.h"
+#include "kernels/vector_math.h"
 
 namespace rfa {
 
@@ -20,32 +24,33 @@ void softmax_decode_step(T* out, const KvCacheView<T>& cache, const T* q, const 
   for (int i = 0; i < rows.n && !cache.ring; ++i)  // before any row moves
     if (rows.pos[i] >= L)
       fail("kv cache full at {} positions; create the decoder with a larger max_positions (prompt + generated)", L);
-  for (int i = 0; i < rows.n; ++i) {
+  int64_t longest = 0;  // slots the longest row attends over: the work per task for the grain
+  for (int i = 0; i < rows.n; ++i) longest = std::max<int64_t>(longest, std::min<int64_t>(rows.pos[i] + 1, L));
+  parallel_for(int64_t(rows.n) * H, parallel_grain(2 * longest * Dh), [&](int64_t ih) {
+    const int i = static_cast<int>(ih / H), h = static_cast<int>(ih % H);
     const int64_t t = rows.pos[i];
     // Ring: position t goes to slot t % L and the step attends over every filled
     // slot (positions t-L+1 .. t once full; slot order is irrelevant to softmax).
     const int slot = static_cast<int>(cache.ring ? t % L : t);
     const int n = static_cast<int>(cache.ring ? std::min<int64_t>(t + 1, L) : t + 1);
-    const int b = rows.state_row(i);
-    // Per (row, h), two matrix-vector products over the cache (oneDNN streams them;
-    // threaded only when long): s = scale K q, out = softmax(s)ᵀ V.
-    for (int h = 0; h < H; ++h) {
-      const int64_t task = int64_t(b) * H + h;
-      const size_t row = static_cast<size_t>(i) * C + static_cast<size_t>(h) * Dh;
-      T* kc = cache.k + static_cast<size_t>(task) * L * Dh;  // (max_len, Dh)
-      T* vc = cache.v + static_cast<size_t>(task) * L * Dh;
-      std::copy(k + row, k + row + Dh, kc + static_cast<size_t>(slot) * Dh);
-      std::copy(v + row, v + row + Dh, vc + static_cast<size_t>(slot) * Dh);
-      T* s = cache.scores + static_cast<size_t>(task) * L;  // (n)
-      gemm<T>(false, true, 1, n, Dh, scale, q + row, Dh, kc, Dh, T(0), s, n, GemmThreads::one);
-      const T max = row_max(s, n);
+    const int64_t task = int64_t(rows.state_row(i)) * H + h;
+    const size_t row = static_cast<size_t>(i) * C + static_cast<size_t>(h) * Dh;
+    T* kc = cache.k + static_cast<size_t>(task) * L * Dh;  // (max_len, Dh)
+    T* vc = cache.v + static_cast<size_t>(task) * L * Dh;
+    std::copy(k + row, k + row + Dh, kc + static_cast<size_t>(slot) * Dh);
+    std::copy(v + row, v + row + Dh, vc + static_cast<size_t>(slot) * Dh);
+    // s = scale K q over the n filled slots, then out = softmax(s)ᵀ V.
+    T* s = cache.scores + static_cast<size_t>(task) * L;  // (n)
+    for (int j = 0; j < n; ++j) s[j] = scale * dot(q + row, kc + static_cast<size_t>(j) * Dh, Dh);
+    const T max = row_max(s, n);
 #pragma omp simd
-      for (int j = 0; j < n; ++j) s[j] -= max;
-      exp_row(s, n);
-      const T inv = T(1) / row_sum(s, n);
-      gemm<T>(false, false, 1, Dh, n, inv, s, n, vc, Dh, T(0), out + row, C, GemmThreads::one);
-    }
-  }
+    for (int j = 0; j < n; ++j) s[j] -= max;
+    exp_row(s, n);
+    const T inv = T(1) / row_sum(s, n);
+    T* o = out + row;
+    std::fill(o, o + Dh, T(0));
+    for (int j = 0; j < n; ++j) axpy(o, s[j] * inv, vc + static_cast<size_t>(j) * Dh, Dh);
+  });
 }
 
 template void softmax_decode_step<float>(float*, const KvCacheView<float>&, const float*, const float*, const float*,
