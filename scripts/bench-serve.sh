@@ -8,11 +8,22 @@
 # The models are trained for one step on a generated text with a character tokenizer (what is
 # measured is the serving, not the text); the run directories go to WORK (default /tmp/rfa-bench-serve).
 # Usage: OMP_WAIT_POLICY=passive scripts/bench-serve.sh [WORK]     (prints lines of JSON; minutes)
+#   SERVER_CPUS / CLIENT_CPUS (e.g. 0 and 1): pin the server and the Node client to those cores
+#   (taskset), so that the client's parsing of 64 event streams does not share the server's cores,
+#   the nearest this machine gets to a client on another machine; SERVER_THREADS (default 2) is
+#   the server's --threads (1 when it has one core). BENCH (default "throughput ttft memory"): which parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rfa=${RFA:-build/rfa}
 work=${1:-/tmp/rfa-bench-serve}
 mjs=scripts/bench-serve.mjs
+server_threads=${SERVER_THREADS:-2}
+parts=${BENCH:-throughput ttft memory}
+server_pin=() client_pin=()
+[ -n "${SERVER_CPUS:-}" ] && server_pin=(taskset -c "$SERVER_CPUS")
+[ -n "${CLIENT_CPUS:-}" ] && client_pin=(taskset -c "$CLIENT_CPUS")
+client() { "${client_pin[@]}" node "$mjs" "$@"; }
+wants() { [[ " $parts " == *" $1 "* ]]; }
 mkdir -p "$work"
 [ -f "$work/corpus.txt" ] || node -e 'let x = 7, s = ""; for (let i = 0; i < 400000; ++i) {
   x = (x * 1103515245 + 12345) % 2147483648; s += "abcdefghij klmnopqrstuvwxyz\n"[x % 28]; } console.log(s)' >"$work/corpus.txt"
@@ -37,7 +48,7 @@ serve() {
   local run=$1 log="$work/serve.log"
   shift
   rm -f "$log"  # else the last server's port could be read before this one starts
-  "$rfa" --threads 2 serve "$run" --port 0 "$@" 2>"$log" &
+  "${server_pin[@]}" "$rfa" --threads "$server_threads" serve "$run" --port 0 "$@" 2>"$log" &
   pid=$!
   for _ in $(seq 1 600); do
     port=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$log" 2>/dev/null || true)
@@ -50,33 +61,36 @@ serve() {
 stop() { kill -TERM "$pid"; wait "$pid"; }
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$pid/status"; }
 
-echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); server --threads $server_threads on cpus ${SERVER_CPUS:-any}, client on cpus ${CLIENT_CPUS:-any}"
 train_run rfa-4x128 rfa_gate 4 128 4 256
 train_run rfa-6x384 rfa_gate 6 384 6 256
 train_run rfa-4x128-ctx2048 rfa_gate 4 128 4 2048
 train_run softmax-4x128-ctx2048 softmax 4 128 4 2048
 
 for model in rfa-4x128 rfa-6x384; do
+  wants throughput || break
   serve "$work/$model" --parallel 64 --queue 64 --max-tokens 100000
   for streams in 1 8 64; do
-    echo "{\"model\": \"$model\", \"bench\": \"throughput\", \"result\": $(node "$mjs" throughput "$base" "$streams" 256)}"
+    echo "{\"model\": \"$model\", \"bench\": \"throughput\", \"result\": $(client throughput "$base" "$streams" 256)}"
   done
   stop
 done
 
-serve "$work/rfa-4x128" --max-prompt-tokens 20000
+wants ttft && serve "$work/rfa-4x128" --max-prompt-tokens 20000
 for n in 64 512 4096; do
-  echo "{\"model\": \"rfa-4x128\", \"bench\": \"ttft\", \"result\": $(node "$mjs" ttft "$base" "$n" 5)}"
+  wants ttft || break
+  echo "{\"model\": \"rfa-4x128\", \"bench\": \"ttft\", \"result\": $(client ttft "$base" "$n" 5)}"
 done
-stop
+wants ttft && stop
 
 for model in rfa-4x128-ctx2048 softmax-4x128-ctx2048; do
+  wants memory || break
   for tokens in 128 512 1800; do
     serve "$work/$model" --parallel 1 --cache-mib 4096
-    node "$mjs" conversations "$base" 5 "$tokens" >/dev/null  # warm: slots, allocator
+    client conversations "$base" 5 "$tokens" >/dev/null  # warm: slots, allocator
     before=$(rss_kib)
     cache_before=$(curl -s "$base/metrics" | awk '$1 == "rfa_cache_bytes" { print $2 }')
-    node "$mjs" conversations "$base" 200 "$tokens" >/dev/null
+    client conversations "$base" 200 "$tokens" >/dev/null
     after=$(rss_kib)
     cache_after=$(curl -s "$base/metrics" | awk '$1 == "rfa_cache_bytes" { print $2 }')
     echo "{\"model\": \"$model\", \"bench\": \"memory\", \"result\": {\"prompt_tokens\": $tokens, \"conversations\": 200, \"rss_kib_per_conversation\": $(( (after - before) / 200 )), \"cache_bytes_per_conversation\": $(( (cache_after - cache_before) / 200 ))}}"
