@@ -79,6 +79,7 @@ struct RfaForwardScratch {
   T* S;             // (F, EP)    running state
   T* Wt;            // (Dh, pad16(D)) this head's W, packed
   T* Qe;            // (c, F)     Q̂ ⊙ exp(G)
+  T* z;             // (F)        the state's normaliser column, contiguous (S_prev's, then the update's part)
   size_t carve(T* base, const RfaScratchDims& s) {
     ScratchCarver<T> k(base);
     const size_t cF = s.Cc * s.F, cW = s.Cc * s.W_gate, scalar = s.W_gate == 1 ? 1 : 0, feature = 1 - scalar;
@@ -106,6 +107,7 @@ struct RfaForwardScratch {
     k.take(S, s.F * s.EP);
     k.take(Wt, s.W);
     k.take(Qe, cF);
+    k.take(z, s.F);
     return k.taken();
   }
 };

@@ -161,7 +161,7 @@ struct MatView {
 // Rows [0, R) of C by columns [j0, j0 + NV W): R NV accumulators, NV loads of B and R
 // broadcasts of A per R NV FMAs; each output sums p in order (0, 1, ..., k-1).
 template <typename T, int R, int NV>
-inline void tile_block(T* C, size_t ldc, const T* A, MatView av, const T* B, size_t ldb, int k, int n, int j0,
+__attribute__((noinline)) void tile_block(T* C, size_t ldc, const T* A, MatView av, const T* B, size_t ldb, int k, int n, int j0,
                        T alpha, bool accumulate) {
   using V = typename Simd<T>::V;
   constexpr int W = Simd<T>::W;
