@@ -143,6 +143,7 @@ struct RfaBackwardScratch {
   T* Qe;     // (c, F)    Q̂ ⊙ exp G (read transposed)
   T* Wp;     // (D, pad16(Dh)) this head's W, packed
   T* tmp;    // (c, max(FP, EP)) a scaled copy for one product, or one product before its scaling
+  T* dz;     // (F)       the normaliser column's part of dS_prev, contiguous
   size_t carve(T* base, const RfaScratchDims& s) {
     ScratchCarver<T> k(base);
     const size_t cF = s.Cc * s.F, cW = s.Cc * s.W_gate, scalar = s.W_gate == 1 ? 1 : 0, feature = 1 - scalar;
@@ -175,6 +176,7 @@ struct RfaBackwardScratch {
     k.take(Qe, cF);
     k.take(Wp, s.W);
     k.take(tmp, s.Cc * std::max(s.FP, s.EP));
+    k.take(dz, s.F);
     return k.taken();
   }
 };
