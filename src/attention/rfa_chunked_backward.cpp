@@ -97,6 +97,16 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
         __builtin_prefetch(in.q + row_of(i) + e);
         __builtin_prefetch(in.k + row_of(i) + e);
       }
+    // The chunk before this one (the next to run) reads its dout, out, q, k and v rows and writes
+    // its dq, dk and dv rows, a head's Dh columns of rows C apart (a stride the hardware prefetcher
+    // does not follow across pages): request them into L2 now (they were the hottest misses).
+    if (ci > 0)
+      for (int i = -int(sd.Cc); i < 0; ++i)
+        for (int e = 0; e < Dh; e += 64 / int(sizeof(T))) {
+          const size_t row = row_of(i) + e;
+          for (const T* x : {dout, out, in.q, in.k, in.v}) __builtin_prefetch(x + row, 0, 2);
+          for (T* x : {grads.dq, grads.dk, grads.dv}) __builtin_prefetch(x + row, 1, 2);
+        }
     if constexpr (kFeature) {
       // So are the saved gate pre-activations and features (they were the hottest loads).
       for (int i = 0; i < n; ++i)

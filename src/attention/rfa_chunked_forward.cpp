@@ -108,6 +108,7 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
         __builtin_prefetch(in.q + row, 0, 2);
         __builtin_prefetch(in.k + row, 0, 2);
         __builtin_prefetch(in.v + row, 0, 2);
+        __builtin_prefetch(out + row, 1, 2);
       }
   }
 
