@@ -136,7 +136,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
       T* dYi = s.dY + i * EP;
       const bool above = den > eps_d;
       const T inv = T(1) / (above ? den : eps_d);
-#pragma omp simd  // (no overlap; see the per-token loop of input_grads)
+      RFA_OMP_SIMD_FULL  // (no overlap; see the per-token loop of input_grads)
       for (int e = 0; e < Dh; ++e) dYi[e] = dh[e] * inv;
       dYi[Dh] = above ? -dot(dh, out + row_of(i), Dh) * inv : T(0);
     }
@@ -150,7 +150,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
         const size_t jF = size_t(j) * F;
         const T *beta = s.beta + jF, *Ks = s.Ks + jF, *A = s.A + jF, *q = Qp + j * FP;
         T *KK = s.KK + j * FP, *QA = s.QA + j * FP;
-#pragma omp simd
+        RFA_OMP_SIMD_FULL
         for (int f = 0; f < F; ++f) {
           Kt[f] = delta * beta[f] * pk[f];
           KK[f] = Kt[f] * Ks[f];
@@ -159,7 +159,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
       } else {
         // k̃ = delta beta phi(k); kscale = delta beta (= beta without the time discount)
         const T ks = s.kscale[j] = c.time_discount ? s.beta[j] * delta : s.beta[j];
-#pragma omp simd
+        RFA_OMP_SIMD_FULL
         for (int f = 0; f < F; ++f) Kt[f] = ks * pk[f];
       }
     }
@@ -179,7 +179,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
         T* Mi = s.M + size_t(i) * Cc;
         const T* Mprev = s.M + size_t(i - 1) * Cc;
         const T gi = s.g[i];
-#pragma omp simd  // (dA_ii M_ii = dA_ii: M_ii = 1)
+        RFA_OMP_SIMD_FULL  // (dA_ii M_ii = dA_ii: M_ii = 1)
         for (int j = 0; j < i; ++j) {
           Mi[j] = Mprev[j] * gi;
           dAi[j] *= Mi[j];
@@ -223,7 +223,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
         const T eGi = s.eG[i];
         const T* dYi = s.dY + i * EP;
         T* t = s.tmp + i * EP;
-#pragma omp simd
+        RFA_OMP_SIMD_FULL
         for (int e = 0; e < E; ++e) t[e] = eGi * dYi[e];
       }
       matmul(s.dQ, F, s.tmp, EP, s.SpT, FP, n, E, F, T(1), true);
@@ -244,7 +244,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
         const T wj = s.w[j];
         const T* v = s.Vp + size_t(j) * E;
         T* t = s.tmp + j * EP;
-#pragma omp simd
+        RFA_OMP_SIMD_FULL
         for (int e = 0; e < E; ++e) t[e] = wj * v[e];
       }
       matmul(s.dK, F, s.tmp, EP, s.dST, FP, n, E, F, T(1), true);
@@ -253,7 +253,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
       const T* w = s.w + (kFeature ? size_t(j) * F : size_t(j));
       const T* Kt = s.Kt + j * FP;
       T* t = s.tmp + j * FP;
-#pragma omp simd
+      RFA_OMP_SIMD_FULL
       for (int f = 0; f < F; ++f) t[f] = w[kFeature ? f : 0] * Kt[f];
     }
     matmul(s.dV, E, s.tmp, FP, s.dS, EP, n, F, Dh, T(1), true);
@@ -272,7 +272,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
       const T* q = Qp + i * FP;
       const T dden = s.dY[i * EP + Dh];
       T* Qei = Qe + size_t(i) * F;
-#pragma omp simd
+      RFA_OMP_SIMD_FULL
       for (int f = 0; f < F; ++f) {
         Qei[f] = q[f] * eG[kFeature ? f : 0];
         dz[f] += Qei[f] * dden;
@@ -281,7 +281,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
     if (!dS_zero)
       for (int f = 0; f < F; ++f) {
         const T decay = gate_at(s.eG, n - 1, f);
-#pragma omp simd
+        RFA_OMP_SIMD_FULL
         for (size_t x = 0; x < EP; ++x) s.dS[f * EP + x] *= decay;
       }
     // The products over dy's Dh columns (a register for the last of Dh + 1 would be a fifth of
@@ -316,7 +316,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
         }
         // lambda = logsigmoid(a), k̃ = delta beta ⊙ phi(k), beta = 1 - sigmoid(a), per feature:
         //   da = beta ⊙ dlambda - g ⊙ k̃ ⊙ dk̃
-#pragma omp simd
+        RFA_OMP_SIMD_FULL
         for (int f = 0; f < F; ++f) {
           const T k_dk = ki[f] * dki[f];
           dlam[f] += qi[f] * dqi[f] - k_dk;  // dG_t
@@ -359,7 +359,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
       const size_t row = row_of(i);
       // omp simd: the buffers never overlap, but the compiler cannot prove it through
       // the scratch pointers and would run these loops scalar (~25% of this kernel).
-#pragma omp simd
+      RFA_OMP_SIMD_FULL
       for (int e = 0; e < Dh; ++e) grads.dv[row + e] = s.dV[size_t(i) * E + e];  // each row once: overwrite
       for (int side = 0; side < 2; ++side) {
         // u = W (sigma ⊙ x̄), x̄ = r x:  dx̄ = sigma ⊙ w, dsigma += x̄ ⊙ w, then the normalisation.
@@ -369,7 +369,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
         T* xbar = s.xbar;
         T* dxbar = s.dxbar;
         T* ds = dsigma;
-#pragma omp simd
+        RFA_OMP_SIMD_FULL
         for (int e = 0; e < Dh; ++e) {
           xbar[e] = x[e] * r;
           dxbar[e] = sigma[e] * w[e];

@@ -88,11 +88,11 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
       // omp simd on the per-row loops: the buffers never overlap, but the compiler
       // cannot prove it through the scratch pointers and would run them scalar.
       T *SXq = s.SX + size_t(i) * Dh, *SXk = s.SX + size_t(Cc + i) * Dh, *xbar = s.xbar;
-#pragma omp simd
+      RFA_OMP_SIMD_FULL
       for (int e = 0; e < Dh; ++e) SXq[e] = sigma[e] * xbar[e];
       if (saved) saved[L.r_q + bht0 + i] = r;
       r = l2_normalize_forward(s.xbar, in.k + row, Dh, eps_n);
-#pragma omp simd
+      RFA_OMP_SIMD_FULL
       for (int e = 0; e < Dh; ++e) SXk[e] = sigma[e] * xbar[e];
       if (saved) saved[L.r_k + bht0 + i] = r;
       std::copy(in.v + row, in.v + row + Dh, s.Vp + i * EP);
@@ -142,10 +142,10 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
       const T *pk = phik + jF, *beta = s.beta + (kFeature ? jF : 0);
       T* Kt = s.Kt + jF;
       if constexpr (kFeature) {
-#pragma omp simd
+        RFA_OMP_SIMD_FULL
         for (int f = 0; f < F; ++f) Kt[f] = ks * beta[f] * pk[f];  // k̃ = delta beta ⊙ phi(k)
       } else {
-#pragma omp simd
+        RFA_OMP_SIMD_FULL
         for (int f = 0; f < F; ++f) Kt[f] = ks * pk[f];  // k̃ = delta beta phi(k)
       }
     }
@@ -169,7 +169,7 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
         if (c.gated || reset_inner) {  // ungated: M = 1 on the lower triangle (0 across a boundary)
           // Row i of M from row i-1: M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i.
           const T gi = s.g[i];
-#pragma omp simd  // (P_ii M_ii = P_ii: M_ii = 1)
+          RFA_OMP_SIMD_FULL  // (P_ii M_ii = P_ii: M_ii = 1)
           for (int j = 0; j < i; ++j) {
             mrow[j] *= gi;
             Pi[j] *= mrow[j];
@@ -198,7 +198,7 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
         const T* eG = s.eG + (kFeature ? size_t(i) * F : size_t(i));
         const T* q = phiq + size_t(i) * F;
         T* Qe = s.Qe + size_t(i) * F;
-#pragma omp simd
+        RFA_OMP_SIMD_FULL
         for (int f = 0; f < F; ++f) Qe[f] = eG[kFeature ? f : 0] * q[f];
       }
       matmul(s.Y, E, s.Qe, F, s.S, EP, n, F, Dh, T(1), true);
@@ -211,7 +211,7 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
       if (saved) saved[L.den + bht0 + i] = den;
       const T inv = T(1) / (den > eps_d ? den : eps_d);
       T* o = out + row_of(i);
-#pragma omp simd
+      RFA_OMP_SIMD_FULL
       for (int e = 0; e < Dh; ++e) o[e] = Yi[e] * inv;
     }
   }
@@ -227,7 +227,7 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
       const T* w = s.w + (kFeature ? size_t(j) * F : size_t(j));
       const T* Kt = s.Kt + size_t(j) * F;
       T* Kw = s.Kw + size_t(j) * F;
-#pragma omp simd
+      RFA_OMP_SIMD_FULL
       for (int f = 0; f < F; ++f) {
         Kw[f] = Kt[f] * w[kFeature ? f : 0];
         z[f] += Kw[f];
@@ -236,7 +236,7 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
     if (!state_zero)
       for (int f = 0; f < F; ++f) {
         const T decay = gate_at(s.eG, n - 1, f);
-#pragma omp simd
+        RFA_OMP_SIMD_FULL
         for (size_t x = 0; x < EP; ++x) s.S[f * EP + x] *= decay;
       }
     // S (F, E) += Kwᵀ V': the products over v's Dh columns, the normaliser column from z.
