@@ -15,7 +15,7 @@ namespace transpose_detail {
 typedef float V8 __attribute__((vector_size(32)));
 
 // The 8 x 8 block at src (rows lds apart) into dst (rows ldd apart), transposed.
-inline void block8(float* dst, size_t ldd, const float* src, size_t lds) {
+__attribute__((always_inline)) inline void block8(float* dst, size_t ldd, const float* src, size_t lds) {
   V8 r[8];
   for (int i = 0; i < 8; ++i) std::memcpy(&r[i], src + i * lds, sizeof(V8));
   // Pairs of rows interleaved (unpack within 128-bit lanes), then pairs of pairs, then the halves.
