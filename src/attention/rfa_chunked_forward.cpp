@@ -192,7 +192,7 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
     const size_t EP = sd.EP;
     const T eps_d = T(c.eps_d);
     matmul_lower_a(s.Y, E, P, Cc, s.Vp, EP, n, n, Dh, T(1), false);
-    for (int i = 0; i < n; ++i) s.Y[size_t(i) * E + Dh] = row_sum(P + size_t(i) * Cc, i + 1);
+    for (int i = 0; i < n; ++i) s.Y[size_t(i) * E + Dh] = sum(P + size_t(i) * Cc, i + 1);
     if (!state_zero) {
       for (int i = 0; i < n; ++i) {
         const T* eG = s.eG + (kFeature ? size_t(i) * F : size_t(i));

@@ -46,7 +46,6 @@ inline constexpr int kVectorBytes = 16;
 #endif
 #define RFA_PRAGMA(x) _Pragma(#x)
 #define RFA_OMP_SIMD_FULL RFA_PRAGMA(omp simd simdlen(RFA_FLOAT_LANES))
-#define RFA_OMP_SIMD_FULL_SUM(s) RFA_PRAGMA(omp simd simdlen(RFA_FLOAT_LANES) reduction(+ : s))
 // Architectural vector registers: 32 with AVX-512 (zmm0-31) and on arm64 (v0-31), else 16.
 #if defined(__AVX512F__) || defined(__aarch64__)
 inline constexpr int kVectorRegisters = 32;
@@ -119,6 +118,23 @@ inline T dot(const T* a, const T* b, int n) {
   for (; j + W <= n; j += W) acc0 += simd_load(a + j) * simd_load(b + j);
   T s = simd_sum<T>(acc0 + acc1);
   for (; j < n; ++j) s += a[j] * b[j];
+  return s;
+}
+
+// sum_j a[j], as dot sums (vector accumulators from a[0], then the tail): the order
+// depends on n only, whatever a's alignment.
+template <typename T>
+inline T sum(const T* a, int n) {
+  constexpr int W = Simd<T>::W;
+  typename Simd<T>::V acc0 = {}, acc1 = {};
+  int j = 0;
+  for (; j + 2 * W <= n; j += 2 * W) {
+    acc0 += simd_load(a + j);
+    acc1 += simd_load(a + j + W);
+  }
+  for (; j + W <= n; j += W) acc0 += simd_load(a + j);
+  T s = simd_sum<T>(acc0 + acc1);
+  for (; j < n; ++j) s += a[j];
   return s;
 }
 
@@ -326,13 +342,15 @@ inline void sincos_row(double* s, double* c, const double* u, int n, double scal
   }
 }
 
-// ---- Reductions (omp simd, at the whole vector width: RFA_OMP_SIMD_FULL) ----
+// ---- Reductions (omp simd) ----
+// (Not at RFA_OMP_SIMD_FULL's width: a 64-byte loop may be peeled to align its loads, and
+// then the order of the sum would follow the address of x, not only n.)
 
 // sum_i x[i]^2
 template <typename T>
 inline T row_sum_squares(const T* x, int64_t n) {
   T s = 0;
-RFA_OMP_SIMD_FULL_SUM(s)
+#pragma omp simd reduction(+ : s)
   for (int64_t i = 0; i < n; ++i) s += x[i] * x[i];
   return s;
 }
@@ -341,7 +359,7 @@ RFA_OMP_SIMD_FULL_SUM(s)
 template <typename T>
 inline T row_dot(const T* a, const T* b, int64_t n) {
   T s = 0;
-RFA_OMP_SIMD_FULL_SUM(s)
+#pragma omp simd reduction(+ : s)
   for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
   return s;
 }
@@ -350,7 +368,7 @@ RFA_OMP_SIMD_FULL_SUM(s)
 template <typename T>
 inline T row_sum(const T* x, int64_t n) {
   T s = 0;
-RFA_OMP_SIMD_FULL_SUM(s)
+#pragma omp simd reduction(+ : s)
   for (int64_t i = 0; i < n; ++i) s += x[i];
   return s;
 }

@@ -50,7 +50,7 @@ void residual_forward_row(T* y, T* rstd, T* x, const T* residual, const T* weigh
 template <typename T, bool kOverwrite>
 void backward_row(T* dx, const T* dy, const T* x, const T* weight, T r, int C) {
   T dot = 0;  // sum_j dy_j w_j x_j
-  RFA_OMP_SIMD_FULL_SUM(dot)
+#pragma omp simd reduction(+ : dot)
   for (int c = 0; c < C; ++c) dot += dy[c] * weight[c] * x[c];
   T k = r * r * r * dot / static_cast<T>(C);
   RFA_OMP_SIMD_FULL  // (dx never overlaps the inputs)
