@@ -12,7 +12,7 @@ int feature_count(FeatureMapKind kind, int D) { return kind == FeatureMapKind::g
 template <typename T>
 T l2_normalize_forward(T* xbar, const T* x, int Dh, T eps_n) {
   const T r = T(1) / std::sqrt(dot(x, x, Dh) + eps_n);
-#pragma omp simd  // xbar and x never overlap
+  RFA_OMP_SIMD_FULL  // xbar and x never overlap
   for (int j = 0; j < Dh; ++j) xbar[j] = x[j] * r;
   return r;
 }
@@ -21,7 +21,7 @@ template <typename T>
 void l2_normalize_backward(T* dx, const T* dxbar, const T* xbar, T r, int Dh) {
   // x̄ = r x, r = (|x|² + eps)^(-1/2):  dx = r (dx̄ - x̄ (x̄·dx̄)).
   const T xd = dot(xbar, dxbar, Dh);
-#pragma omp simd  // dx never overlaps dxbar or xbar
+  RFA_OMP_SIMD_FULL  // dx never overlaps dxbar or xbar
   for (int j = 0; j < Dh; ++j) dx[j] = r * (dxbar[j] - xbar[j] * xd);
 }
 

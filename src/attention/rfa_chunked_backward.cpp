@@ -24,6 +24,7 @@
 #include <cmath>
 
 #include "attention/attention_tasks.h"
+#include "attention/causal_matmul.h"
 #include "attention/feature_map.h"
 #include "attention/rfa_chunk_at.h"
 #include "attention/rfa_attention.h"
@@ -31,6 +32,7 @@
 #include "attention/rfa_gate_products.h"
 #include "attention/rfa_layout.h"
 #include "attention/rfa_scratch.h"
+#include "kernels/transpose.h"
 #include "kernels/vector_math.h"
 #include "core/error.h"
 
@@ -95,6 +97,16 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
         __builtin_prefetch(in.q + row_of(i) + e);
         __builtin_prefetch(in.k + row_of(i) + e);
       }
+    // The chunk before this one (the next to run) reads its dout, out, q, k and v rows and writes
+    // its dq, dk and dv rows, a head's Dh columns of rows C apart (a stride the hardware prefetcher
+    // does not follow across pages): request them into L2 now (they were the hottest misses).
+    if (ci > 0)
+      for (int i = -int(sd.Cc); i < 0; ++i)
+        for (int e = 0; e < Dh; e += 64 / int(sizeof(T))) {
+          const size_t row = row_of(i) + e;
+          for (const T* x : {dout, out, in.q, in.k, in.v}) __builtin_prefetch(x + row, 0, 2);
+          for (T* x : {grads.dq, grads.dk, grads.dv}) __builtin_prefetch(x + row, 1, 2);
+        }
     if constexpr (kFeature) {
       // So are the saved gate pre-activations and features (they were the hottest loads).
       for (int i = 0; i < n; ++i)
@@ -124,7 +136,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
       T* dYi = s.dY + i * EP;
       const bool above = den > eps_d;
       const T inv = T(1) / (above ? den : eps_d);
-#pragma omp simd  // (no overlap; see the per-token loop of input_grads)
+      RFA_OMP_SIMD_FULL  // (no overlap; see the per-token loop of input_grads)
       for (int e = 0; e < Dh; ++e) dYi[e] = dh[e] * inv;
       dYi[Dh] = above ? -dot(dh, out + row_of(i), Dh) * inv : T(0);
     }
@@ -138,7 +150,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
         const size_t jF = size_t(j) * F;
         const T *beta = s.beta + jF, *Ks = s.Ks + jF, *A = s.A + jF, *q = Qp + j * FP;
         T *KK = s.KK + j * FP, *QA = s.QA + j * FP;
-#pragma omp simd
+        RFA_OMP_SIMD_FULL
         for (int f = 0; f < F; ++f) {
           Kt[f] = delta * beta[f] * pk[f];
           KK[f] = Kt[f] * Ks[f];
@@ -146,27 +158,33 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
         }
       } else {
         // k̃ = delta beta phi(k); kscale = delta beta (= beta without the time discount)
-        s.kscale[j] = c.time_discount ? s.beta[j] * delta : s.beta[j];
-        for (int f = 0; f < F; ++f) Kt[f] = s.kscale[j] * pk[f];
+        const T ks = s.kscale[j] = c.time_discount ? s.beta[j] * delta : s.beta[j];
+        RFA_OMP_SIMD_FULL
+        for (int f = 0; f < F; ++f) Kt[f] = ks * pk[f];
       }
-      for (int e = 0; e < E; ++e) s.VpT[e * CP + j] = s.Vp[size_t(j) * E + e];
     }
+    transpose(s.VpT, CP, s.Vp, size_t(E), n, E);
   }
 
-  // dP = dY V'ᵀ (Y_i = sum_j P_ij v'_j, P saved by the forward) over the whole chunk as one
-  // product (as the forward's P), 0 right of the diagonal; the scalar gate's dA = dP ⊙ M.
+  // dP = dY V'ᵀ (Y_i = sum_j P_ij v'_j, P saved by the forward) over the row tiles' blocks left
+  // of the diagonal (as the forward's P), 0 right of the diagonal; the scalar gate's dA = dP ⊙ M.
   void chunk_score_grads() {
     const int Cc = int(sd.Cc), E = L.E;
     const size_t EP = sd.EP, CP = sd.CP;
-    matmul(s.dA, Cc, s.dY, EP, s.VpT, CP, n, E, n, T(1), false);
+    matmul_lower_c(s.dA, Cc, s.dY, EP, s.VpT, CP, n, E, n, T(1), false);
     for (int i = 0; i < n; ++i) {
       T* dAi = s.dA + size_t(i) * Cc;
       if (!kFeature && (c.gated || reset_inner)) {
         // M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i: no exp, no overflow.
         T* Mi = s.M + size_t(i) * Cc;
-        for (int j = 0; j < i; ++j) Mi[j] = s.M[size_t(i - 1) * Cc + j] * s.g[i];
+        const T* Mprev = s.M + size_t(i - 1) * Cc;
+        const T gi = s.g[i];
+        RFA_OMP_SIMD_FULL  // (dA_ii M_ii = dA_ii: M_ii = 1)
+        for (int j = 0; j < i; ++j) {
+          Mi[j] = Mprev[j] * gi;
+          dAi[j] *= Mi[j];
+        }
         Mi[i] = T(1);
-        for (int j = 0; j <= i; ++j) dAi[j] *= Mi[j];
       }
       for (int j = i + 1; j < n; ++j) dAi[j] = T(0);
     }
@@ -174,18 +192,19 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
 
   // Intra-chunk: dv'_j = sum_{i>=j} P_ij dy_i (P read by columns: matmul_at, no transposed
   // copy), and dq̂, dk̃: the scalar gate's dq̂_i = sum_{j<=i} dA_ij k̃_j, dk̃_j = sum_{i>=j} dA_ij q̂_i,
-  // each one product over the whole chunk (the zeros right of the diagonal stand in for the
-  // limits); the feature gate's as sub-chunk products and diagonal blocks.
+  // each one product over the chunk's causal blocks (causal_matmul.h: a row tile reads the keys
+  // up to its last row, or the queries from its first, the zeros of P and dA elsewhere); the
+  // feature gate's as sub-chunk products and diagonal blocks.
   void chunk_intra_grads() {
     const int Cc = int(sd.Cc), Dh = d.Dh, F = L.F, E = L.E;
     const size_t FP = sd.FP, EP = sd.EP;
     if constexpr (kFeature)
       feature_gate_score_grads(s.dQ, s.dK, s.dA, Cc, Qp, s.Kt, s.QA, s.KK, FP, s.g, s.A, s.Ks, s.tmp, s.Bv, n, F);
     else
-      matmul(s.dQ, F, s.dA, Cc, s.Kt, FP, n, n, F, T(1), false);
+      matmul_lower_a(s.dQ, F, s.dA, Cc, s.Kt, FP, n, n, F, T(1), false);
     // (only dv's first Dh columns are needed: the last entry of v' is the constant 1)
-    matmul_at(s.dV, E, P, Cc, s.dY, EP, n, n, Dh, T(1), false);
-    if constexpr (!kFeature) matmul_at(s.dK, F, s.dA, Cc, Qp, FP, n, n, F, T(1), false);
+    matmul_at_upper(s.dV, E, P, Cc, s.dY, EP, n, n, Dh, T(1), false);
+    if constexpr (!kFeature) matmul_at_upper(s.dK, F, s.dA, Cc, Qp, FP, n, n, F, T(1), false);
   }
 
   // Y_i += (q̂_i ⊙ eG_i)ᵀ S_prev:  dq̂_i += eG_i ⊙ (S_prev dy_i) (when the chunk entered with a state).
@@ -195,14 +214,18 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
     // After the first chunk there is always a state (and a product with zeros adds zeros);
     // an entering state given to the first chunk may be all zeros (stateful training's first step).
     if (!(ci > 0 || (saved[L.state_flags + bh] != T(0) && !all_zero(S_prev, FE)))) return;
-    for (int f = 0; f < F; ++f)
-      for (int e = 0; e < E; ++e) s.SpT[e * FP + f] = S_prev[size_t(f) * E + e];
+    transpose(s.SpT, FP, S_prev, size_t(E), F, E);
     if constexpr (kFeature) {  // the product first, then each feature's eG
       matmul(s.tmp, F, s.dY, EP, s.SpT, FP, n, E, F, T(1), false);
       feature_gate_add_scaled(s.dQ, s.eG, F, static_cast<const T*>(nullptr), s.tmp, n, F);
     } else {  // eG_i scales the row dy_i
-      for (int i = 0; i < n; ++i)
-        for (int e = 0; e < E; ++e) s.tmp[i * EP + e] = s.eG[i] * s.dY[i * EP + e];
+      for (int i = 0; i < n; ++i) {
+        const T eGi = s.eG[i];
+        const T* dYi = s.dY + i * EP;
+        T* t = s.tmp + i * EP;
+        RFA_OMP_SIMD_FULL
+        for (int e = 0; e < E; ++e) t[e] = eGi * dYi[e];
+      }
       matmul(s.dQ, F, s.tmp, EP, s.SpT, FP, n, E, F, T(1), true);
     }
   }
@@ -212,35 +235,59 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
     if (dS_zero) return;
     const int Dh = d.Dh, F = L.F, E = L.E;
     const size_t FP = sd.FP, EP = sd.EP;
-    for (int f = 0; f < F; ++f)
-      for (int e = 0; e < E; ++e) s.dST[e * FP + f] = s.dS[f * EP + e];
+    transpose(s.dST, FP, s.dS, EP, F, E);
     if constexpr (kFeature) {  // the product first, then each feature's w
       matmul(s.tmp, F, s.Vp, E, s.dST, FP, n, E, F, T(1), false);
       feature_gate_add_scaled(s.dK, s.w, F, static_cast<const T*>(nullptr), s.tmp, n, F);
     } else {  // w_j scales the row v'_j
-      for (int j = 0; j < n; ++j)
-        for (int e = 0; e < E; ++e) s.tmp[j * EP + e] = s.w[j] * s.Vp[size_t(j) * E + e];
+      for (int j = 0; j < n; ++j) {
+        const T wj = s.w[j];
+        const T* v = s.Vp + size_t(j) * E;
+        T* t = s.tmp + j * EP;
+        RFA_OMP_SIMD_FULL
+        for (int e = 0; e < E; ++e) t[e] = wj * v[e];
+      }
       matmul(s.dK, F, s.tmp, EP, s.dST, FP, n, E, F, T(1), true);
     }
-    for (int j = 0; j < n; ++j)
-      for (int f = 0; f < F; ++f) s.tmp[j * FP + f] = gate_at(s.w, j, f) * s.Kt[j * FP + f];
+    for (int j = 0; j < n; ++j) {
+      const T* w = s.w + (kFeature ? size_t(j) * F : size_t(j));
+      const T* Kt = s.Kt + j * FP;
+      T* t = s.tmp + j * FP;
+      RFA_OMP_SIMD_FULL
+      for (int f = 0; f < F; ++f) t[f] = w[kFeature ? f : 0] * Kt[f];
+    }
     matmul(s.dV, E, s.tmp, FP, s.dS, EP, n, F, Dh, T(1), true);
   }
 
   // dS_prev = e^{G_n} ⊙ dS + (Q̂ ⊙ eG)ᵀ dY; not needed before the first chunk (the entering state is a constant).
   void chunk_carry_state_grad() {
     if (ci == 0) return;
-    const int F = L.F, E = L.E;
+    const int F = L.F, Dh = d.Dh;
     const size_t FP = sd.FP, EP = sd.EP;
     T* Qe = s.Qe;  // (c, F) Q̂ ⊙ eG, read transposed by matmul_at
-    for (int i = 0; i < n; ++i)
-      for (int f = 0; f < F; ++f) Qe[size_t(i) * F + f] = Qp[i * FP + f] * gate_at(s.eG, i, f);
+    T* dz = s.dz;  // (F) the normaliser column's new part, sum_i (q̂_i ⊙ eG_i) dden_i
+    std::fill_n(dz, F, T(0));
+    for (int i = 0; i < n; ++i) {
+      const T* eG = s.eG + (kFeature ? size_t(i) * F : size_t(i));
+      const T* q = Qp + i * FP;
+      const T dden = s.dY[i * EP + Dh];
+      T* Qei = Qe + size_t(i) * F;
+      RFA_OMP_SIMD_FULL
+      for (int f = 0; f < F; ++f) {
+        Qei[f] = q[f] * eG[kFeature ? f : 0];
+        dz[f] += Qei[f] * dden;
+      }
+    }
     if (!dS_zero)
       for (int f = 0; f < F; ++f) {
         const T decay = gate_at(s.eG, n - 1, f);
+        RFA_OMP_SIMD_FULL
         for (size_t x = 0; x < EP; ++x) s.dS[f * EP + x] *= decay;
       }
-    matmul_at(s.dS, EP, Qe, F, s.dY, EP, F, n, E, T(1), !dS_zero);
+    // The products over dy's Dh columns (a register for the last of Dh + 1 would be a fifth of
+    // the multiply-adds), the normaliser column from dz.
+    matmul_at(s.dS, EP, Qe, F, s.dY, EP, F, n, Dh, T(1), !dS_zero);
+    for (int f = 0; f < F; ++f) s.dS[f * EP + Dh] = dS_zero ? dz[f] : s.dS[f * EP + Dh] + dz[f];
     dS_zero = false;
   }
 
@@ -269,7 +316,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
         }
         // lambda = logsigmoid(a), k̃ = delta beta ⊙ phi(k), beta = 1 - sigmoid(a), per feature:
         //   da = beta ⊙ dlambda - g ⊙ k̃ ⊙ dk̃
-#pragma omp simd
+        RFA_OMP_SIMD_FULL
         for (int f = 0; f < F; ++f) {
           const T k_dk = ki[f] * dki[f];
           dlam[f] += qi[f] * dqi[f] - k_dk;  // dG_t
@@ -312,7 +359,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
       const size_t row = row_of(i);
       // omp simd: the buffers never overlap, but the compiler cannot prove it through
       // the scratch pointers and would run these loops scalar (~25% of this kernel).
-#pragma omp simd
+      RFA_OMP_SIMD_FULL
       for (int e = 0; e < Dh; ++e) grads.dv[row + e] = s.dV[size_t(i) * E + e];  // each row once: overwrite
       for (int side = 0; side < 2; ++side) {
         // u = W (sigma ⊙ x̄), x̄ = r x:  dx̄ = sigma ⊙ w, dsigma += x̄ ⊙ w, then the normalisation.
@@ -322,7 +369,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
         T* xbar = s.xbar;
         T* dxbar = s.dxbar;
         T* ds = dsigma;
-#pragma omp simd
+        RFA_OMP_SIMD_FULL
         for (int e = 0; e < Dh; ++e) {
           xbar[e] = x[e] * r;
           dxbar[e] = sigma[e] * w[e];

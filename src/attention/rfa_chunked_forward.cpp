@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "attention/attention_tasks.h"
+#include "attention/causal_matmul.h"
 #include "attention/feature_map.h"
 #include "attention/rfa_chunk_at.h"
 #include "attention/rfa_attention.h"
@@ -21,6 +22,7 @@
 #include "attention/rfa_gate_products.h"
 #include "attention/rfa_layout.h"
 #include "attention/rfa_scratch.h"
+#include "kernels/transpose.h"
 #include "kernels/vector_math.h"
 #include "core/error.h"
 
@@ -86,16 +88,28 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
       // omp simd on the per-row loops: the buffers never overlap, but the compiler
       // cannot prove it through the scratch pointers and would run them scalar.
       T *SXq = s.SX + size_t(i) * Dh, *SXk = s.SX + size_t(Cc + i) * Dh, *xbar = s.xbar;
-#pragma omp simd
+      RFA_OMP_SIMD_FULL
       for (int e = 0; e < Dh; ++e) SXq[e] = sigma[e] * xbar[e];
       if (saved) saved[L.r_q + bht0 + i] = r;
       r = l2_normalize_forward(s.xbar, in.k + row, Dh, eps_n);
-#pragma omp simd
+      RFA_OMP_SIMD_FULL
       for (int e = 0; e < Dh; ++e) SXk[e] = sigma[e] * xbar[e];
       if (saved) saved[L.r_k + bht0 + i] = r;
       std::copy(in.v + row, in.v + row + Dh, s.Vp + i * EP);
       s.Vp[i * EP + Dh] = T(1);
     }
+    // The next chunk's q, k and v rows (a head's Dh columns of rows C apart): request them into
+    // L2 now, this chunk's products hide the latency (the hardware prefetcher does not follow a
+    // stride that crosses a page every few rows).
+    const int next = std::min(Cc, d.T - (t0 + n));
+    for (int i = 0; i < next; ++i)
+      for (int e = 0; e < Dh; e += 64 / int(sizeof(T))) {
+        const size_t row = row_of(n + i) + e;
+        __builtin_prefetch(in.q + row, 0, 2);
+        __builtin_prefetch(in.k + row, 0, 2);
+        __builtin_prefetch(in.v + row, 0, 2);
+        __builtin_prefetch(out + row, 1, 2);
+      }
   }
 
   // Gates of the chunk's rows: g, beta = 1 - g, eG = exp(G), w = exp(G_n - G) (width W), the
@@ -128,9 +142,10 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
       const T *pk = phik + jF, *beta = s.beta + (kFeature ? jF : 0);
       T* Kt = s.Kt + jF;
       if constexpr (kFeature) {
-#pragma omp simd
+        RFA_OMP_SIMD_FULL
         for (int f = 0; f < F; ++f) Kt[f] = ks * beta[f] * pk[f];  // k̃ = delta beta ⊙ phi(k)
       } else {
+        RFA_OMP_SIMD_FULL
         for (int f = 0; f < F; ++f) Kt[f] = ks * pk[f];  // k̃ = delta beta phi(k)
       }
     }
@@ -143,37 +158,52 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
     if constexpr (kFeature) {
       feature_gate_scores(P, Cc, phiq, s.Kt, s.g, s.A, s.Ks, s.QA, s.KsT, CP, s.Qb, s.Bv, n, F);
     } else {
-      // P = (Q̂ K̃ᵀ) ⊙ M over the whole chunk, then 0 right of the diagonal. One product of n rows
-      // keeps the register tiles at full height: the triangle in blocks of 4 rows did half the
-      // multiply-adds at a third of the rate.
-      for (int j = 0; j < n; ++j)
-        for (int f = 0; f < F; ++f) s.KtT[f * CP + j] = s.Kt[size_t(j) * F + f];
-      matmul(P, Cc, phiq, F, s.KtT, CP, n, F, n, T(1), false);
+      // P = (Q̂ K̃ᵀ) ⊙ M over the row tiles' blocks left of the diagonal (matmul_lower_c: full
+      // tile height, a quarter fewer multiply-adds than the whole chunk), then 0 right of the
+      // diagonal. The triangle in blocks of 4 rows did half the multiply-adds at a third of the rate.
+      transpose(s.KtT, CP, s.Kt, size_t(F), n, F);
+      matmul_lower_c(P, Cc, phiq, F, s.KtT, CP, n, F, n, T(1), false);
+      T* mrow = s.mrow;
       for (int i = 0; i < n; ++i) {
         T* Pi = P + size_t(i) * Cc;
         if (c.gated || reset_inner) {  // ungated: M = 1 on the lower triangle (0 across a boundary)
           // Row i of M from row i-1: M_ij = exp(G_i - G_j) = prod_{r=j+1..i} g_r = M_{i-1,j} g_i.
-          for (int j = 0; j < i; ++j) s.mrow[j] *= s.g[i];
-          s.mrow[i] = T(1);
-          for (int j = 0; j <= i; ++j) Pi[j] *= s.mrow[j];
+          const T gi = s.g[i];
+          RFA_OMP_SIMD_FULL  // (P_ii M_ii = P_ii: M_ii = 1)
+          for (int j = 0; j < i; ++j) {
+            mrow[j] *= gi;
+            Pi[j] *= mrow[j];
+          }
+          mrow[i] = T(1);
         }
         for (int j = i + 1; j < n; ++j) Pi[j] = T(0);
       }
     }
   }
 
-  // Y = P V' + (Q̂ ⊙ exp G) S_prev; V' ends in a column of ones, so the product's last column
-  // is the denominator, P's row sums (in the order a plain loop would add them, without that
-  // loop's chain of dependent adds). Then out = num / max(den, eps_d).
+  // Y = P V' + (Q̂ ⊙ exp G) S_prev. V' ends in a column of ones and S_prev in the normaliser z,
+  // so the last column of Y is the denominator: P's row sums plus (Q̂ ⊙ exp G) z. The products
+  // take the Dh columns of v only (E = Dh + 1 columns would cost a whole register for the last
+  // one: a fifth of their multiply-adds), the denominator is summed beside them. P is 0 right of
+  // its diagonal: matmul_lower_a reads each row tile's keys up to its last row only.
+  // Then out = num / max(den, eps_d).
   void chunk_outputs() {
     const int Cc = int(sd.Cc), Dh = d.Dh, F = L.F, E = L.E;
     const size_t EP = sd.EP;
     const T eps_d = T(c.eps_d);
-    matmul(s.Y, E, P, Cc, s.Vp, EP, n, n, E, T(1), false);
+    matmul_lower_a(s.Y, E, P, Cc, s.Vp, EP, n, n, Dh, T(1), false);
+    for (int i = 0; i < n; ++i) s.Y[size_t(i) * E + Dh] = sum(P + size_t(i) * Cc, i + 1);
     if (!state_zero) {
-      for (int i = 0; i < n; ++i)
-        for (int f = 0; f < F; ++f) s.Qe[size_t(i) * F + f] = gate_at(s.eG, i, f) * phiq[size_t(i) * F + f];
-      matmul(s.Y, E, s.Qe, F, s.S, EP, n, F, E, T(1), true);
+      for (int i = 0; i < n; ++i) {
+        const T* eG = s.eG + (kFeature ? size_t(i) * F : size_t(i));
+        const T* q = phiq + size_t(i) * F;
+        T* Qe = s.Qe + size_t(i) * F;
+        RFA_OMP_SIMD_FULL
+        for (int f = 0; f < F; ++f) Qe[f] = eG[kFeature ? f : 0] * q[f];
+      }
+      matmul(s.Y, E, s.Qe, F, s.S, EP, n, F, Dh, T(1), true);
+      for (int f = 0; f < F; ++f) s.z[f] = s.S[f * EP + Dh];
+      for (int i = 0; i < n; ++i) s.Y[size_t(i) * E + Dh] += dot(s.Qe + size_t(i) * F, s.z, F);
     }
     for (int i = 0; i < n; ++i) {
       const T* Yi = s.Y + size_t(i) * E;
@@ -181,7 +211,7 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
       if (saved) saved[L.den + bht0 + i] = den;
       const T inv = T(1) / (den > eps_d ? den : eps_d);
       T* o = out + row_of(i);
-#pragma omp simd
+      RFA_OMP_SIMD_FULL
       for (int e = 0; e < Dh; ++e) o[e] = Yi[e] * inv;
     }
   }
@@ -189,16 +219,29 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
   // S_next = exp(G_n) ⊙ S_prev + (K̃ ⊙ exp(G_n - G))ᵀ V'; skipped after the last chunk unless asked for.
   void chunk_state_update(bool wanted) {
     if (!wanted) return;
-    const int F = L.F, E = L.E;
+    const int F = L.F, Dh = d.Dh;
     const size_t EP = sd.EP;
-    for (int j = 0; j < n; ++j)
-      for (int f = 0; f < F; ++f) s.Kw[size_t(j) * F + f] = s.Kt[size_t(j) * F + f] * gate_at(s.w, j, f);
+    T* z = s.z;  // (F) the normaliser's new part, sum_j k̃_j ⊙ w_j (v' ends in 1)
+    std::fill_n(z, F, T(0));
+    for (int j = 0; j < n; ++j) {
+      const T* w = s.w + (kFeature ? size_t(j) * F : size_t(j));
+      const T* Kt = s.Kt + size_t(j) * F;
+      T* Kw = s.Kw + size_t(j) * F;
+      RFA_OMP_SIMD_FULL
+      for (int f = 0; f < F; ++f) {
+        Kw[f] = Kt[f] * w[kFeature ? f : 0];
+        z[f] += Kw[f];
+      }
+    }
     if (!state_zero)
       for (int f = 0; f < F; ++f) {
         const T decay = gate_at(s.eG, n - 1, f);
+        RFA_OMP_SIMD_FULL
         for (size_t x = 0; x < EP; ++x) s.S[f * EP + x] *= decay;
       }
-    matmul_at(s.S, EP, s.Kw, F, s.Vp, EP, F, n, E, T(1), !state_zero);  // S (F, E) += Kwᵀ V'
+    // S (F, E) += Kwᵀ V': the products over v's Dh columns, the normaliser column from z.
+    matmul_at(s.S, EP, s.Kw, F, s.Vp, EP, F, n, Dh, T(1), !state_zero);
+    for (int f = 0; f < F; ++f) s.S[f * EP + Dh] = state_zero ? z[f] : s.S[f * EP + Dh] + z[f];
     state_zero = false;
   }
 

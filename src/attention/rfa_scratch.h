@@ -79,6 +79,7 @@ struct RfaForwardScratch {
   T* S;             // (F, EP)    running state
   T* Wt;            // (Dh, pad16(D)) this head's W, packed
   T* Qe;            // (c, F)     Q̂ ⊙ exp(G)
+  T* z;             // (F)        the state's normaliser column, contiguous (S_prev's, then the update's part)
   size_t carve(T* base, const RfaScratchDims& s) {
     ScratchCarver<T> k(base);
     const size_t cF = s.Cc * s.F, cW = s.Cc * s.W_gate, scalar = s.W_gate == 1 ? 1 : 0, feature = 1 - scalar;
@@ -106,6 +107,7 @@ struct RfaForwardScratch {
     k.take(S, s.F * s.EP);
     k.take(Wt, s.W);
     k.take(Qe, cF);
+    k.take(z, s.F);
     return k.taken();
   }
 };
@@ -141,6 +143,7 @@ struct RfaBackwardScratch {
   T* Qe;     // (c, F)    Q̂ ⊙ exp G (read transposed)
   T* Wp;     // (D, pad16(Dh)) this head's W, packed
   T* tmp;    // (c, max(FP, EP)) a scaled copy for one product, or one product before its scaling
+  T* dz;     // (F)       the normaliser column's part of dS_prev, contiguous
   size_t carve(T* base, const RfaScratchDims& s) {
     ScratchCarver<T> k(base);
     const size_t cF = s.Cc * s.F, cW = s.Cc * s.W_gate, scalar = s.W_gate == 1 ? 1 : 0, feature = 1 - scalar;
@@ -173,6 +176,7 @@ struct RfaBackwardScratch {
     k.take(Qe, cF);
     k.take(Wp, s.W);
     k.take(tmp, s.Cc * std::max(s.FP, s.EP));
+    k.take(dz, s.F);
     return k.taken();
   }
 };

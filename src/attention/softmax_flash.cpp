@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "attention/attention_tasks.h"
+#include "attention/causal_matmul.h"
 #include "attention/tile_matmul.h"
 #include "kernels/vector_math.h"
 #include "core/error.h"
@@ -125,9 +126,15 @@ void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, c
       // Key blocks up to the diagonal block (blocks are aligned: j0 <= i0).
       for (int j0 = j_begin; j0 <= i0; j0 += kBlock) {
         const int bk = std::min(kBlock, Tn - j0);
-        // s = scale q_i k_jᵀ  (bq, bk)
-        tile_matmul(s, kTileLd, q + head + static_cast<size_t>(i0) * C, C, panel_at(kt, j0, Dh), kTileLd, bq, Dh, bk,
-                    scale, false);
+        // s = scale q_i k_jᵀ  (bq, bk); the diagonal block's keys j <= i only (causal_matmul.h: each
+        // row tile's columns up to its last row; the rest of a row is set to -inf below)
+        const bool diagonal = j0 == i0;
+        if (diagonal)
+          matmul_lower_c(s, kTileLd, q + head + static_cast<size_t>(i0) * C, C, panel_at(kt, j0, Dh), kTileLd, bq, Dh,
+                         bk, scale, false);
+        else
+          tile_matmul(s, kTileLd, q + head + static_cast<size_t>(i0) * C, C, panel_at(kt, j0, Dh), kTileLd, bq, Dh,
+                      bk, scale, false);
         for (int r = 0; r < bq; ++r) {
           T* sr = s + r * kTileLd;
           const int live = std::min(bk, i0 + r - j0 + 1);  // keys j <= i; >= 1 since j0 <= i0
@@ -150,13 +157,17 @@ void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, c
             row_max[r] = mx;
           }
           const T m = row_max[r];
-          for (size_t c = 0; c < kTileLd; ++c) sr[c] = exp_of(sr[c] - m);
-          std::fill(sr + live, sr + kTileLd, T(0));  // exp_approx(-inf) is 1e-38, not 0
+          RFA_OMP_SIMD_FULL  // (kernels/vector_math.h: the whole register)
+          for (int c = 0; c < live; ++c) sr[c] = exp_of(sr[c] - m);
+          std::fill(sr + live, sr + kTileLd, T(0));  // the keys after i (exp_approx(-inf) is 1e-38, not 0)
           if (st) std::fill(sr, sr + std::clamp(first[r] - j0, 0, live), T(0));
           row_sum[r] += tile_row_sum(sr);
         }
-        // acc += p v_j  (bq, Dh)
-        tile_matmul(acc, z.DP, s, kTileLd, vp + static_cast<size_t>(j0) * z.DP, z.DP, bq, bk, Dh, T(1), true);
+        // acc += p v_j  (bq, Dh); on the diagonal p is 0 right of it: each row tile reads keys up to its last row
+        if (diagonal)
+          matmul_lower_a(acc, z.DP, s, kTileLd, vp + static_cast<size_t>(j0) * z.DP, z.DP, bq, bk, Dh, T(1), true);
+        else
+          tile_matmul(acc, z.DP, s, kTileLd, vp + static_cast<size_t>(j0) * z.DP, z.DP, bq, bk, Dh, T(1), true);
       }
       for (int r = 0; r < bq; ++r) {
         const T inv = T(1) / row_sum[r];
@@ -225,7 +236,9 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
                     scale, false);
         for (int c = 0; c < bk; ++c) {
           T* pr = pt + c * kTileLd;
-          for (int r = 0; r < bq; ++r) pr[r] = exp_of(pr[r] - lse_bh[i0 + r]);
+          const T* lse_i = lse_bh + i0;
+          RFA_OMP_SIMD_FULL
+          for (int r = 0; r < bq; ++r) pr[r] = exp_of(pr[r] - lse_i[r]);
           if (i0 == j0) std::fill(pr, pr + std::min(c, bq), T(0));  // diagonal block: query i0+r < key j0+c
           if (st) std::fill(pr + std::clamp(next[c] - i0, 0, bq), pr + bq, T(0));  // queries of later documents
         }
@@ -238,7 +251,9 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
         for (int c = 0; c < bk; ++c) {
           T* sr = dst + c * kTileLd;
           const T* pr = pt + c * kTileLd;
-          for (int r = 0; r < bq; ++r) sr[r] = pr[r] * (sr[r] - delta[i0 + r]);
+          const T* delta_i = delta + i0;
+          RFA_OMP_SIMD_FULL
+          for (int r = 0; r < bq; ++r) sr[r] = pr[r] * (sr[r] - delta_i[r]);
         }
         // s_ij = scale q_i·k_j:  dk_j += sum_i ds_ij q_i,  dqᵀ_i += sum_j k_jᵀ ds_ij  (scale applied at the end)
         tile_matmul(dk_acc, z.DP, dst, kTileLd, qp + static_cast<size_t>(i0) * z.DP, z.DP, bk, bq, Dh, T(1), true);

@@ -32,6 +32,20 @@ inline constexpr int kVectorBytes = 32;
 #else
 inline constexpr int kVectorBytes = 16;
 #endif
+// The same width in floats, as a literal for OpenMP clauses: `RFA_OMP_SIMD_FULL` is `omp simd`
+// at the build's whole vector width. GCC's vectoriser prefers 32-byte registers on AVX-512
+// CPUs (-mprefer-vector-width=256 is its default for them), which halves the row loops with
+// an exp or a sine next to the tiles' 64-byte ones; simdlen asks for the full register.
+// On AVX2 and below it is the width the vectoriser picks anyway.
+#if defined(__AVX512F__)
+#define RFA_FLOAT_LANES 16
+#elif defined(__AVX__)
+#define RFA_FLOAT_LANES 8
+#else
+#define RFA_FLOAT_LANES 4
+#endif
+#define RFA_PRAGMA(x) _Pragma(#x)
+#define RFA_OMP_SIMD_FULL RFA_PRAGMA(omp simd simdlen(RFA_FLOAT_LANES))
 // Architectural vector registers: 32 with AVX-512 (zmm0-31) and on arm64 (v0-31), else 16.
 #if defined(__AVX512F__) || defined(__aarch64__)
 inline constexpr int kVectorRegisters = 32;
@@ -107,6 +121,23 @@ inline T dot(const T* a, const T* b, int n) {
   return s;
 }
 
+// sum_j a[j], as dot sums (vector accumulators from a[0], then the tail): the order
+// depends on n only, whatever a's alignment.
+template <typename T>
+inline T sum(const T* a, int n) {
+  constexpr int W = Simd<T>::W;
+  typename Simd<T>::V acc0 = {}, acc1 = {};
+  int j = 0;
+  for (; j + 2 * W <= n; j += 2 * W) {
+    acc0 += simd_load(a + j);
+    acc1 += simd_load(a + j + W);
+  }
+  for (; j + W <= n; j += W) acc0 += simd_load(a + j);
+  T s = simd_sum<T>(acc0 + acc1);
+  for (; j < n; ++j) s += a[j];
+  return s;
+}
+
 // Leading dimension padded to a multiple of 16 elements (64 bytes of float), so
 // vecmat may read whole registers past a row's last column.
 inline int pad16(int n) { return (n + 15) / 16 * 16; }
@@ -161,7 +192,7 @@ struct MatView {
 // Rows [0, R) of C by columns [j0, j0 + NV W): R NV accumulators, NV loads of B and R
 // broadcasts of A per R NV FMAs; each output sums p in order (0, 1, ..., k-1).
 template <typename T, int R, int NV>
-inline void tile_block(T* C, size_t ldc, const T* A, MatView av, const T* B, size_t ldb, int k, int n, int j0,
+__attribute__((noinline)) void tile_block(T* C, size_t ldc, const T* A, MatView av, const T* B, size_t ldb, int k, int n, int j0,
                        T alpha, bool accumulate) {
   using V = typename Simd<T>::V;
   constexpr int W = Simd<T>::W;
@@ -286,6 +317,7 @@ inline void exp_row(T* x, int n) {
 // the feature map sees (|u| ~ |sigma| since |x̄| = 1 and W rows are Gaussian).
 // double (gradient checks): plain libm.
 inline void sincos_row(float* s, float* c, const float* u, int n, float scale = 1.0f) {
+  RFA_OMP_SIMD_FULL  // s, c and u never overlap
   for (int i = 0; i < n; ++i) {
     float x = u[i];
     const int ji = round_to_int(x * 0.636619772367581343f);  // nearest multiple of pi/2
@@ -311,6 +343,8 @@ inline void sincos_row(double* s, double* c, const double* u, int n, double scal
 }
 
 // ---- Reductions (omp simd) ----
+// (Not at RFA_OMP_SIMD_FULL's width: a 64-byte loop may be peeled to align its loads, and
+// then the order of the sum would follow the address of x, not only n.)
 
 // sum_i x[i]^2
 template <typename T>

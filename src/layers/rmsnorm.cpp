@@ -24,7 +24,7 @@ void dweight_block(T* acc, const T* dout, const T* inp, const T* rstd, int64_t N
     const T* x = inp + n * C + c0;
     const T* dy = dout + n * C + c0;
     T r = rstd[n];
-#pragma omp simd
+    RFA_OMP_SIMD_FULL
     for (int c = 0; c < w; ++c) acc[c] += dy[c] * x[c] * r;
   }
 }
@@ -35,13 +35,14 @@ template <typename T>
 void forward_row(T* y, T* rstd, const T* x, const T* weight, int C, double eps) {
   T r = static_cast<T>(1.0 / std::sqrt(static_cast<double>(row_sum_squares(x, C)) / C + eps));
   *rstd = r;
+  RFA_OMP_SIMD_FULL  // (kernels/vector_math.h: the whole register; y never overlaps x or weight)
   for (int c = 0; c < C; ++c) y[c] = x[c] * r * weight[c];
 }
 
 // x += residual, then y = x r w: the residual add fused into the norm's row pass.
 template <typename T>
 void residual_forward_row(T* y, T* rstd, T* x, const T* residual, const T* weight, int C, double eps) {
-#pragma omp simd
+  RFA_OMP_SIMD_FULL
   for (int c = 0; c < C; ++c) x[c] += residual[c];
   forward_row(y, rstd, x, weight, C, eps);
 }
@@ -52,6 +53,7 @@ void backward_row(T* dx, const T* dy, const T* x, const T* weight, T r, int C) {
 #pragma omp simd reduction(+ : dot)
   for (int c = 0; c < C; ++c) dot += dy[c] * weight[c] * x[c];
   T k = r * r * r * dot / static_cast<T>(C);
+  RFA_OMP_SIMD_FULL  // (dx never overlaps the inputs)
   for (int c = 0; c < C; ++c) {
     T d = r * weight[c] * dy[c] - k * x[c];
     dx[c] = kOverwrite ? d : dx[c] + d;

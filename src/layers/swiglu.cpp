@@ -3,6 +3,7 @@
 #include "core/parallel.h"
 #include "core/step_profile.h"
 #include "kernels/fast_exp.h"
+#include "kernels/vector_math.h"
 
 namespace rfa {
 
@@ -12,6 +13,7 @@ namespace {
 // OpenMP body can defeat vectorisation).
 template <typename T>
 void forward_row(T* y, const T* gate, const T* up, int Hf) {
+  RFA_OMP_SIMD_FULL  // (kernels/vector_math.h; y never overlaps gate or up)
   for (int i = 0; i < Hf; ++i) {
     T g = gate[i];
     T s = T(1) / (T(1) + exp_of(-g));  // sigmoid(g)
@@ -23,6 +25,7 @@ template <typename T>
 void backward_row(T* dgate, T* dup, const T* dy, const T* gate, const T* up, int Hf) {
   // forward: y = g s(g) u, s = sigmoid
   // dy/du = g s;  dy/dg = u (s + g s (1 - s))
+  RFA_OMP_SIMD_FULL  // (the outputs never overlap the inputs)
   for (int i = 0; i < Hf; ++i) {
     T g = gate[i];
     T s = T(1) / (T(1) + exp_of(-g));
