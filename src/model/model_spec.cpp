@@ -26,6 +26,7 @@ ModelSpec model_spec_make(const ModelConfig& model, const AttentionConfig& atten
   s.Hf = config_ffn_hidden(model);
   for (const AttentionConfig& layer : config_attention_layers(attention, s.L)) {
     s.attn.push_back(attention_spec_make(layer, s.H, s.Dh));
+    s.attn.back().norm_eps = model.norm_eps;  // the output norm's (attention.output_gate)
     if (s.attn.back().rope && s.Dh % 2 != 0)
       fail("rope needs an even head size; d_model {} / n_heads {} = {}", s.C, s.H, s.Dh);
   }
