@@ -145,8 +145,8 @@ TEST_CASE("output gate: the float forward and backward agree with the double one
     using T = decltype(zero);
     const std::vector<T> o = as<T>(in.o), n = as<T>(in.n), wn = as<T>(in.w_norm), wg = as<T>(in.w_gate),
                          dout = as<T>(R);
-    std::vector<T> y(size_t(N * C)), z(size_t(N * C)), scratch(size_t(3 * N * C)), dwn(size_t(C)),
-        dwg(size_t(C * C)), dn(size_t(N * C));
+    const size_t nc = static_cast<size_t>(N * C), c1 = static_cast<size_t>(C);
+    std::vector<T> y(nc), z(nc), scratch(3 * nc), dwn(c1), dwg(c1 * c1), dn(nc);
     output_gate_apply(s, wn.data(), wg.data(), y.data(), o.data(), z.data(), n.data(), N);
     output_gate_apply_backward(s, wn.data(), dwn.data(), dwg.data(), scratch.data(), dout.data(), o.data(),
                                z.data(), n.data(), N);
@@ -183,8 +183,8 @@ TEST_CASE("output gate: nothing saved, no scratch and no parameters without the 
   CHECK(p_on[p_off.size() + 1].shape == std::vector<int64_t>{8, 8});
   CHECK(p_on[p_off.size() + 1].decay);
   CHECK(attention_reads_n(on));
-  a.kind = AttentionKind::softmax;
-  CHECK(!attention_reads_n(attention_spec_make(a, 2, 4)));
+  a.kind = AttentionKind::softmax;  // reads no n of its own
+  CHECK(attention_reads_n(attention_spec_make(a, 2, 4)));
   a.output_gate = false;
   CHECK(!attention_reads_n(attention_spec_make(a, 2, 4)));
 }
