@@ -6,6 +6,7 @@
 
 #include "core/parallel.h"
 #include "kernels/fast_exp.h"
+#include "kernels/vector_math.h"
 
 namespace rfa {
 namespace {
@@ -19,12 +20,10 @@ T sigmoid_of(T z) {
   return T(1) / (T(1) + exp_of(-z));
 }
 
-// r = (mean_d o[d]^2 + eps)^(-1/2) over one head's Dh values, in double.
+// r = (mean_d o[d]^2 + eps)^(-1/2) over one head's Dh values (the sum as rmsnorm.cpp's).
 template <typename T>
 T head_rstd(const T* o, int Dh, double eps) {
-  double ss = 0;
-  for (int d = 0; d < Dh; ++d) ss += double(o[d]) * double(o[d]);
-  return static_cast<T>(1.0 / std::sqrt(ss / Dh + eps));
+  return static_cast<T>(1.0 / std::sqrt(static_cast<double>(row_sum_squares(o, Dh)) / Dh + eps));
 }
 
 // One token (C = H Dh): out = (o_h r_h) * w * SiLU(z). Row kernels take plain pointers (see rmsnorm.cpp).
@@ -33,6 +32,7 @@ void forward_row(T* out, const T* o, const T* z, const T* w, int H, int Dh, doub
   for (int h = 0; h < H; ++h) {
     const int c0 = h * Dh;
     const T r = head_rstd(o + c0, Dh, eps);
+#pragma omp simd
     for (int d = 0; d < Dh; ++d) {
       const int c = c0 + d;
       const T zc = z[c];
@@ -49,6 +49,7 @@ void backward_row(T* d_o, T* dz, T* prod, const T* dout, const T* o, const T* z,
     const int c0 = h * Dh;
     const T r = head_rstd(o + c0, Dh, eps);
     T dot = 0;  // sum_d dy_d y_d
+#pragma omp simd reduction(+ : dot)
     for (int d = 0; d < Dh; ++d) {
       const int c = c0 + d;
       const T zc = z[c], s = sigmoid_of(zc);
@@ -61,6 +62,7 @@ void backward_row(T* d_o, T* dz, T* prod, const T* dout, const T* o, const T* z,
       dot += dy * y;
     }
     const T mean = dot / T(Dh);
+#pragma omp simd
     for (int d = 0; d < Dh; ++d) {
       const int c = c0 + d;
       d_o[c] = r * (d_o[c] - o[c] * r * mean);
