@@ -19,6 +19,13 @@ for run in rfa_gate:4 rfa_gate:0 softmax:4; do
   grep "done:" $dir.log
   cat $dir.ppl.json $dir.sliding.json
 done
+# The control: rfa_gate without the option, as many extra parameters in the FFN (ffn_hidden 400, not 352).
+dir=runs/shk-rfa_gate-conv0-ffn400
+build/rfa --threads 2 train --config configs/shakespeare-char-rfa-gate.yaml --set model.ffn_hidden=400 \
+  --set train.run_dir=$dir --set checkpoint.every=0 --overwrite 2>$dir.log
+build/rfa --threads 2 eval perplexity $dir --split val --json >$dir.ppl.json 2>/dev/null
+grep "done:" $dir.log
+cat $dir.ppl.json
 for rep in 1 2 3; do
   for gate in false true; do
     echo "bench rfa_gate output_gate=$gate (repetition $rep)"
