@@ -1,7 +1,8 @@
 // attention_core.h, training side: parameters, random matrices, sizes, forward and
 // backward, each through the layer's kind table (attention_kind.h). RoPE is applied
 // here, the same for every kind (with document boundaries: each token at its position in
-// its own document). The decoding side is attention_decode.cpp.
+// its own document), and so are the short convolution and the output gate. The decoding
+// side is attention_decode.cpp.
 #include "attention/attention_core.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <utility>
 
 #include "attention/attention_kind.h"
+#include "attention/output_gate.h"
 #include "attention/short_conv.h"
 #include "core/error.h"
 #include "core/step_profile.h"
@@ -25,6 +27,10 @@ std::vector<AttentionParam> attention_params(const AttentionSpec& s) {
   if (s.short_conv > 0)  // (K, C) each, the identity at init (tap 0 all ones), no weight decay (short_conv.h)
     for (const char* name : {"conv_q", "conv_k", "conv_v"})
       p.push_back({name, {s.short_conv, s.C()}, false, ParamInit::first_row(1.0, s.C())});
+  if (s.output_gate) {  // the per-head norm's weight (C), 1 and no decay as the model's norms; W_g (C, C)
+    p.push_back({"out_norm", {s.C()}, false, ParamInit::constant(1.0)});
+    p.push_back({"out_gate", {s.C(), s.C()}, true, ParamInit::normal(1.0)});  // as wq, wk, wv
+  }
   RFA_ASSERT(p.size() <= size_t(kAttentionMaxParams), "an attention kind owns {} tensors, at most {} fit", p.size(),
              kAttentionMaxParams);
   return p;
@@ -75,13 +81,16 @@ std::vector<AttentionCore> attention_cores_make(const std::vector<AttentionSpec>
   return cores;
 }
 
-bool attention_reads_n(const AttentionSpec& s) { return kind_of(s).reads_n(s); }
+bool attention_reads_n(const AttentionSpec& s) { return kind_of(s).reads_n(s) || s.output_gate; }
 
 bool attention_state_grows(const AttentionSpec& s) { return kind_of(s).state_grows; }
 
 double attention_forward_flops_per_token(const AttentionSpec& s, int64_t T) {
-  // The short convolution: K multiply-adds per channel of q, k and v.
-  return kind_of(s).forward_flops_per_token(s, T) + (s.short_conv > 0 ? 6.0 * s.short_conv * s.C() : 0.0);
+  // The short convolution: K multiply-adds per channel of q, k and v. The output gate: z = n W_gᵀ
+  // (C² multiply-adds), then about 8 per channel (the norm, SiLU, two products).
+  const double conv = s.short_conv > 0 ? 6.0 * s.short_conv * s.C() : 0.0;
+  const double gate = s.output_gate ? 2.0 * s.C() * s.C() + 8.0 * s.C() : 0.0;
+  return kind_of(s).forward_flops_per_token(s, T) + conv + gate;
 }
 
 std::vector<int64_t> attention_carry_shape(const AttentionSpec& s) {
@@ -95,14 +104,38 @@ int64_t attention_carry_size(const AttentionSpec& s, int B) {
   return shape.rank == 0 ? 0 : B * (shape.size() + short_conv_history_size(s));
 }
 
-// The saved activations: the kind's, then (short conv) the convolution's ext rows.
+// The saved activations: the kind's, then (short conv) the convolution's ext rows, then (output
+// gate) the kind's output o and the gate's z.
 int64_t attention_saved_size(const AttentionSpec& s, int B, int T) {
-  return kind_of(s).saved_size(s, B, T) + short_conv_ext_size(s, B, T);
+  return kind_of(s).saved_size(s, B, T) + short_conv_ext_size(s, B, T) + output_gate_saved_size(s, B, T);
 }
 
+// The output gate's buffers first (their size is known to every call), then the kind's.
 int64_t attention_scratch_size(const AttentionSpec& s, int B, int T, int threads) {
-  return kind_of(s).scratch_size(s, B, T, threads);
+  return output_gate_scratch_size(s, B, T) + kind_of(s).scratch_size(s, B, T, threads);
 }
+
+namespace {
+
+// The call the kind sees: the scratch after the output gate's part.
+template <typename T>
+AttentionCall<T> kind_call(const AttentionSpec& s, const AttentionCall<T>& call) {
+  AttentionCall<T> k = call;
+  const size_t gate = static_cast<size_t>(output_gate_scratch_size(s, call.B, call.T_len));
+  RFA_ASSERT(call.scratch.size >= gate, "attention: scratch of {} elements, the output gate takes {}",
+             call.scratch.size, gate);
+  k.scratch = Workspace<T>{call.scratch.data + gate, call.scratch.size - gate};
+  return k;
+}
+
+// The output gate's o and z in the saved activations, after the kind's and the convolution's.
+template <typename T>
+T* gate_saved(const AttentionCore& core, const AttentionCall<T>& call) {
+  const AttentionSpec& s = core.spec();
+  return call.saved + core.kind().saved_size(s, call.B, call.T_len) + short_conv_ext_size(s, call.B, call.T_len);
+}
+
+}  // namespace
 
 std::string attention_activation_keys(const AttentionSpec& s) { return kind_of(s).activation_keys(s); }
 
@@ -143,7 +176,19 @@ void attention_forward(const AttentionCore& core, const AttentionWeights<T>& w, 
     rope_forward(in.q, in.q, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0);
     rope_forward(in.k, in.k, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0);
   }
-  core.kind().kernels<T>().forward(core, w, out, in, call);
+  if (!s.output_gate) {
+    core.kind().kernels<T>().forward(core, w, out, in, call);
+    return;
+  }
+  // The kind's output o goes to the saved activations (a forward with no backward: to out, gated in
+  // place, z in the scratch); then out = RMSNorm_h(o) * w_norm * SiLU(n W_gᵀ) (output_gate.h).
+  RFA_ASSERT(in.n != nullptr, "the output gate reads the normed input n");
+  const int64_t N = int64_t(call.B) * call.T_len;
+  T* o = call.saved ? gate_saved(core, call) : out;
+  T* z = call.saved ? o + N * s.C() : call.scratch.data;
+  core.kind().kernels<T>().forward(core, w, o, in, kind_call(s, call));
+  const int g = core.gate_param();
+  output_gate_apply(s, w[g], w[g + 1], out, o, z, in.n, N);
 }
 
 template <typename T>
@@ -154,7 +199,18 @@ void attention_backward(const AttentionCore& core, const AttentionWeights<T>& w,
   const double tokens = double(call.B) * call.T_len;  // the backward does twice the forward's work
   ProfileScope profile(ProfiledKernel::attention_backward,
                        2 * attention_forward_flops_per_token(s, call.T_len) * tokens, 0);
-  core.kind().kernels<T>().backward(core, w, dw, g, dout, out, in, call);
+  if (s.output_gate) {  // d o (the kind's dout) and dz first; the kind then reads its own output o
+    RFA_ASSERT(in.n != nullptr && g.dn != nullptr, "the output gate's backward reads n and writes dn");
+    const int64_t N = int64_t(call.B) * call.T_len;
+    const int i = core.gate_param();
+    const T* o = gate_saved(core, call);
+    output_gate_apply_backward(s, w[i], dw[i], dw[i + 1], call.scratch.data, dout, o, o + N * s.C(), in.n, N);
+    core.kind().kernels<T>().backward(core, w, dw, g, call.scratch.data, o, in, kind_call(s, call));
+    // dn: the kind overwrote it when it reads n (RFA-Gate's gate); else the gate's part is all of it
+    output_gate_apply_backward_dn(s, w[i + 1], call.scratch.data, g.dn, core.kind().reads_n(s), N);
+  } else {
+    core.kind().kernels<T>().backward(core, w, dw, g, dout, out, in, call);
+  }
   if (s.rope && call.segment_start) {
     rope_backward_segments(g.dq, g.dq, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0, call.segment_start);
     rope_backward_segments(g.dk, g.dk, core.rope(), call.B, call.T_len, s.H, s.Dh, call.pos0, call.segment_start);

@@ -14,6 +14,9 @@
 //   short conv      spec.short_conv: a causal depthwise convolution of q, k, v before RoPE, here for
 //                   every kind: its weights after the kind's own, its history in the carried
 //                   state and the decoding state, its inputs in the saved activations (short_conv.h)
+//   output gate     spec.output_gate: each head's output RMS-normed and gated by SiLU(n W_g) after the
+//                   kind, here for every kind: its weights after the convolution's, o and z in the saved
+//                   activations, its backward's buffers before the kind's scratch (output_gate.h)
 //   training        forward (saving what the backward reads) and backward; the state carried
 //                   between training segments (stateful training), as a per-row shape
 //   decoding        a state of named per-row tensors (RFA: S; softmax: a KV cache, whole or a
@@ -46,7 +49,7 @@ struct AttentionParam {
 std::vector<AttentionParam> attention_params(const AttentionSpec& spec);
 
 // The most tensors a kind may own per layer (AttentionWeights' capacity).
-inline constexpr int kAttentionMaxParams = 8;
+inline constexpr int kAttentionMaxParams = 10;
 
 // Views of one layer's own parameters (or of their gradients), in attention_params order:
 // the kind reads them by its own names; a caller only passes them on.
@@ -87,6 +90,8 @@ class AttentionCore {
   // The index of conv_q in the layer's AttentionWeights (conv_k, conv_v follow): the kind's own
   // tensors come first. Meaningful when spec.short_conv > 0.
   int conv_param() const { return conv_param_; }
+  // The index of out_norm (out_gate follows), after the convolution's. Meaningful when spec.output_gate.
+  int gate_param() const { return conv_param_ + (spec_.short_conv > 0 ? 3 : 0); }
 
  private:
   AttentionSpec spec_;
@@ -99,8 +104,8 @@ class AttentionCore {
 // table of max_positions positions.
 std::vector<AttentionCore> attention_cores_make(const std::vector<AttentionSpec>& specs, int64_t max_positions);
 
-// The backward writes dn (the gate reads the normed block input n): the caller
-// must add its other contributions to dn after attention_backward, not before.
+// The backward writes dn (RFA-Gate's gate or the output gate reads the normed block input n):
+// the caller must add its other contributions to dn after attention_backward, not before.
 bool attention_reads_n(const AttentionSpec& spec);
 // The decoding state grows with the text (a KV cache; a window bounds it) rather
 // than staying one fixed-size recurrent state that can be carried and saved.
@@ -238,13 +243,17 @@ class AttentionState {
   int64_t row_size_in_use(int64_t pos) const;
   void row_save_in_use(int b, int64_t pos, T* out) const;  // no allocation
   void row_restore_in_use(int b, int64_t pos, const T* in);
-  int64_t scratch_size() const { return static_cast<int64_t>(scratch_.size()); }  // the step's, elements
+  int64_t scratch_size() const {  // the step's, elements: the kind's and the output gate's
+    return static_cast<int64_t>(scratch_.size() + gate_scratch_.size());
+  }
 
   // Internal to src/attention/: rows [b0, b0 + n) as the kind reads them.
   AttentionStateView<T> view(int b0, int n);
   // The tensor holding the short convolution's history, (3, K-1, C) per row, after the kind's
   // own; -1 without one (short_conv 0 or 1).
   int conv_tensor() const { return conv_tensor_; }
+  // The step's z of the output gate, (B, C); null without one.
+  T* gate_scratch() { return gate_scratch_.empty() ? nullptr : gate_scratch_.data(); }
 
  private:
   AttentionSpec spec_;
@@ -258,6 +267,7 @@ class AttentionState {
   std::vector<T> scratch_;        // (B, scratch per row)
   int64_t scratch_per_row_ = 0;
   int conv_tensor_ = -1;
+  std::vector<T> gate_scratch_;   // (B, C) with spec.output_gate
 };
 
 // Bytes of the state in use with its rows at positions pos (B): a recurrent state's

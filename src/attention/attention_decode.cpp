@@ -1,11 +1,12 @@
 // attention_core.h, decoding side: a layer's state (the kind's per-row tensors, carved
 // from one allocation), its rows, prefill and step through the kind's table, RoPE at
-// each row's position, and what a saved state holds.
+// each row's position, the short convolution and the output gate, and what a saved state holds.
 #include <algorithm>
 #include <cstring>
 
 #include "attention/attention_core.h"
 #include "attention/attention_kind.h"
+#include "attention/output_gate.h"
 #include "attention/short_conv.h"
 #include "core/error.h"
 
@@ -33,6 +34,7 @@ AttentionState<T>::AttentionState(const AttentionSpec& s, const T* random, const
   constants_.assign(static_cast<size_t>(layout.constants), T(0));
   scratch_per_row_ = layout.scratch_per_row;
   scratch_.assign(static_cast<size_t>(int64_t(o.B) * scratch_per_row_), T(0));
+  if (s.output_gate) gate_scratch_.assign(static_cast<size_t>(int64_t(o.B) * s.C()), T(0));  // the step's z
   kind_->kernels<T>().state_init(s, view(0, o.B), constants_.data(), random);
 }
 
@@ -175,8 +177,11 @@ std::string attention_state_move_refusal(const AttentionSpec& s, const Attention
 int64_t attention_prefill_scratch_size(const AttentionSpec& s, const AttentionStateOptions& o, int B, int S,
                                        int threads) {
   const int64_t kind = attention_kind_def(s.kind).prefill_scratch_size(s, o, B, S, threads);
-  // The convolution's ext rows borrow the scratch before the kind's prefill uses it.
-  return s.short_conv > 0 ? std::max(kind, short_conv_ext_size(s, B, S)) : kind;
+  // The convolution's ext rows borrow the scratch before the kind's prefill uses it, the output
+  // gate's z (B, S, C) after.
+  const int64_t conv = s.short_conv > 0 ? short_conv_ext_size(s, B, S) : 0;
+  const int64_t gate = s.output_gate ? int64_t(B) * S * s.C() : 0;
+  return std::max({kind, conv, gate});
 }
 
 template <typename T>
@@ -208,6 +213,13 @@ void attention_prefill(const AttentionCore& core, const AttentionWeights<T>& w, 
       rope_forward(in.k + row, in.k + row, core.rope(), 1, call.T_len, s.H, s.Dh, call.pos0_of(b));
     }
   core.kind().kernels<T>().prefill(core, w, st.view(b0, call.B), out, in, call);
+  if (s.output_gate) {  // out gated in place, z in the scratch the kind is done with
+    const int64_t N = int64_t(call.B) * call.T_len;
+    RFA_ASSERT(in.n != nullptr && call.scratch.size >= size_t(N * s.C()), "output gate: n and a prefill scratch of {} "
+               "elements", call.scratch.size);
+    const int g = core.gate_param();
+    output_gate_apply(s, w[g], w[g + 1], out, out, call.scratch.data, in.n, N);
+  }
 }
 
 template <typename T>
@@ -226,13 +238,20 @@ void attention_step(const AttentionCore& core, const AttentionWeights<T>& w, Att
     rope_rows(in.k, core.rope(), rows.n, s.H, s.Dh, rows.pos);
   }
   core.kind().kernels<T>().step(core, w, st.view(0, st.rows()), out, in, rows);
+  if (s.output_gate) {  // the listed rows' out gated in place; few rows: serial products (gemm.h)
+    RFA_ASSERT(in.n != nullptr && rows.n <= st.rows(), "output gate: n of {} rows", rows.n);
+    const int g = core.gate_param();
+    output_gate_apply(s, w[g], w[g + 1], out, out, st.gate_scratch(), in.n, rows.n,
+                      rows.n >= 16 ? GemmThreads::pool : GemmThreads::one);
+  }
 }
 
 std::string attention_state_save_refusal(const AttentionSpec& s) { return attention_kind_def(s.kind).save_refusal; }
 
 std::string attention_state_form(const AttentionSpec& s) {
   const std::string form = attention_kind_def(s.kind).state_form(s);
-  return s.short_conv > 0 ? form + fmt::format(", short conv {}", s.short_conv) : form;
+  const std::string conv = s.short_conv > 0 ? fmt::format(", short conv {}", s.short_conv) : std::string();
+  return form + conv + (s.output_gate ? ", output gate" : "");
 }
 
 #define RFA_INSTANTIATE(T)                                                                                       \

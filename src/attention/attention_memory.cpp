@@ -16,6 +16,10 @@ AttentionDecodeMemory attention_decode_memory(const AttentionSpec& s, const Atte
     m.state += double(o.B) * double(short_conv_history_size(s));
     m.scratch = std::max(m.scratch, 3.0 * o.B * (s.short_conv - 1 + S) * s.C());
   }
+  if (s.output_gate) {  // the step's z (B, C), counted with the state as the kind's step scratch; the prefill's z
+    m.state += double(o.B) * s.C();
+    m.scratch = std::max(m.scratch, double(o.B) * S * s.C());
+  }
   return m;
 }
 

@@ -14,6 +14,7 @@ AttentionSpec attention_spec_make(const AttentionConfig& a, int H, int Dh) {
   s.sigma_init = a.sigma_init;
   s.gate_bias_init = a.gate_bias_init;
   s.short_conv = a.short_conv;
+  s.output_gate = a.output_gate;
   switch (a.kind) {
     case AttentionKind::softmax:
       break;

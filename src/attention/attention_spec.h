@@ -21,6 +21,8 @@ struct AttentionSpec {
   double sigma_init = 1.0;           // RFA kinds: the learned per-head sigma at init
   double gate_bias_init = 2.0;       // RFA-Gate: gate bias at init
   int short_conv = 0;                // taps K of the convolution on q, k, v (short_conv.h); 0 = none
+  bool output_gate = false;          // each head's output RMS-normed and SiLU-gated (output_gate.h)
+  double norm_eps = 1e-5;            // the output norm's epsilon: the model's (model.norm_eps)
   int C() const { return H * Dh; }
   friend bool operator==(const AttentionSpec&, const AttentionSpec&) = default;
 };

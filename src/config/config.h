@@ -63,6 +63,9 @@ struct AttentionConfig {
   // Every kind: a causal depthwise convolution of this many taps on q, k and v before the
   // attention (and before RoPE); 0 = none (docs/short-conv.md).
   int short_conv = 0;
+  // Every kind: each head's output RMS-normalised and gated by SiLU(n W_g) before the output
+  // projection (docs/output-gate.md).
+  bool output_gate = false;
   // Each layer's own kind and options: "" = the keys above in every layer; else one entry per
   // layer, "3*rfa_gate gate=feature, softmax" (config/config_layers.h).
   std::string layers = "";

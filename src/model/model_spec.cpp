@@ -26,6 +26,7 @@ ModelSpec model_spec_make(const ModelConfig& model, const AttentionConfig& atten
   s.Hf = config_ffn_hidden(model);
   for (const AttentionConfig& layer : config_attention_layers(attention, s.L)) {
     s.attn.push_back(attention_spec_make(layer, s.H, s.Dh));
+    s.attn.back().norm_eps = model.norm_eps;  // the output norm's (attention.output_gate)
     if (s.attn.back().rope && s.Dh % 2 != 0)
       fail("rope needs an even head size; d_model {} / n_heads {} = {}", s.C, s.H, s.Dh);
   }
@@ -51,7 +52,12 @@ std::string model_spec_attention_text(const ModelSpec& s) {
   const std::string suffix = !same_conv ? " (short_conv per layer)"
                              : conv > 0 ? fmt::format(" (short_conv {})", conv)
                                         : std::string();
-  return model_spec_kinds_text(s) + suffix;
+  int gated = 0;  // layers with attention.output_gate
+  for (const AttentionSpec& a : s.attn) gated += a.output_gate ? 1 : 0;
+  const std::string gate = gated == 0                      ? std::string()
+                           : gated == int(s.attn.size()) ? " (output gate)"
+                                                           : " (output gate per layer)";
+  return model_spec_kinds_text(s) + suffix + gate;
 }
 
 std::string model_spec_kinds_text(const ModelSpec& s) {

@@ -17,9 +17,10 @@ using namespace rfa;
 
 namespace {
 
-ModelSpec small_spec(AttentionKind kind, bool tied, int short_conv = 0) {
+ModelSpec small_spec(AttentionKind kind, bool tied, int short_conv = 0, bool output_gate = false) {
   Config c = test::tiny_config(kind, {.vocab = 30, .tied = tied});
   c.attention.short_conv = short_conv;
+  c.attention.output_gate = output_gate;
   return test::tiny_spec(c);
 }
 
@@ -27,9 +28,11 @@ ModelSpec small_spec(AttentionKind kind, bool tied, int short_conv = 0) {
 
 TEST_CASE("model io: save and load round-trips every tensor") {
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate})
-  for (int short_conv : {0, 3}) {
+  for (int short_conv : {0, 3})
+  for (bool gate : {false, true}) {
     CAPTURE(short_conv);
-    ModelSpec spec = small_spec(kind, kind == AttentionKind::softmax, short_conv);
+    CAPTURE(gate);
+    ModelSpec spec = small_spec(kind, kind == AttentionKind::softmax, short_conv, gate);
     Model<float> a(spec), b(spec);
     model_init(a, 3);
     model_init(b, 4);
@@ -55,6 +58,14 @@ TEST_CASE("model io: save and load round-trips every tensor") {
       const Tensor* t = fm.find(name);  // (K, C) each, in the checkpoint by name
       REQUIRE((t != nullptr) == (short_conv > 0));
       if (t) CHECK(t->shape == std::vector<int64_t>{short_conv, spec.C});
+    }
+    const Tensor* norm = fm.find("layers.1.attn.out_norm");  // attention.output_gate: (C) and (C, C) by name
+    const Tensor* gate_w = fm.find("layers.0.attn.out_gate");
+    REQUIRE((norm != nullptr) == gate);
+    REQUIRE((gate_w != nullptr) == gate);
+    if (gate) {
+      CHECK(norm->shape == std::vector<int64_t>{spec.C});
+      CHECK(gate_w->shape == std::vector<int64_t>{spec.C, spec.C});
     }
   }
 }

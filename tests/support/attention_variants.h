@@ -122,6 +122,27 @@ inline const std::vector<AttentionVariant>& attention_variants() {
          c.attention.layers = alternate("rfa_gate short_conv=3", "rfa short_conv=2", c.model.n_layers);
        },
        false, true, true},
+      // The output norm and gate (attention.output_gate, docs/output-gate.md): on a kind whose own
+      // backward writes dn (rfa_gate) and on softmax with RoPE; per layer on rfa (whose backward
+      // leaves dn to the gate) and after a short convolution (the parameters' order).
+      {"rfa_gate output gate",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa_gate;
+         c.attention.output_gate = true;
+       }},
+      {"softmax (rope) output gate",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::softmax;
+         c.attention.output_gate = true;
+       },
+       true, false, false, true},
+      {"layers: rfa output gate and rfa_gate short conv 2 with output gate in turn",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa_gate;
+         c.attention.layers = alternate("rfa output_gate=true", "rfa_gate short_conv=2 output_gate=true",
+                                        c.model.n_layers);
+       },
+       false, true, true},
   };
   return all;
 }
