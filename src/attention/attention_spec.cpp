@@ -16,6 +16,7 @@ AttentionSpec attention_spec_make(const AttentionConfig& a, int H, int Dh) {
   s.short_conv = a.short_conv;
   switch (a.kind) {
     case AttentionKind::softmax:
+      s.window = a.window;
       break;
     case AttentionKind::rfa:
     case AttentionKind::rfa_gate:

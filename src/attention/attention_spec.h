@@ -20,6 +20,7 @@ struct AttentionSpec {
   bool orthogonal_features = false;  // random matrices drawn orthogonal (QR)
   double sigma_init = 1.0;           // RFA kinds: the learned per-head sigma at init
   double gate_bias_init = 2.0;       // RFA-Gate: gate bias at init
+  int window = 0;                    // softmax: attend to the last `window` positions only; 0 = all (causal)
   int short_conv = 0;                // taps K of the convolution on q, k, v (short_conv.h); 0 = none
   int C() const { return H * Dh; }
   friend bool operator==(const AttentionSpec&, const AttentionSpec&) = default;

@@ -58,6 +58,9 @@ const ConfigKey kKeys[] = {
     {RFA_FIELD(attention, short_conv), in_range(0, 64),
      "every kind: taps of a causal depthwise convolution on q, k and v before the attention; 0 = none "
      "(docs/short-conv.md)"},
+    {RFA_FIELD(attention, window), in_range(0, kMaxLength),
+     "softmax: a sliding window of this many positions (token i attends to i-window+1..i; decoding keeps a ring of "
+     "window slots, a fixed-size state); 0 = full causal attention; RFA kinds ignore it (docs/hybrid.md)"},
     {RFA_FIELD(attention, layers), kAny,
      "each layer's kind and overrides of these keys: \"\" = the keys above in every layer; else one entry per layer, "
      "e.g. \"3*rfa_gate gate=feature, softmax\" (N* repeats an entry)"},
