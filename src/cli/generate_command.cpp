@@ -177,8 +177,9 @@ void run_generate(const GenerateArgs& a) {
     log_info("generate", "{} of {} sample(s) stopped at the end-of-sequence token (id {}) before -n {}{}", stopped,
              a.num_samples, stop, a.max_new_tokens, stopped > 0 ? "; --ignore-eos generates past it" : "");
   if (!grows)
-    log_info("generate", "state: {} ({} recurrent state, fixed size whatever the length)",
-             bytes_human(total.state_bytes), kind);
+    log_info("generate", "state: {} ({} {}, fixed size whatever the length)", bytes_human(total.state_bytes), kind,
+             trained_window > 0 ? "state (windowed softmax layers: a ring of their trained window)"
+                                : "recurrent state");
   else if (o.window > 0)
     log_info("generate", "state: {} ({} KV cache at position {}; a window of the last {} positions, fixed size)",
              bytes_human(total.state_bytes), kind, dec.position(), o.window);
