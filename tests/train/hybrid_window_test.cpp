@@ -58,6 +58,14 @@ TEST_CASE("attention.window: out of bounds names the key, the entry and the valu
   CHECK(has(m, "'attention.layers' entry 2 ('softmax window=-1')"));
   CHECK(has(m, "'attention.window' is '-1'"));
   CHECK(has(test::error_of([] { config_load("", {"attention.window=-3"}); }), "attention.window"));
+  // Stateful training carries RFA states only: a windowed layer says why it cannot.
+  Config s;
+  s.model.n_layers = 2;
+  s.attention.layers = "rfa_gate, softmax window=8 positions=none";
+  s.train.stateful = true;
+  CHECK(has(test::error_of([&] { config_validate(s); }),
+            "'attention.kind' is softmax (layer 1 of 'attention.layers') with 'attention.window' 8: its window of keys "
+            "is not carried between training segments"));
 }
 
 TEST_CASE("attention.window: the config a checkpoint saves records it, per layer and globally") {
