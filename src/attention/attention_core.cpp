@@ -83,7 +83,7 @@ std::vector<AttentionCore> attention_cores_make(const std::vector<AttentionSpec>
 
 bool attention_reads_n(const AttentionSpec& s) { return kind_of(s).reads_n(s) || s.output_gate; }
 
-bool attention_state_grows(const AttentionSpec& s) { return kind_of(s).state_grows; }
+bool attention_state_grows(const AttentionSpec& s) { return kind_of(s).state_grows(s); }
 
 double attention_forward_flops_per_token(const AttentionSpec& s, int64_t T) {
   // The short convolution: K multiply-adds per channel of q, k and v. The output gate: z = n W_gᵀ

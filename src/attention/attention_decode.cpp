@@ -166,12 +166,12 @@ int64_t attention_state_capacity(const AttentionState<T>& st) {
 }
 
 int64_t attention_state_position_limit(const AttentionSpec& s, const AttentionStateOptions& o) {
-  return attention_kind_def(s.kind).position_limit(o);
+  return attention_kind_def(s.kind).position_limit(s, o);
 }
 
 std::string attention_state_move_refusal(const AttentionSpec& s, const AttentionStateOptions& o, int64_t from,
                                          int64_t to) {
-  return attention_kind_def(s.kind).move_refusal(o, from, to);
+  return attention_kind_def(s.kind).move_refusal(s, o, from, to);
 }
 
 int64_t attention_prefill_scratch_size(const AttentionSpec& s, const AttentionStateOptions& o, int B, int S,
@@ -246,7 +246,7 @@ void attention_step(const AttentionCore& core, const AttentionWeights<T>& w, Att
   }
 }
 
-std::string attention_state_save_refusal(const AttentionSpec& s) { return attention_kind_def(s.kind).save_refusal; }
+std::string attention_state_save_refusal(const AttentionSpec& s) { return attention_kind_def(s.kind).save_refusal(s); }
 
 std::string attention_state_form(const AttentionSpec& s) {
   const std::string form = attention_kind_def(s.kind).state_form(s);

@@ -64,7 +64,7 @@ struct AttentionKindDef {
   int64_t (*random_size)(const AttentionSpec&);
   std::vector<int64_t> (*random_shape)(const AttentionSpec&);
   bool (*reads_n)(const AttentionSpec&);
-  bool state_grows;  // the decoding state grows with the text (softmax's KV cache)
+  bool (*state_grows)(const AttentionSpec&);  // the decoding state grows with the text (a full KV cache)
   // Training sizes (elements) and cost.
   double (*forward_flops_per_token)(const AttentionSpec&, int64_t T);
   int64_t (*saved_size)(const AttentionSpec&, int B, int T);
@@ -74,9 +74,9 @@ struct AttentionKindDef {
   AttentionStateLayout (*state_layout)(const AttentionSpec&, const AttentionStateOptions&);
   AttentionDecodeMemory (*decode_memory)(const AttentionSpec&, const AttentionStateOptions&, int S, int threads);
   int64_t (*prefill_scratch_size)(const AttentionSpec&, const AttentionStateOptions&, int B, int S, int threads);
-  int64_t (*position_limit)(const AttentionStateOptions&);
-  std::string (*move_refusal)(const AttentionStateOptions&, int64_t from, int64_t to);
-  const char* save_refusal;  // "" = a state can be saved to a file and continued
+  int64_t (*position_limit)(const AttentionSpec&, const AttentionStateOptions&);
+  std::string (*move_refusal)(const AttentionSpec&, const AttentionStateOptions&, int64_t from, int64_t to);
+  const char* (*save_refusal)(const AttentionSpec&);  // "" = a state can be saved to a file and continued
   std::string (*state_form)(const AttentionSpec&);
   // The keys (with values) that shrink what the kind adds to a memory estimate, for its
   // messages: the training activations', and the decoding state's and random matrices'

@@ -17,6 +17,7 @@ AttentionSpec attention_spec_make(const AttentionConfig& a, int H, int Dh) {
   s.output_gate = a.output_gate;
   switch (a.kind) {
     case AttentionKind::softmax:
+      s.window = a.window;
       break;
     case AttentionKind::rfa:
     case AttentionKind::rfa_gate:

@@ -20,6 +20,7 @@ struct AttentionSpec {
   bool orthogonal_features = false;  // random matrices drawn orthogonal (QR)
   double sigma_init = 1.0;           // RFA kinds: the learned per-head sigma at init
   double gate_bias_init = 2.0;       // RFA-Gate: gate bias at init
+  int window = 0;                    // softmax: attend to the last `window` positions only; 0 = all (causal)
   int short_conv = 0;                // taps K of the convolution on q, k, v (short_conv.h); 0 = none
   bool output_gate = false;          // each head's output RMS-normed and SiLU-gated (output_gate.h)
   double norm_eps = 1e-5;            // the output norm's epsilon: the model's (model.norm_eps)

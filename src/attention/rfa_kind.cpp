@@ -87,6 +87,9 @@ void backward(const AttentionCore& core, const AttentionWeights<T>& w, const Att
                rfa_kind_params(w, call.random), s.rfa, dims_of(s, call.B, call.T_len));
 }
 
+bool state_fixed(const AttentionSpec&) { return false; }  // S (H, F, Dh+1) whatever the length
+const char* no_refusal(const AttentionSpec&) { return ""; }
+
 template <typename T>
 AttentionKernels<T> kernels() {
   return {random_draw<T>,          forward<T>,          backward<T>,          rfa_kind_state_init<T>,
@@ -99,7 +102,7 @@ AttentionKindDef rfa_kind_def(AttentionKind kind) {
           random_size,
           random_shape,
           reads_n,
-          false,
+          state_fixed,
           forward_flops_per_token,
           saved_size,
           scratch_size,
@@ -109,7 +112,7 @@ AttentionKindDef rfa_kind_def(AttentionKind kind) {
           rfa_kind_prefill_scratch_size,
           rfa_kind_position_limit,
           rfa_kind_move_refusal,
-          "",
+          no_refusal,
           rfa_kind_state_form,
           activation_keys,
           rfa_kind_state_keys,

@@ -27,8 +27,8 @@ AttentionDecodeMemory rfa_kind_decode_memory(const AttentionSpec& s, const Atten
                                              int threads);
 int64_t rfa_kind_prefill_scratch_size(const AttentionSpec& s, const AttentionStateOptions& o, int B, int S,
                                       int threads);
-int64_t rfa_kind_position_limit(const AttentionStateOptions& o);
-std::string rfa_kind_move_refusal(const AttentionStateOptions& o, int64_t from, int64_t to);
+int64_t rfa_kind_position_limit(const AttentionSpec& s, const AttentionStateOptions& o);
+std::string rfa_kind_move_refusal(const AttentionSpec& s, const AttentionStateOptions& o, int64_t from, int64_t to);
 std::string rfa_kind_state_form(const AttentionSpec& s);
 std::string rfa_kind_state_keys(const AttentionSpec& s);
 template <typename T>

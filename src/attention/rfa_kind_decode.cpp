@@ -50,9 +50,9 @@ int64_t rfa_kind_prefill_scratch_size(const AttentionSpec& s, const AttentionSta
   return static_cast<int64_t>(rfa_workspace_size(s.rfa, AttentionDims{B, S, s.H, s.Dh}, threads));
 }
 
-int64_t rfa_kind_position_limit(const AttentionStateOptions&) { return 0; }
+int64_t rfa_kind_position_limit(const AttentionSpec&, const AttentionStateOptions&) { return 0; }
 
-std::string rfa_kind_move_refusal(const AttentionStateOptions&, int64_t, int64_t) { return ""; }
+std::string rfa_kind_move_refusal(const AttentionSpec&, const AttentionStateOptions&, int64_t, int64_t) { return ""; }
 
 std::string rfa_kind_state_form(const AttentionSpec& s) {
   const std::string out = attention_positions_form(s);

@@ -92,7 +92,7 @@ size_t softmax_flash_workspace_size(const AttentionDims& d, int threads) {
 
 template <typename T>
 void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, const T* k, const T* v,
-                           const AttentionDims& d, const uint8_t* starts) {
+                           const AttentionDims& d, const uint8_t* starts, int window) {
   const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C();
   const FlashSizes z(d);
   const int threads = thread_count();
@@ -111,17 +111,21 @@ void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, c
     pack_rows(vp, z.DP, v + head, Tn, C, Dh);
     T* lse_bh = lse + static_cast<size_t>(task) * Tn;
     const uint8_t* st = starts ? starts + static_cast<size_t>(b) * Tn : nullptr;  // (T) or null
-    int first[kBlock];  // with boundaries: each query row's first key, its document's first token
+    const bool banded = st || window > 0;  // keys below a row's first one are masked
+    int first[kBlock];  // banded: each query row's first key, max(its document's first token, i - window + 1)
     for (int i0 = 0; i0 < Tn; i0 += kBlock) {
       const int bq = std::min(kBlock, Tn - i0);
       std::fill(acc, acc + bq * z.DP, T(0));
       std::fill(row_max, row_max + bq, -std::numeric_limits<T>::infinity());
       std::fill(row_sum, row_sum + bq, T(0));
       int j_begin = 0;  // the first key block any query row of this block reads
-      if (st) {
-        int f = std::max(segment_first(st, i0), 0);
-        for (int r = 0; r < bq; ++r) first[r] = f = st[i0 + r] ? i0 + r : f;
-        j_begin = first[0] / kBlock * kBlock;
+      if (banded) {  // first[] ascends with r, so first[0] bounds the block's keys
+        int f = st ? std::max(segment_first(st, i0), 0) : 0;  // the document's first token
+        for (int r = 0; r < bq; ++r) {
+          if (st && st[i0 + r]) f = i0 + r;
+          first[r] = window > 0 ? std::max(f, i0 + r - window + 1) : f;
+        }
+        j_begin = first[0] / kBlock * kBlock;  // key blocks wholly before it are skipped: O(T * window)
       }
       // Key blocks up to the diagonal block (blocks are aligned: j0 <= i0).
       for (int j0 = j_begin; j0 <= i0; j0 += kBlock) {
@@ -139,7 +143,7 @@ void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, c
           T* sr = s + r * kTileLd;
           const int live = std::min(bk, i0 + r - j0 + 1);  // keys j <= i; >= 1 since j0 <= i0
           std::fill(sr + live, sr + kTileLd, -std::numeric_limits<T>::infinity());
-          if (st) {  // and keys j >= first(i): none in this block leaves the row as it was
+          if (banded) {  // and keys j >= first(i): none in this block leaves the row as it was
             const int lo = std::clamp(first[r] - j0, 0, live);
             if (lo == live) {
               std::fill(sr, sr + kTileLd, T(0));
@@ -160,7 +164,7 @@ void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, c
           RFA_OMP_SIMD_FULL  // (kernels/vector_math.h: the whole register)
           for (int c = 0; c < live; ++c) sr[c] = exp_of(sr[c] - m);
           std::fill(sr + live, sr + kTileLd, T(0));  // the keys after i (exp_approx(-inf) is 1e-38, not 0)
-          if (st) std::fill(sr, sr + std::clamp(first[r] - j0, 0, live), T(0));
+          if (banded) std::fill(sr, sr + std::clamp(first[r] - j0, 0, live), T(0));
           row_sum[r] += tile_row_sum(sr);
         }
         // acc += p v_j  (bq, Dh); on the diagonal p is 0 right of it: each row tile reads keys up to its last row
@@ -182,7 +186,7 @@ void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, c
 template <typename T>
 void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T* dout, const T* out,
                             const T* lse, const T* q, const T* k, const T* v, const AttentionDims& d,
-                            const uint8_t* starts) {
+                            const uint8_t* starts, int window) {
   const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C();
   const FlashSizes z(d);
   const int threads = thread_count();
@@ -215,19 +219,20 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
     }
     const T* lse_bh = lse + static_cast<size_t>(task) * Tn;
     const uint8_t* st = starts ? starts + static_cast<size_t>(b) * Tn : nullptr;  // (T) or null
-    int next[kBlock];  // with boundaries: each key's end, the next document's first token (or T)
+    const bool banded = st || window > 0;  // queries at or past a key's end do not read it
+    int next[kBlock];  // banded: key j's end, min(the next document's first token (or T), j + window)
     for (int j0 = 0; j0 < Tn; j0 += kBlock) {
       const int bk = std::min(kBlock, Tn - j0);
       std::fill(dk_acc, dk_acc + bk * z.DP, T(0));
       std::fill(dv_acc, dv_acc + bk * z.DP, T(0));
       int i_end = Tn;  // past the last query block any key of this block is read by
-      if (st) {
-        int e = segment_next(st, j0 + bk - 1, Tn);
+      if (banded) {  // next[] ascends with c, so next[bk - 1] bounds the block's queries
+        int e = st ? segment_next(st, j0 + bk - 1, Tn) : Tn;  // the next document's first token
         for (int c = bk - 1; c >= 0; --c) {
-          next[c] = e;
-          if (st[j0 + c]) e = j0 + c;
+          next[c] = window > 0 ? std::min(e, j0 + c + window) : e;
+          if (st && st[j0 + c]) e = j0 + c;
         }
-        i_end = next[bk - 1];
+        i_end = next[bk - 1];  // query blocks wholly past it are skipped: O(T * window)
       }
       for (int i0 = j0; i0 < i_end; i0 += kBlock) {
         const int bq = std::min(kBlock, Tn - i0);
@@ -240,7 +245,7 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
           RFA_OMP_SIMD_FULL
           for (int r = 0; r < bq; ++r) pr[r] = exp_of(pr[r] - lse_i[r]);
           if (i0 == j0) std::fill(pr, pr + std::min(c, bq), T(0));  // diagonal block: query i0+r < key j0+c
-          if (st) std::fill(pr + std::clamp(next[c] - i0, 0, bq), pr + bq, T(0));  // queries of later documents
+          if (banded) std::fill(pr + std::clamp(next[c] - i0, 0, bq), pr + bq, T(0));  // later documents, out of window
         }
         // out_i = sum_j p_ij v_j:  dv_j += sum_i p_ij dout_i
         tile_matmul(dv_acc, z.DP, pt, kTileLd, dop + static_cast<size_t>(i0) * z.DP, z.DP, bk, bq, Dh, T(1), true);
@@ -275,9 +280,9 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
 
 #define RFA_INSTANTIATE(T)                                                                                    \
   template void softmax_flash_forward<T>(T*, T*, Workspace<T>, const T*, const T*, const T*,                 \
-                                         const AttentionDims&, const uint8_t*);                              \
+                                         const AttentionDims&, const uint8_t*, int);                         \
   template void softmax_flash_backward<T>(T*, T*, T*, Workspace<T>, const T*, const T*, const T*, const T*,  \
-                                          const T*, const T*, const AttentionDims&, const uint8_t*);
+                                          const T*, const T*, const AttentionDims&, const uint8_t*, int);
 RFA_INSTANTIATE(float)
 RFA_INSTANTIATE(double)
 #undef RFA_INSTANTIATE

@@ -9,6 +9,10 @@
 // Document boundaries (starts (B, T), nonzero at a document's first token, or null): query i
 // attends only to keys j in [first(i), i], first(i) its document's first token (0 before the
 // row's first boundary); key blocks wholly before every query's document are skipped.
+// A sliding window (window > 0, attention.window; docs/hybrid.md): query i attends only to
+// keys j in [max(first(i), i - window + 1), i], and key blocks wholly outside every query's
+// window are skipped in both passes, so the cost is O(T * window) rather than O(T^2).
+// window 0 (or null starts) runs the unmasked code exactly.
 #include <cstddef>
 #include <cstdint>
 
@@ -29,12 +33,12 @@ size_t softmax_flash_workspace_size(const AttentionDims& d, int threads);
 // q, k, v: (B, T, C), RoPE already applied.
 template <typename T>
 void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, const T* k, const T* v,
-                           const AttentionDims& d, const uint8_t* starts = nullptr);
+                           const AttentionDims& d, const uint8_t* starts = nullptr, int window = 0);
 
 // Overwrites dq, dk, dv: (B, T, C). dout: (B, T, C); out and lse: the forward's.
 template <typename T>
 void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T* dout, const T* out,
                             const T* lse, const T* q, const T* k, const T* v, const AttentionDims& d,
-                            const uint8_t* starts = nullptr);
+                            const uint8_t* starts = nullptr, int window = 0);
 
 }  // namespace rfa

@@ -122,7 +122,10 @@ KindResult bench_kind(const Config& base, AttentionKind kind, const BenchDecodeA
       runs.push_back(t.ms() / a.steps);
       cpu_runs.push_back((process_cpu_seconds() - cpu0) * 1e3 / a.steps);
     }
-    dec.set_position(0, p);
+    // Back to position p for its state's bytes: a fixed-size state by restoring it (a ring that
+    // wrapped cannot be truncated), a KV cache by truncating it.
+    if (rfa) dec.row_restore(0, snapshot.data());
+    else dec.set_position(0, p);
     r.ms[index] = bench_median(runs);
     r.cpu_ms[index] = bench_median(cpu_runs);
     r.state[index] = dec.state_bytes();
@@ -151,7 +154,12 @@ void run_bench_decode(const BenchDecodeArgs& a) {
   const KindResult rg = bench_kind(cfg, AttentionKind::rfa_gate, a);
   const KindResult sm = a.rfa_only ? rg : bench_kind(cfg, AttentionKind::softmax, a);
 
-  std::printf("softmax attends over its full KV cache (no window, unlike rfa generate): cost at position p\n");
+  if (cfg.attention.window > 0)  // attention.window: the softmax model was trained with a sliding window
+    std::printf("softmax attends over its trained window of %d positions (a ring, attention.window): cost at "
+                "position p\n",
+                cfg.attention.window);
+  else
+    std::printf("softmax attends over its full KV cache (no window, unlike rfa generate): cost at position p\n");
   std::printf("%9s | %15s | %15s | %16s | %12s | %12s | %14s | %14s\n", "position", "rfa_gate ms/tok",
               "softmax ms/tok", "softmax/rfa_gate", "rfa_gate CPU", "softmax CPU", "rfa_gate state", "softmax state");
   std::string rows;

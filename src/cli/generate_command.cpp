@@ -3,6 +3,7 @@
 //   [--ignore-eos] [--instruction TEXT [--input TEXT] [--template T]]
 // Tokens stream to stdout as they are produced; a sample ends after -n tokens or at the
 // tokenizer's end-of-sequence token (unless --ignore-eos); statistics go to stderr at the end.
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <string>
@@ -109,8 +110,11 @@ void run_generate(const GenerateArgs& a) {
                         : used + a.max_new_tokens;
   const bool grows = model.spec.attn_state_grows();
   // Softmax: the window (default the training context) and the warnings past it (decode_window_policy.h).
+  int trained_window = 0;  // layers trained with attention.window decode over it, whatever --window says
+  for (const AttentionSpec& l : model.spec.attn) trained_window = std::max(trained_window, l.window);
   const DecodeWindowPolicy windowing = decode_window_policy(
-      {.window = a.window, .state_grows = grows, .context = model.spec.model.context_length,
+      {.window = a.window, .state_grows = grows, .trained_window = trained_window,
+       .context = model.spec.model.context_length,
        .max_positions = o.max_positions, .attention_text = model_spec_attention_text(model.spec)});
   o.window = windowing.window;
   for (const std::string& w : windowing.warnings) log_warn("generate", "{}", w);
@@ -173,8 +177,9 @@ void run_generate(const GenerateArgs& a) {
     log_info("generate", "{} of {} sample(s) stopped at the end-of-sequence token (id {}) before -n {}{}", stopped,
              a.num_samples, stop, a.max_new_tokens, stopped > 0 ? "; --ignore-eos generates past it" : "");
   if (!grows)
-    log_info("generate", "state: {} ({} recurrent state, fixed size whatever the length)",
-             bytes_human(total.state_bytes), kind);
+    log_info("generate", "state: {} ({} {}, fixed size whatever the length)", bytes_human(total.state_bytes), kind,
+             trained_window > 0 ? "state (windowed softmax layers: a ring of their trained window)"
+                                : "recurrent state");
   else if (o.window > 0)
     log_info("generate", "state: {} ({} KV cache at position {}; a window of the last {} positions, fixed size)",
              bytes_human(total.state_bytes), kind, dec.position(), o.window);

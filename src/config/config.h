@@ -66,6 +66,10 @@ struct AttentionConfig {
   // Every kind: each head's output RMS-normalised and gated by SiLU(n W_g) before the output
   // projection (docs/output-gate.md).
   bool output_gate = false;
+  // softmax: a sliding window of this many positions (token i attends to i-window+1 .. i, in
+  // training and decoding alike: a ring of `window` slots, a fixed-size state); 0 = full causal
+  // attention (docs/hybrid.md).
+  int window = 0;
   // Each layer's own kind and options: "" = the keys above in every layer; else one entry per
   // layer, "3*rfa_gate gate=feature, softmax" (config/config_layers.h).
   std::string layers = "";

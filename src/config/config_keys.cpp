@@ -61,6 +61,9 @@ const ConfigKey kKeys[] = {
     {RFA_FIELD(attention, output_gate), kAny,
      "every kind: each head's output RMS-normalised, then gated by SiLU(W_g n) before the output projection "
      "(docs/output-gate.md)"},
+    {RFA_FIELD(attention, window), in_range(0, kMaxLength),
+     "softmax: a sliding window of this many positions (token i attends to i-window+1..i; decoding keeps a ring of "
+     "window slots, a fixed-size state); 0 = full causal attention; RFA kinds ignore it (docs/hybrid.md)"},
     {RFA_FIELD(attention, layers), kAny,
      "each layer's kind and overrides of these keys: \"\" = the keys above in every layer; else one entry per layer, "
      "e.g. \"3*rfa_gate gate=feature, softmax\" (N* repeats an entry)"},

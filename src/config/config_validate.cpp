@@ -71,7 +71,14 @@ void config_validate(const Config& config) {
 
   const TrainConfig& t = config.train;
   for (size_t l = 0; l < layers.size(); ++l)
-    if (t.stateful && layers[l].kind == AttentionKind::softmax)
+    if (t.stateful && layers[l].kind == AttentionKind::softmax && layers[l].window > 0)
+      fail_keys(listed ? std::vector<std::string>{"train.stateful", list_key}
+                       : std::vector<std::string>{"train.stateful", list_key, "attention.window"},
+                "'train.stateful' is true but 'attention.kind' is softmax{} with 'attention.window' {}: its window "
+                "of keys is not carried between training segments (only RFA states are); use attention.kind rfa_gate "
+                "or rfa there, or set train.stateful=false",
+                which(l), layers[l].window);
+    else if (t.stateful && layers[l].kind == AttentionKind::softmax)
       fail_keys({"train.stateful", list_key},
                 "'train.stateful' is true but 'attention.kind' is softmax{}, which has no fixed-size state to carry "
                 "between steps (its memory would be a growing key/value cache); use attention.kind rfa_gate or rfa, "

@@ -62,11 +62,17 @@ std::string model_spec_attention_text(const ModelSpec& s) {
 
 std::string model_spec_kinds_text(const ModelSpec& s) {
   std::string out;
+  // A kind with a trained sliding window reads "softmax window 16".
+  auto name = [&](const AttentionSpec& a) {
+    return a.window > 0 ? fmt::format("{} window {}", enum_name(a.kind), a.window) : std::string(enum_name(a.kind));
+  };
   for (size_t l = 0; l < s.attn.size();) {
-    size_t run = 1;  // layers of the same kind in a row
-    while (l + run < s.attn.size() && s.attn[l + run].kind == s.attn[l].kind) ++run;
-    if (run == s.attn.size()) return enum_name(s.attn[l].kind);
-    out += fmt::format("{}{}{}", out.empty() ? "" : ", ", enum_name(s.attn[l].kind),
+    size_t run = 1;  // layers of the same kind (and window) in a row
+    while (l + run < s.attn.size() && s.attn[l + run].kind == s.attn[l].kind &&
+           s.attn[l + run].window == s.attn[l].window)
+      ++run;
+    if (run == s.attn.size()) return name(s.attn[l]);
+    out += fmt::format("{}{}{}", out.empty() ? "" : ", ", name(s.attn[l]),
                        run > 1 ? fmt::format(" x{}", run) : std::string());
     l += run;
   }

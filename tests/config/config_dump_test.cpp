@@ -35,7 +35,7 @@ TEST_CASE("config dump: parsing a dump gives back the same config") {
                                 "attention.sigma_init=0.7", "attention.gate=feature", "attention.time_discount=log",
                                 "attention.time_discount_c=3.5",
                                 "attention.time_discount_horizon=64", "attention.short_conv=3",
-                                "attention.output_gate=true",
+                                "attention.output_gate=true", "attention.window=12",
                                 "attention.layers=6*rfa, rfa_gate gate=scalar num_features=5", "tokenizer.path=m \"q\" \\ x.model",
                                 "tokenizer.kind=unigram", "tokenizer.vocab_size=4096",
                                 "tokenizer.corpus=c.txt", "tokenizer.max_sentences=123",

@@ -43,8 +43,13 @@ TEST_CASE("decode memory: the RFA state and the KV cache equal what the decoder 
       // The per-row tensors and the step's scratch (RFA: S and the feature maps' rows; softmax:
       // keys, values and the score row (B, H, slots)).
       const double reserved = double(dec.state_reserved_bytes());
-      if (!model.spec.attn_state_grows()) {
-        CHECK(part_bytes(e, "RFA state") == reserved);
+      if (!model.spec.attn_state_grows()) {  // a recurrent state, or a trained window's ring of w slots
+        const bool ring = model.spec.attn[0].kind == AttentionKind::softmax;
+        CHECK(part_bytes(e, ring ? "sliding-window KV cache" : "RFA state") == reserved);
+        if (ring) {  // keys, values and the score row (B, H, w)
+          const double w = model.spec.attn[0].window, H = model.spec.H, Dh = model.spec.attn[0].Dh;
+          CHECK(reserved == double(model.spec.L) * o.batch * H * w * (2 * Dh + 1) * sizeof(float));
+        }
       } else {
         const int slots = window > 0 ? window : 40;
         const double scores = double(model.spec.L) * o.batch * model.spec.H * slots * sizeof(float);
@@ -56,6 +61,19 @@ TEST_CASE("decode memory: the RFA state and the KV cache equal what the decoder 
       }
       CHECK(part_bytes(e, "decoding activations") > 0);
     }
+}
+
+TEST_CASE("decode memory: a trained window reserves its w slots, not the positions") {
+  Config c = test::tiny_config(AttentionKind::softmax, {.context = 16});
+  c.attention.window = 4;
+  Model<float> model(test::tiny_spec(c));
+  DecoderOptions o;
+  o.max_segment = 512;
+  o.max_positions = 1000000000;
+  const MemoryEstimate e = memory_estimate_decoder(model.spec, o, 1, "segment", "-n");
+  // L * B * H * w * (2 Dh + 1) floats: keys, values and the score row.
+  CHECK(part_bytes(e, "sliding-window KV cache") == 2.0 * 1 * 2 * 4 * (2 * 8 + 1) * 4);
+  CHECK(part_bytes(e, "KV cache") == 0);
 }
 
 TEST_CASE("decode memory: a softmax cache of 10^9 positions is terabytes, a window keeps it small") {

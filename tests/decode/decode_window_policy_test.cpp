@@ -62,3 +62,32 @@ TEST_CASE("decode window policy: an RFA kind has no window, and a given one is n
   CHECK(p.warnings.empty());
   CHECK(p.note == "--window 32 ignored: rfa_gate attention keeps a fixed-size state, no KV cache");
 }
+
+TEST_CASE("decode window policy: layers trained with a window keep it, and the note says so") {
+  // Only windowed softmax and RFA layers: a fixed-size state, --window ignored.
+  DecodeWindowRequest r{.window = 32, .state_grows = false, .trained_window = 16, .context = 64,
+                        .max_positions = 1000, .attention_text = "rfa_gate x3, softmax window 16"};
+  DecodeWindowPolicy p = decode_window_policy(r);
+  CHECK(p.window == 0);
+  CHECK(p.warnings.empty());
+  CHECK(p.note == "--window 32 ignored: rfa_gate x3, softmax window 16 attention keeps a fixed-size state (its "
+                  "softmax layers attend over the window they were trained with)");
+  // Beside a full softmax layer: --window applies to that one, the trained windows stay.
+  r.state_grows = true;
+  p = decode_window_policy(r);
+  CHECK(p.window == 32);
+  CHECK(p.note == "--window 32 applies to the full-attention softmax layers; those trained with attention.window "
+                  "keep it");
+  r.window = -1;  // the default: the context, silently
+  p = decode_window_policy(r);
+  CHECK(p.window == 64);
+  CHECK(p.note.empty());
+  // A trained window wider than the context reaches further back than training did.
+  r.trained_window = 100;
+  r.state_grows = false;
+  p = decode_window_policy(r);
+  REQUIRE(p.warnings.size() == 1);
+  CHECK(p.warnings[0] ==
+        "attention.window 100 is wider than the 64 positions the model was trained on: past them its windowed "
+        "softmax layers attend further back than in training; quality degrades past the training context");
+}

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "checkpoint/safetensors.h"
 #include "core/error.h"
 #include "decode/decoder_state_io.h"
@@ -77,6 +79,43 @@ TEST_CASE("decoder state: softmax and empty decoders are refused") {
   model_init(rfa_model, 5);
   Decoder<float> fresh(rfa_model, DecoderOptions{});
   CHECK_THROWS_AS(decoder_state_save(path, fresh, model_checksum(rfa_model)), Error);
+}
+
+// A hybrid whose softmax layers have a trained window (attention.window, docs/hybrid.md) keeps a
+// fixed-size state: it saves and continues like an RFA model, past the window too.
+TEST_CASE("decoder state: a hybrid with a windowed softmax layer saves, loads and continues") {
+  test::TempDir dir;
+  const std::string path = dir.file("state.safetensors");
+  auto model_with = [](int window) {
+    Config c = test::tiny_config(AttentionKind::rfa_gate,
+                                 {.vocab = 29, .context = 16, .num_features = 5, .chunk_size = 4, .init_std = 0.3});
+    c.attention.layers = fmt::format("rfa_gate, softmax window={}", window);
+    auto model = std::make_unique<Model<float>>(test::tiny_spec(c));
+    model_init(*model, 5);
+    return model;
+  };
+  auto model = model_with(3);
+  REQUIRE(!model->spec.attn_state_grows());
+  const std::string sum = model_checksum(*model);
+  DecoderOptions o;
+  o.max_positions = 64;  // the softmax layer's RoPE table; its ring holds 3 positions
+  const std::vector<int32_t> prompt = {1, 7, 3, 22, 9};
+  Decoder<float> whole(*model, o);
+  const std::vector<int32_t> expected = run(whole, prompt, 40);
+  Decoder<float> first(*model, o);
+  std::vector<int32_t> got = run(first, prompt, 15);
+  decoder_state_save(path, first, sum);
+  Decoder<float> second(*model, o);
+  decoder_state_load(path, second, sum);
+  CHECK(second.position() == int64_t(prompt.size()) + 15);
+  const std::vector<int32_t> rest = run(second, {}, 25);
+  got.insert(got.end(), rest.begin(), rest.end());
+  CHECK(got == expected);
+  // The same weights (softmax has none of its own) with another window: another state.
+  auto wider = model_with(4);
+  REQUIRE(model_checksum(*wider) == sum);
+  Decoder<float> into(*wider, o);
+  CHECK_THROWS_AS(decoder_state_load(path, into, sum), Error);
 }
 
 TEST_CASE("decoder state: a file with a bad position or a non-finite value is refused by name") {

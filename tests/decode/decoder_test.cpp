@@ -77,6 +77,56 @@ TEST_CASE("decoder: windowed softmax prefills as it steps; a window past the tex
   CHECK(spread > 1e-3);
 }
 
+// A trained window (attention.window): the training forward masks keys older than w, and the
+// decoder's ring of exactly w slots gives the same logits at every position, w < T included.
+TEST_CASE("decoder equals the full forward: softmax with a trained window, at positions past it") {
+  for (int w : {1, 3, kT + 4}) {
+    CAPTURE(w);
+    Config c = test::tiny_config(AttentionKind::softmax,
+                                 {.vocab = kV, .context = kT, .num_features = 5, .chunk_size = 4, .init_std = 0.3});
+    c.attention.window = w;
+    const ModelSpec spec = test::tiny_spec(c);
+    REQUIRE(!spec.attn_state_grows());
+    check_kind<double>(spec, 1e-10, 1e-12);
+    check_kind<float>(spec, 5e-4, 5e-5);
+    // The decoder's --window does not change a trained window's layer: it keeps its w slots.
+    Model<double> model(spec);
+    model_init(model, 11);
+    const std::vector<int32_t> tokens = tokens_make(5);
+    const std::vector<double> own = decode(model, tokens, 6, 4), other = decode(model, tokens, 6, 4, 5);
+    CHECK(own == other);
+    // Not vacuous: a window shorter than the text changes the logits.
+    if (w < kT) {
+      Model<double> full(small_spec(AttentionKind::softmax));
+      model_init(full, 11);
+      const std::vector<double> a = full_forward(full, tokens), b = full_forward(model, tokens);
+      double diff = 0;
+      for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::abs(a[i] - b[i]));
+      CHECK(diff > 1e-3);
+    }
+  }
+}
+
+TEST_CASE("decoder: a trained window's state is w slots, fixed, whatever the positions") {
+  Config c = test::tiny_config(AttentionKind::softmax, {.vocab = kV, .context = kT});
+  c.attention.window = 3;
+  Model<float> model(test::tiny_spec(c));
+  model_init(model, 1);
+  DecoderOptions o;
+  o.batch = 1;
+  o.max_segment = 8;
+  o.max_positions = 100;
+  o.window = 0;  // the decoder's own window (full softmax layers) is not the trained one
+  Decoder<float> dec(model, o);
+  const int64_t capacity = dec.state_capacity_bytes();
+  CHECK(capacity == 2 * 2 * 2 * 3 * 8 * 4);  // L * (k, v) * H * w * Dh * 4
+  int32_t tok = 3;
+  for (int i = 0; i < 100; ++i) dec.step(&tok);
+  CHECK(dec.state_bytes() == capacity);
+  CHECK(dec.state_capacity_bytes() == capacity);
+  CHECK_THROWS_AS(dec.step(&tok), Error);  // past max_positions: the RoPE table, not the cache
+}
+
 TEST_CASE("decoder equals the full forward: rfa gaussian") {
   check_kind<double>(small_spec(AttentionKind::rfa), 1e-10, 1e-12);
   check_kind<float>(small_spec(AttentionKind::rfa), 5e-4, 5e-5);

@@ -2,7 +2,8 @@
 // Every attention kind and option the model-level tests walk, in one list: the kinds
 // (softmax, rfa, rfa_gate), both gates (attention.gate scalar, feature), both feature maps
 // (gaussian, arccos), the time discount (attention.time_discount log) on either RFA kind,
-// RoPE on softmax and on either RFA kind, and models whose layers differ (attention.layers). A test loops over attention_variants() (or a filtered part of
+// RoPE on softmax and on either RFA kind, softmax with a trained sliding window (attention.window)
+// alone and in a hybrid, and models whose layers differ (attention.layers). A test loops over attention_variants() (or a filtered part of
 // it) instead of a hand-written list of kinds, so a new kind or option added here reaches
 // causality, gradient, decoding, resume, memory and no-allocation tests alike
 // (docs/attention-kinds.md, step 3).
@@ -18,7 +19,7 @@ namespace rfa::test {
 struct AttentionVariant {
   const char* name;
   void (*apply)(Config&);  // sets attention.* (and attention.layers from model.n_layers) on a config
-  bool grows = false;      // some layer's decoding state grows (softmax): no stateful training, no --save-state
+  bool grows = false;      // some layer's decoding state grows (full softmax): no stateful training, no --save-state
   bool draws = true;       // some layer draws random matrices (an RFA kind)
   bool mixed = false;      // the layers differ
   bool rope = false;       // some layer rotates by position (no stateful training)
@@ -143,6 +144,20 @@ inline const std::vector<AttentionVariant>& attention_variants() {
                                         c.model.n_layers);
        },
        false, true, true},
+      // A trained sliding window on softmax (attention.window, docs/hybrid.md): a fixed-size
+      // state (a ring of 3 slots) shorter than the tests' texts, alone and in a hybrid.
+      {"softmax (rope) window 3",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::softmax;
+         c.attention.window = 3;
+       },
+       false, false, false, true},
+      {"layers: rfa_gate and softmax window=3 in turn",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa_gate;
+         c.attention.layers = alternate("rfa_gate", "softmax window=3", c.model.n_layers);
+       },
+       false, true, true, true},
   };
   return all;
 }
