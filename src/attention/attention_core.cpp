@@ -93,6 +93,13 @@ double attention_forward_flops_per_token(const AttentionSpec& s, int64_t T) {
   return kind_of(s).forward_flops_per_token(s, T) + conv + gate;
 }
 
+double attention_backward_flops_per_token(const AttentionSpec& s, int64_t T) {
+  // The convolution and the gate: twice their forward (input and weight gradients).
+  const double conv = s.short_conv > 0 ? 12.0 * s.short_conv * s.C() : 0.0;
+  const double gate = s.output_gate ? 4.0 * s.C() * s.C() + 16.0 * s.C() : 0.0;
+  return kind_of(s).backward_flops_per_token(s, T) + conv + gate;
+}
+
 std::vector<int64_t> attention_carry_shape(const AttentionSpec& s) {
   const SmallShape shape = kind_of(s).carry_shape(s);
   if (shape.rank == 0 || s.short_conv == 0) return shape.vector();
@@ -196,9 +203,9 @@ void attention_backward(const AttentionCore& core, const AttentionWeights<T>& w,
                         const AttentionInputGrads<T>& g, const T* dout, const T* out, const AttentionInputs<T>& in,
                         const AttentionCall<T>& call) {
   const AttentionSpec& s = core.spec();
-  const double tokens = double(call.B) * call.T_len;  // the backward does twice the forward's work
-  ProfileScope profile(ProfiledKernel::attention_backward,
-                       2 * attention_forward_flops_per_token(s, call.T_len) * tokens, 0);
+  const double tokens = double(call.B) * call.T_len;
+  ProfileScope profile(ProfiledKernel::attention_backward, attention_backward_flops_per_token(s, call.T_len) * tokens,
+                       0);
   if (s.output_gate) {  // d o (the kind's dout) and dz first; the kind then reads its own output o
     RFA_ASSERT(in.n != nullptr && g.dn != nullptr, "the output gate's backward reads n and writes dn");
     const int64_t N = int64_t(call.B) * call.T_len;

@@ -114,6 +114,9 @@ bool attention_state_grows(const AttentionSpec& spec);
 // Floating-point operations of one layer's forward per token at sequence length T
 // (the attention core only, not the projections): for reports.
 double attention_forward_flops_per_token(const AttentionSpec& spec, int64_t T);
+// The same for the backward: what it executes (for an RFA kind less than twice the forward,
+// its feature maps' drawn projections having no weight gradient).
+double attention_backward_flops_per_token(const AttentionSpec& spec, int64_t T);
 
 // The state one layer carries between training segments (AttentionCall::state_in), one
 // row's shape (RFA kinds (H, F, Dh+1)); empty when the kind carries none (softmax). With

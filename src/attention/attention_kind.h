@@ -67,6 +67,7 @@ struct AttentionKindDef {
   bool (*state_grows)(const AttentionSpec&);  // the decoding state grows with the text (a full KV cache)
   // Training sizes (elements) and cost.
   double (*forward_flops_per_token)(const AttentionSpec&, int64_t T);
+  double (*backward_flops_per_token)(const AttentionSpec&, int64_t T);  // what the backward executes
   int64_t (*saved_size)(const AttentionSpec&, int B, int T);
   int64_t (*scratch_size)(const AttentionSpec&, int B, int T, int threads);
   SmallShape (*carry_shape)(const AttentionSpec&);  // one row; rank 0 = carries none

@@ -47,6 +47,14 @@ double forward_flops_per_token(const AttentionSpec& s, int64_t T) {
   return s.H * (4 * D * Dh + 4 * F * (Dh + 1) * (chunks - 1) / chunks + (2 * F + 2 * (Dh + 1)) * (c + 1) / 2 + gate);
 }
 
+double backward_flops_per_token(const AttentionSpec& s, int64_t T) {
+  // Twice the forward's products (each product's two operands get a gradient) except the
+  // feature maps' projections: W is drawn, not trained, so each map has one product back
+  // (dx from dφ), not two; the feature gate's projection has two (dn and d gate_w).
+  const double D = s.D, Dh = s.Dh;
+  return 2 * forward_flops_per_token(s, T) - s.H * 4 * D * Dh;
+}
+
 AttentionDims dims_of(const AttentionSpec& s, int B, int T) { return AttentionDims{B, T, s.H, s.Dh}; }
 
 int64_t saved_size(const AttentionSpec& s, int B, int T) {
@@ -104,6 +112,7 @@ AttentionKindDef rfa_kind_def(AttentionKind kind) {
           reads_n,
           state_fixed,
           forward_flops_per_token,
+          backward_flops_per_token,
           saved_size,
           scratch_size,
           carry_shape,

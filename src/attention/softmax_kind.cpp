@@ -29,6 +29,9 @@ SmallShape carry_shape(const AttentionSpec&) { return {}; }
 double forward_flops_per_token(const AttentionSpec& s, int64_t T) {
   return 2.0 * s.C() * double((s.window > 0 ? std::min<int64_t>(T, s.window) : T) + 1);
 }
+// dS = dO Vᵀ, dV = Pᵀ dO, dQ = dS K, dK = dSᵀ Q: twice the forward's products (the scores it
+// recomputes from the saved log-sum-exp are not counted: work a saved P would avoid).
+double backward_flops_per_token(const AttentionSpec& s, int64_t T) { return 2 * forward_flops_per_token(s, T); }
 bool state_grows(const AttentionSpec& s) { return s.window == 0; }
 
 AttentionDims dims_of(const AttentionSpec& s, int B, int T) { return AttentionDims{B, T, s.H, s.Dh}; }
@@ -186,6 +189,7 @@ const AttentionKindDef kAttentionKind_softmax = {AttentionKind::softmax,
                                                  reads_n,
                                                  state_grows,
                                                  forward_flops_per_token,
+                                                 backward_flops_per_token,
                                                  saved_size,
                                                  scratch_size,
                                                  carry_shape,

@@ -13,7 +13,8 @@ FlopCount model_train_flops(const ModelSpec& s, int64_t batch, int64_t T) {
   const double tokens = double(batch) * double(T);
   FlopCount f;
   f.matmul = 6.0 * double(model_matmul_params(s)) * tokens;
-  for (const AttentionSpec& a : s.attn) f.attention += 3.0 * attention_forward_flops_per_token(a, T) * tokens;
+  for (const AttentionSpec& a : s.attn)
+    f.attention += (attention_forward_flops_per_token(a, T) + attention_backward_flops_per_token(a, T)) * tokens;
   return f;
 }
 
