@@ -1,6 +1,6 @@
 #pragma once
 // Every attention kind and option the model-level tests walk, in one list: the kinds
-// (softmax, rfa, rfa_gate), both gates (attention.gate scalar, feature), both feature maps
+// (softmax, rfa, rfa_gate, rfa_delta), both gates (attention.gate scalar, feature), both feature maps
 // (gaussian, arccos), the time discount (attention.time_discount log) on either RFA kind,
 // RoPE on softmax and on either RFA kind, and models whose layers differ (attention.layers). A test loops over attention_variants() (or a filtered part of
 // it) instead of a hand-written list of kinds, so a new kind or option added here reaches
@@ -120,6 +120,15 @@ inline const std::vector<AttentionVariant>& attention_variants() {
        [](Config& c) {
          c.attention.kind = AttentionKind::rfa_gate;
          c.attention.layers = alternate("rfa_gate short_conv=3", "rfa short_conv=2", c.model.n_layers);
+       },
+       false, true, true},
+      // The gated delta rule (attention.kind rfa_delta, docs/delta-rule.md): alone, and per layer
+      // with the short convolution beside rfa_gate.
+      {"rfa_delta", [](Config& c) { c.attention.kind = AttentionKind::rfa_delta; }},
+      {"layers: rfa_delta short conv 4 and rfa_gate in turn",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa_delta;
+         c.attention.layers = alternate("rfa_delta short_conv=4", "rfa_gate", c.model.n_layers);
        },
        false, true, true},
   };
