@@ -99,7 +99,7 @@ AttentionDecodeMemory decode_memory(const AttentionSpec& s, const AttentionState
   AttentionDecodeMemory m;
   const double B = o.B;
   m.state = B * (double(s.H) * double(F_of(s)) * s.Dh + double(s.H) * double(rfa_delta_step_scratch_size(s.rfa, s.Dh)));
-  m.state_name = "RFA delta state";
+  m.state_name = "RFA state";  // the name decode_memory reports and its tests read, as for rfa_gate
   m.keys = state_keys(s) + " of the model";
   m.random = double(rfa_delta_constants_size(s.rfa, s.H, s.Dh));
   // Affine in the batch: evaluated at 1 and 2 rows, where no size_t product overflows.
