@@ -15,9 +15,23 @@ namespace rfa {
 template <typename T>
 inline void rfa_delta_token_forward(T* S, T* e, T* u, T* out, const T* k, const T* q, const T* v, T alpha, T beta,
                                     int F, int Dh) {
+  // Rows of S go four at a time into each sum over f (e, out): one dependent add per four rows
+  // instead of one per row (a chain of F dependent multiply-adds ran at the add latency).
+  const size_t ld = static_cast<size_t>(Dh);
   std::fill(e, e + Dh, T(0));
-  for (int f = 0; f < F; ++f) {  // pass 1: the decay and the recall r = S'ᵀ k (in e)
-    T* Sf = S + static_cast<size_t>(f) * Dh;
+  int f = 0;
+  for (; f + 4 <= F; f += 4) {  // pass 1: the decay and the recall r = S'ᵀ k (in e)
+    T *S0 = S + f * ld, *S1 = S0 + ld, *S2 = S1 + ld, *S3 = S2 + ld;
+    const T k0 = k[f], k1 = k[f + 1], k2 = k[f + 2], k3 = k[f + 3];
+#pragma omp simd
+    for (int x = 0; x < Dh; ++x) {
+      const T s0 = S0[x] * alpha, s1 = S1[x] * alpha, s2 = S2[x] * alpha, s3 = S3[x] * alpha;
+      S0[x] = s0, S1[x] = s1, S2[x] = s2, S3[x] = s3;
+      e[x] += (k0 * s0 + k1 * s1) + (k2 * s2 + k3 * s3);
+    }
+  }
+  for (; f < F; ++f) {
+    T* Sf = S + f * ld;
     const T kf = k[f];
 #pragma omp simd
     for (int x = 0; x < Dh; ++x) {
@@ -30,20 +44,35 @@ inline void rfa_delta_token_forward(T* S, T* e, T* u, T* out, const T* k, const 
     e[x] = v[x] - e[x];
     u[x] = beta * e[x];
   }
-  if (out) std::fill(out, out + Dh, T(0));
-  for (int f = 0; f < F; ++f) {  // pass 2: the rank-1 write and the read
-    T* Sf = S + static_cast<size_t>(f) * Dh;
-    const T kf = k[f];
-    if (out) {
-      const T qf = q[f];
-#pragma omp simd
-      for (int x = 0; x < Dh; ++x) {
-        Sf[x] += kf * u[x];
-        out[x] += qf * Sf[x];
-      }
-    } else {
+  if (!out) {  // the backward's recomputation: the write only
+    for (int g = 0; g < F; ++g) {
+      T* Sf = S + g * ld;
+      const T kf = k[g];
 #pragma omp simd
       for (int x = 0; x < Dh; ++x) Sf[x] += kf * u[x];
+    }
+    return;
+  }
+  std::fill(out, out + Dh, T(0));
+  f = 0;
+  for (; f + 4 <= F; f += 4) {  // pass 2: the rank-1 write and the read
+    T *S0 = S + f * ld, *S1 = S0 + ld, *S2 = S1 + ld, *S3 = S2 + ld;
+    const T k0 = k[f], k1 = k[f + 1], k2 = k[f + 2], k3 = k[f + 3];
+    const T q0 = q[f], q1 = q[f + 1], q2 = q[f + 2], q3 = q[f + 3];
+#pragma omp simd
+    for (int x = 0; x < Dh; ++x) {
+      const T s0 = S0[x] + k0 * u[x], s1 = S1[x] + k1 * u[x], s2 = S2[x] + k2 * u[x], s3 = S3[x] + k3 * u[x];
+      S0[x] = s0, S1[x] = s1, S2[x] = s2, S3[x] = s3;
+      out[x] += (q0 * s0 + q1 * s1) + (q2 * s2 + q3 * s3);
+    }
+  }
+  for (; f < F; ++f) {
+    T* Sf = S + f * ld;
+    const T kf = k[f], qf = q[f];
+#pragma omp simd
+    for (int x = 0; x < Dh; ++x) {
+      Sf[x] += kf * u[x];
+      out[x] += qf * Sf[x];
     }
   }
 }
@@ -69,7 +98,26 @@ inline void rfa_delta_token_backward(RfaDeltaTokenGrads<T>& g, T* dS, T* du, T* 
                                      int Dh) {
   const T udo = dot(u, dout, Dh);
   std::fill(du, du + Dh, T(0));
-  for (int f = 0; f < F; ++f) {  // pass A: dS_t, du, dk's first part, dq
+  int f = 0;
+  for (; f + 2 <= F; f += 2) {  // pass A, two rows at a time (du's sum over f: half the dependent adds)
+    T* dS0 = dS + static_cast<size_t>(f) * Dh;
+    T* dS1 = dS0 + Dh;
+    const T* S00 = S0 + static_cast<size_t>(f) * Dh;
+    const T* S01 = S00 + Dh;
+    const T q0 = q[f], q1 = q[f + 1], k0 = k[f], k1 = k[f + 1];
+    T dku0 = T(0), dku1 = T(0), sdo0 = T(0), sdo1 = T(0);
+#pragma omp simd reduction(+ : dku0, dku1, sdo0, sdo1)
+    for (int x = 0; x < Dh; ++x) {
+      const T a0 = dS0[x] + q0 * dout[x], a1 = dS1[x] + q1 * dout[x];
+      dS0[x] = a0, dS1[x] = a1;
+      du[x] += k0 * a0 + k1 * a1;
+      dku0 += a0 * u[x], dku1 += a1 * u[x];
+      sdo0 += S00[x] * dout[x], sdo1 += S01[x] * dout[x];
+    }
+    g.dk[f] = dku0, g.dk[f + 1] = dku1;
+    g.dq[f] = alpha * sdo0 + k0 * udo, g.dq[f + 1] = alpha * sdo1 + k1 * udo;
+  }
+  for (; f < F; ++f) {  // pass A: dS_t, du, dk's first part, dq
     T* dSf = dS + static_cast<size_t>(f) * Dh;
     const T* S0f = S0 + static_cast<size_t>(f) * Dh;
     const T qf = q[f], kf = k[f];
@@ -91,7 +139,7 @@ inline void rfa_delta_token_backward(RfaDeltaTokenGrads<T>& g, T* dS, T* du, T* 
     dr[x] = -beta * du[x];
   }
   T dalpha = T(0);
-  for (int f = 0; f < F; ++f) {  // pass B: dS', dk's second part, dalpha, dS_{t-1}
+  for (f = 0; f < F; ++f) {  // pass B: dS', dk's second part, dalpha, dS_{t-1}
     T* dSf = dS + static_cast<size_t>(f) * Dh;
     const T* S0f = S0 + static_cast<size_t>(f) * Dh;
     const T kf = k[f];
