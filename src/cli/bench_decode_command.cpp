@@ -196,7 +196,8 @@ void run_bench_decode(const BenchDecodeArgs& a) {
 void register_bench_decode_command(CLI::App& app, CommandAction& action) {
   auto args = std::make_shared<BenchDecodeArgs>();
   CLI::App* group = subcommand_group(app, "bench", "Benchmarks (not tests)");
-  CLI::App* cmd = group->add_subcommand("decode", "ms/token of decoding at several positions, rfa_gate vs softmax");
+  CLI::App* cmd = group->add_subcommand(
+      "decode", "ms/token of decoding at several positions, rfa_gate (or the config's recurrent kind) vs softmax");
   cmd->add_option("--config", args->config, "Model shape from this config (default: 4 layers, width 128)");
   cmd->add_option("--set", args->sets, "Override a config key: --set model.d_model=256");
   cmd->add_option("--positions", args->positions, "Positions to time at")
