@@ -63,7 +63,7 @@ void rfa_delta_backward(const RfaInputGrads<T>& grads, const RfaDeltaParamGrads<
     T* dsigma = shared.dsigma_parts + static_cast<size_t>(bh) * Dh;
     std::fill_n(dsigma, Dh, T(0));
     feature_map_pack_backward(s.Wp, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
-    std::fill_n(s.dS, FD, T(0));  // nothing reads the state after the last token
+    std::fill_n(s.dS, FD, T(0));  // nothing reads the state after the last token; (Dh, F) as s.S
     const uint8_t* starts = in.segment_start ? in.segment_start + static_cast<size_t>(b) * d.T : nullptr;
     for (size_t ci = sd.n_chunks; ci-- > 0;) {
       const int t0 = int(ci) * Cc, n = std::min(Cc, d.T - t0);
@@ -78,15 +78,18 @@ void rfa_delta_backward(const RfaInputGrads<T>& grads, const RfaDeltaParamGrads<
         beta = gb.g;
       };
       // Recompute the chunk from its entry state: the state entering each token, e and u.
-      std::copy_n(sv.states + (static_cast<size_t>(bh) * sd.n_chunks + ci) * FD, FD, s.S);
+      // (transposed: St (Dh, F), the backward's layout, rfa_delta_token.h)
+      const T* entry = sv.states + (static_cast<size_t>(bh) * sd.n_chunks + ci) * FD;
+      for (int f = 0; f < F; ++f)
+        for (int x = 0; x < Dh; ++x) s.S[size_t(x) * F + f] = entry[size_t(f) * Dh + x];
       for (int i = 0; i < n; ++i) {
         const size_t row = (static_cast<size_t>(b) * d.T + t0 + i) * C + static_cast<size_t>(h) * Dh;
         T alpha, beta;
         GateValues<T> ga, gb;
         gates(i, alpha, beta, ga, gb);
         std::copy_n(s.S, FD, s.Sprev + size_t(i) * FD);
-        rfa_delta_token_forward(s.S, s.E + size_t(i) * Dh, s.Uv + size_t(i) * Dh, static_cast<T*>(nullptr),
-                                phik + size_t(i) * F, phiq + size_t(i) * F, in.v + row, alpha, beta, F, Dh);
+        rfa_delta_token_recompute_t(s.S, s.E + size_t(i) * Dh, s.Uv + size_t(i) * Dh, phik + size_t(i) * F,
+                                    in.v + row, alpha, beta, F, Dh);
       }
       // Back through the tokens.
       for (int i = n - 1; i >= 0; --i) {
@@ -95,7 +98,7 @@ void rfa_delta_backward(const RfaInputGrads<T>& grads, const RfaDeltaParamGrads<
         GateValues<T> ga, gb;
         gates(i, alpha, beta, ga, gb);
         RfaDeltaTokenGrads<T> g{s.dPq + size_t(i) * F, s.dPk + size_t(i) * F, grads.dv + row};
-        rfa_delta_token_backward(g, s.dS, s.du, s.dr, s.Sprev + size_t(i) * FD, s.E + size_t(i) * Dh,
+        rfa_delta_token_backward(g, s.dS, s.du, s.dr, s.dav, s.Sprev + size_t(i) * FD, s.E + size_t(i) * Dh,
                                  s.Uv + size_t(i) * Dh, dout + row, phik + size_t(i) * F, phiq + size_t(i) * F,
                                  alpha, beta, F, Dh);
         // sigmoid' = g (1 - g); a document's first token has alpha = 0 whatever its gate.

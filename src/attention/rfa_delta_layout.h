@@ -97,11 +97,12 @@ struct RfaDeltaBackwardScratch {
   T* Wq;            // (c, Dh)  Wᵀ du of one side's rows
   T* DU;            // (c, D)   du
   T *dPq, *dPk;     // (c, F)   d phi(q), d phi(k)
-  T* Sprev;         // (c, F, Dh) the state entering each token of the chunk, recomputed
+  T* Sprev;         // (c, Dh, F) the state entering each token of the chunk, recomputed, transposed
   T *E, *Uv;        // (c, Dh)  each token's e = v - S'ᵀk and u = beta e
-  T* S;             // (F, Dh)  the state while recomputing
-  T* dS;            // (F, Dh)  the gradient of the state, carried backwards
-  T *du, *dr;       // (Dh)
+  T* S;             // (Dh, F)  the state while recomputing (transposed, rfa_delta_token.h)
+  T* dS;            // (Dh, F)  the gradient of the state, carried backwards (transposed)
+  T *du, *dr;       // (Dh)     one token's du, dr
+  T* dav;           // (F)      dalpha's vector of partial sums
   T* Wp;            // this head's W packed for the backward (feature_map_pack_backward)
   size_t carve(T* base, const RfaDeltaDims& s) {
     ScratchCarver<T> k(base);
@@ -119,6 +120,7 @@ struct RfaDeltaBackwardScratch {
     k.take(dS, FD);
     k.take(du, s.Dh);
     k.take(dr, s.Dh);
+    k.take(dav, s.F);
     k.take(Wp, s.W);
     return k.taken();
   }

@@ -1,9 +1,9 @@
 #pragma once
-// Internal: one token of the gated delta rule on one head's state S (F, Dh), forward and
-// backward, the kernels every form shares (the chunked training form, its backward's
-// recomputation, the decoding step). The math: rfa_delta.h, docs/delta-rule.md section 2.
-// Two passes over S each way, every inner loop over the Dh values of one row of S (in L1:
-// F Dh elements, 8 KB at F = 64, Dh = 32 in fp32).
+// Internal: one token of the gated delta rule on one head's state, forward and backward, the
+// kernels every form shares (the chunked training form and the decoding step run the forward on
+// S (F, Dh); the backward recomputes and runs back on Sᵀ (Dh, F)). The math: rfa_delta.h,
+// docs/delta-rule.md section 2. Two passes over the state each way (in L1: F Dh elements, 8 KB
+// at F = 64, Dh = 32 in fp32).
 #include <algorithm>
 
 #include "kernels/vector_math.h"
@@ -86,51 +86,64 @@ struct RfaDeltaTokenGrads {
   T dalpha = 0, dbeta = 0;
 };
 
-// Back through one token. S0: the state before it (before the decay); dS (F, Dh): on entry the
-// gradient of S_t from the tokens after it, on exit that of S_{t-1}. e, u: the forward's;
-// dout (Dh). scratch: du, dr (Dh each).
+// The backward works on the transpose, Sᵀ (Dh, F) (row x: what value x reads from every
+// feature): there every product it needs but one is an update of a whole row (F long), where
+// in S (F, Dh) three of them were a dot product per row of S, each ending in a horizontal sum.
+// The forward (above) keeps S (F, Dh), where it needs none.
+
+// The backward's recomputation of one token on St = Sᵀ (Dh, F), state entering -> leaving:
+//   row x: s = alpha St_x;  e_x = v_x - s·k;  u_x = beta e_x;  St_x = s + u_x k
+template <typename T>
+inline void rfa_delta_token_recompute_t(T* St, T* e, T* u, const T* k, const T* v, T alpha, T beta, int F, int Dh) {
+  for (int x = 0; x < Dh; ++x) {
+    T* row = St + static_cast<size_t>(x) * F;
+    T r = T(0);
+#pragma omp simd reduction(+ : r)
+    for (int f = 0; f < F; ++f) {
+      row[f] *= alpha;
+      r += row[f] * k[f];
+    }
+    e[x] = v[x] - r;
+    u[x] = beta * e[x];
+    const T ux = u[x];
+#pragma omp simd
+    for (int f = 0; f < F; ++f) row[f] += ux * k[f];
+  }
+}
+
+// Back through one token on the transposes. St0 = S_{t-1}ᵀ (Dh, F), before the decay; dSt (Dh, F):
+// on entry the gradient of S_tᵀ from the tokens after it, on exit that of S_{t-1}ᵀ. e, u: the
+// forward's; dout (Dh). scratch: du, dr (Dh), dav (F).
 //   dS_t += q doutᵀ;  dq = S_t dout = alpha S0 dout + k (u·dout)
 //   du = dS_tᵀ k,  dk = dS_t u;  dbeta = du·e,  dv = beta du,  dr = -beta du
 //   dS' = dS_t + k drᵀ,  dk += S' dr = alpha S0 dr,  dalpha = <dS', S0>,  dS_{t-1} = alpha dS'
+// In rows x of the transposes: dSt_x += dout_x q, du_x = dSt_x·k (the one dot product a row),
+// dk += u_x dSt_x, dq += alpha dout_x St0_x; then dk += alpha dr_x St0_x, dav += dS't_x ⊙ St0_x.
 template <typename T>
-inline void rfa_delta_token_backward(RfaDeltaTokenGrads<T>& g, T* dS, T* du, T* dr, const T* S0, const T* e,
-                                     const T* u, const T* dout, const T* k, const T* q, T alpha, T beta, int F,
-                                     int Dh) {
+inline void rfa_delta_token_backward(RfaDeltaTokenGrads<T>& g, T* dSt, T* du, T* dr, T* dav, const T* St0,
+                                     const T* e, const T* u, const T* dout, const T* k, const T* q, T alpha, T beta,
+                                     int F, int Dh) {
   const T udo = dot(u, dout, Dh);
-  std::fill(du, du + Dh, T(0));
-  int f = 0;
-  for (; f + 2 <= F; f += 2) {  // pass A, two rows at a time (du's sum over f: half the dependent adds)
-    T* dS0 = dS + static_cast<size_t>(f) * Dh;
-    T* dS1 = dS0 + Dh;
-    const T* S00 = S0 + static_cast<size_t>(f) * Dh;
-    const T* S01 = S00 + Dh;
-    const T q0 = q[f], q1 = q[f + 1], k0 = k[f], k1 = k[f + 1];
-    T dku0 = T(0), dku1 = T(0), sdo0 = T(0), sdo1 = T(0);
-#pragma omp simd reduction(+ : dku0, dku1, sdo0, sdo1)
-    for (int x = 0; x < Dh; ++x) {
-      const T a0 = dS0[x] + q0 * dout[x], a1 = dS1[x] + q1 * dout[x];
-      dS0[x] = a0, dS1[x] = a1;
-      du[x] += k0 * a0 + k1 * a1;
-      dku0 += a0 * u[x], dku1 += a1 * u[x];
-      sdo0 += S00[x] * dout[x], sdo1 += S01[x] * dout[x];
-    }
-    g.dk[f] = dku0, g.dk[f + 1] = dku1;
-    g.dq[f] = alpha * sdo0 + k0 * udo, g.dq[f + 1] = alpha * sdo1 + k1 * udo;
+  T *dq = g.dq, *dk = g.dk;
+#pragma omp simd
+  for (int f = 0; f < F; ++f) {
+    dq[f] = k[f] * udo;
+    dk[f] = T(0);
+    dav[f] = T(0);
   }
-  for (; f < F; ++f) {  // pass A: dS_t, du, dk's first part, dq
-    T* dSf = dS + static_cast<size_t>(f) * Dh;
-    const T* S0f = S0 + static_cast<size_t>(f) * Dh;
-    const T qf = q[f], kf = k[f];
-    T dku = T(0), sdo = T(0);
-#pragma omp simd reduction(+ : dku, sdo)
-    for (int x = 0; x < Dh; ++x) {
-      dSf[x] += qf * dout[x];
-      du[x] += kf * dSf[x];
-      dku += dSf[x] * u[x];
-      sdo += S0f[x] * dout[x];
+  for (int x = 0; x < Dh; ++x) {  // pass A: dS_t, du, dk's first part, dq
+    T* a = dSt + static_cast<size_t>(x) * F;
+    const T* s0 = St0 + static_cast<size_t>(x) * F;
+    const T dox = dout[x], ux = u[x], ado = alpha * dout[x];
+    T dux = T(0);
+#pragma omp simd reduction(+ : dux)
+    for (int f = 0; f < F; ++f) {
+      a[f] += dox * q[f];
+      dux += a[f] * k[f];
+      dk[f] += ux * a[f];
+      dq[f] += ado * s0[f];
     }
-    g.dk[f] = dku;
-    g.dq[f] = alpha * sdo + kf * udo;
+    du[x] = dux;
   }
   g.dbeta = dot(du, e, Dh);
 #pragma omp simd
@@ -138,23 +151,19 @@ inline void rfa_delta_token_backward(RfaDeltaTokenGrads<T>& g, T* dS, T* du, T* 
     g.dv[x] = beta * du[x];
     dr[x] = -beta * du[x];
   }
-  T dalpha = T(0);
-  for (f = 0; f < F; ++f) {  // pass B: dS', dk's second part, dalpha, dS_{t-1}
-    T* dSf = dS + static_cast<size_t>(f) * Dh;
-    const T* S0f = S0 + static_cast<size_t>(f) * Dh;
-    const T kf = k[f];
-    T sdr = T(0), da = T(0);
-#pragma omp simd reduction(+ : sdr, da)
-    for (int x = 0; x < Dh; ++x) {
-      const T dSp = dSf[x] + kf * dr[x];
-      sdr += S0f[x] * dr[x];
-      da += dSp * S0f[x];
-      dSf[x] = alpha * dSp;
+  for (int x = 0; x < Dh; ++x) {  // pass B: dS', dk's second part, dalpha, dS_{t-1}
+    T* a = dSt + static_cast<size_t>(x) * F;
+    const T* s0 = St0 + static_cast<size_t>(x) * F;
+    const T drx = dr[x], adr = alpha * dr[x];
+#pragma omp simd
+    for (int f = 0; f < F; ++f) {
+      const T dSp = a[f] + drx * k[f];
+      dk[f] += adr * s0[f];
+      dav[f] += dSp * s0[f];
+      a[f] = alpha * dSp;
     }
-    g.dk[f] += alpha * sdr;
-    dalpha += da;
   }
-  g.dalpha = dalpha;
+  g.dalpha = row_sum(dav, F);
 }
 
 }  // namespace rfa
