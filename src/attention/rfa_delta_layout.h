@@ -127,7 +127,8 @@ struct RfaDeltaBackwardScratch {
 };
 
 inline size_t rfa_delta_thread_scratch_size(const RfaDeltaDims& s) {
-  return std::max(RfaDeltaForwardScratch<float>{}.carve(nullptr, s), RfaDeltaBackwardScratch<float>{}.carve(nullptr, s));
+  return std::max(RfaDeltaForwardScratch<float>{}.carve(nullptr, s),
+                  RfaDeltaBackwardScratch<float>{}.carve(nullptr, s));
 }
 
 }  // namespace rfa

@@ -1,7 +1,7 @@
 // rfa bench decode [--config FILE] [--set k=v]... [--positions 64,512,2048,8192] [--steps N] [--repeats R]
 // ms/token of one decoding step at several positions, for rfa_gate (or the config's attention.kind
-// when it is another recurrent kind: rfa, rfa_delta) and for softmax of the same width and depth (random weights: the cost does not depend
-// on them). Median over repeats; printed as a table and as JSON.
+// when it is another recurrent kind: rfa, rfa_delta) and for softmax of the same width and depth
+// (random weights: the cost does not depend on them). Median over repeats; printed as a table and as JSON.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -157,8 +157,8 @@ void run_bench_decode(const BenchDecodeArgs& a) {
 
   std::printf("softmax attends over its full KV cache (no window, unlike rfa generate): cost at position p\n");
   std::printf("%9s | %15s | %15s | %16s | %12s | %12s | %14s | %14s\n", "position", (rn + " ms/tok").c_str(),
-              "softmax ms/tok", ("softmax/" + rn).c_str(), (rn + " CPU").c_str(), "softmax CPU", (rn + " state").c_str(),
-              "softmax state");
+              "softmax ms/tok", ("softmax/" + rn).c_str(), (rn + " CPU").c_str(), "softmax CPU",
+              (rn + " state").c_str(), "softmax state");
   std::string rows;
   for (size_t i = 0; i < a.positions.size(); ++i) {
     const double ratio = sm.ms[i] / rg.ms[i];
@@ -182,7 +182,8 @@ void run_bench_decode(const BenchDecodeArgs& a) {
   std::printf("prefill: %s %.0f tokens/s, softmax %.0f tokens/s\n", rn.c_str(), rg.prefill_tokens_per_s,
               sm.prefill_tokens_per_s);
   const std::string json = fmt::format(
-      "{{\"bench\": \"decode\", \"rfa_kind\": \"{}\", \"precision\": \"{}\", \"n_layers\": {}, \"d_model\": {}, \"n_heads\": {}, \"vocab\": {}, "
+      "{{\"bench\": \"decode\", \"rfa_kind\": \"{}\", \"precision\": \"{}\", \"n_layers\": {}, \"d_model\": {}, "
+      "\"n_heads\": {}, \"vocab\": {}, "
       "\"num_features\": {}, \"threads\": {}, \"steps\": {}, \"repeats\": {}, \"rows\": [{}], "
       "\"rfa_gate_last_over_first\": {}, \"rfa_gate_prefill_tokens_per_s\": {}, \"softmax_prefill_tokens_per_s\": {}}}",
       rn, enum_name(a.precision), m.n_layers, m.d_model, m.n_heads, a.vocab, cfg.attention.num_features, thread_count(),

@@ -69,7 +69,10 @@ TEST_CASE("rfa_delta: the gaussian features have unit norm") {
   const int F = rfa_feature_count(p.cfg);
   for (size_t r = 0; r < size_t(p.d.B) * p.d.H * p.d.T; ++r) {
     double qq = 0, kk = 0;
-    for (int f = 0; f < F; ++f) qq += sv.phi_q[r * F + f] * sv.phi_q[r * F + f], kk += sv.phi_k[r * F + f] * sv.phi_k[r * F + f];
+    for (int f = 0; f < F; ++f) {
+      qq += sv.phi_q[r * F + f] * sv.phi_q[r * F + f];
+      kk += sv.phi_k[r * F + f] * sv.phi_k[r * F + f];
+    }
     CHECK(qq == doctest::Approx(1.0).epsilon(1e-12));
     CHECK(kk == doctest::Approx(1.0).epsilon(1e-12));
   }

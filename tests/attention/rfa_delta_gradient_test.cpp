@@ -37,7 +37,8 @@ Grads backward(RfaDeltaProblem<double>& p, const std::vector<double>& dout, cons
           std::vector<double>(p.gate_b.size(), 0.5), std::vector<double>(p.beta_w.size(), 0.5),
           std::vector<double>(p.beta_b.size(), 0.5)};
   rfa_delta_backward(RfaInputGrads<double>{g.dq.data(), g.dk.data(), g.dv.data(), g.dn.data()},
-                     RfaDeltaParamGrads<double>{g.dsigma.data(), g.dgw.data(), g.dgb.data(), g.dbw.data(), g.dbb.data()},
+                     RfaDeltaParamGrads<double>{g.dsigma.data(), g.dgw.data(), g.dgb.data(), g.dbw.data(),
+                                                g.dbb.data()},
                      p.workspace(), dout.data(), p.saved.data(), p.inputs(), p.params(), p.cfg, p.d);
   for (auto* v : {&g.dsigma, &g.dgw, &g.dgb, &g.dbw, &g.dbb})
     for (auto& x : *v) x -= 0.5;
