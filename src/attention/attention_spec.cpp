@@ -33,6 +33,14 @@ AttentionSpec attention_spec_make(const AttentionConfig& a, int H, int Dh) {
       s.rfa.discount_horizon = a.time_discount_horizon;
       s.D = a.num_features;
       break;
+    case AttentionKind::rfa_delta:  // the gated delta rule (rfa_delta.h): the scalar gate, no denominator
+      s.rfa.gated = true;
+      s.rfa.feature_map = a.feature_map;  // gaussian only (config_validate: the delta rule needs |phi| = 1)
+      s.rfa.num_features = a.num_features;
+      s.rfa.chunk_size = a.chunk_size;
+      s.rfa.eps_n = a.qk_norm_eps;
+      s.D = a.num_features;
+      break;
   }
   return s;
 }

@@ -1,7 +1,7 @@
 // rfa bench decode [--config FILE] [--set k=v]... [--positions 64,512,2048,8192] [--steps N] [--repeats R]
-// ms/token of one decoding step at several positions, for rfa_gate and for
-// softmax of the same width and depth (random weights: the cost does not depend
-// on them). Median over repeats; printed as a table and as JSON.
+// ms/token of one decoding step at several positions, for rfa_gate (or the config's attention.kind
+// when it is another recurrent kind: rfa, rfa_delta) and for softmax of the same width and depth
+// (random weights: the cost does not depend on them). Median over repeats; printed as a table and as JSON.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -149,9 +149,13 @@ void run_bench_decode(const BenchDecodeArgs& a) {
            m.n_layers, m.d_model, m.n_heads, a.vocab, cfg.attention.num_features, thread_count(), a.steps, a.repeats,
            enum_name(a.precision));
   if (!a.batch.empty()) return bench_decode_rows(cfg, a);
-  bench_decode_memory_require(cfg, AttentionKind::rfa_gate, a, 1);
+  // The recurrent column: the config's kind when it is a recurrent one (rfa_delta, rfa), else rfa_gate. The
+  // JSON keeps its rfa_gate_* keys for that column and names the kind in "rfa_kind".
+  const AttentionKind rk = cfg.attention.kind == AttentionKind::softmax ? AttentionKind::rfa_gate : cfg.attention.kind;
+  const std::string rn = enum_name(rk);
+  bench_decode_memory_require(cfg, rk, a, 1);
   if (!a.rfa_only) bench_decode_memory_require(cfg, AttentionKind::softmax, a, 1);
-  const KindResult rg = bench_kind(cfg, AttentionKind::rfa_gate, a);
+  const KindResult rg = bench_kind(cfg, rk, a);
   const KindResult sm = a.rfa_only ? rg : bench_kind(cfg, AttentionKind::softmax, a);
 
   if (cfg.attention.window > 0)  // attention.window: the softmax model was trained with a sliding window
@@ -160,8 +164,9 @@ void run_bench_decode(const BenchDecodeArgs& a) {
                 cfg.attention.window);
   else
     std::printf("softmax attends over its full KV cache (no window, unlike rfa generate): cost at position p\n");
-  std::printf("%9s | %15s | %15s | %16s | %12s | %12s | %14s | %14s\n", "position", "rfa_gate ms/tok",
-              "softmax ms/tok", "softmax/rfa_gate", "rfa_gate CPU", "softmax CPU", "rfa_gate state", "softmax state");
+  std::printf("%9s | %15s | %15s | %16s | %12s | %12s | %14s | %14s\n", "position", (rn + " ms/tok").c_str(),
+              "softmax ms/tok", ("softmax/" + rn).c_str(), (rn + " CPU").c_str(), "softmax CPU",
+              (rn + " state").c_str(), "softmax state");
   std::string rows;
   for (size_t i = 0; i < a.positions.size(); ++i) {
     const double ratio = sm.ms[i] / rg.ms[i];
@@ -177,18 +182,19 @@ void run_bench_decode(const BenchDecodeArgs& a) {
   }
   // Flatness of rfa_gate: cost at the last position over the first (CPU time: robust to a busy machine).
   const double flat = rg.cpu_ms.back() / rg.cpu_ms.front();
-  std::printf("rfa_gate: %.0f tokens/s wall (%.0f per CPU second) at position %lld; CPU cost at %lld / at %lld = "
+  std::printf("%s: %.0f tokens/s wall (%.0f per CPU second) at position %lld; CPU cost at %lld / at %lld = "
               "%.3f (%s 10%%)\n",
-              1e3 / rg.ms.front(), 1e3 / rg.cpu_ms.front(), static_cast<long long>(a.positions.front()),
+              rn.c_str(), 1e3 / rg.ms.front(), 1e3 / rg.cpu_ms.front(), static_cast<long long>(a.positions.front()),
               static_cast<long long>(a.positions.back()), static_cast<long long>(a.positions.front()), flat,
               flat <= 1.10 ? "within" : "NOT within");
-  std::printf("prefill: rfa_gate %.0f tokens/s, softmax %.0f tokens/s\n", rg.prefill_tokens_per_s,
+  std::printf("prefill: %s %.0f tokens/s, softmax %.0f tokens/s\n", rn.c_str(), rg.prefill_tokens_per_s,
               sm.prefill_tokens_per_s);
   const std::string json = fmt::format(
-      "{{\"bench\": \"decode\", \"precision\": \"{}\", \"n_layers\": {}, \"d_model\": {}, \"n_heads\": {}, \"vocab\": {}, "
+      "{{\"bench\": \"decode\", \"rfa_kind\": \"{}\", \"precision\": \"{}\", \"n_layers\": {}, \"d_model\": {}, "
+      "\"n_heads\": {}, \"vocab\": {}, "
       "\"num_features\": {}, \"threads\": {}, \"steps\": {}, \"repeats\": {}, \"rows\": [{}], "
       "\"rfa_gate_last_over_first\": {}, \"rfa_gate_prefill_tokens_per_s\": {}, \"softmax_prefill_tokens_per_s\": {}}}",
-      enum_name(a.precision), m.n_layers, m.d_model, m.n_heads, a.vocab, cfg.attention.num_features, thread_count(),
+      rn, enum_name(a.precision), m.n_layers, m.d_model, m.n_heads, a.vocab, cfg.attention.num_features, thread_count(),
       a.steps, a.repeats, rows, json_number(flat), json_number(rg.prefill_tokens_per_s), json_number(sm.prefill_tokens_per_s));
   std::printf("%s\n", json.c_str());
   std::fflush(stdout);
@@ -199,7 +205,8 @@ void run_bench_decode(const BenchDecodeArgs& a) {
 void register_bench_decode_command(CLI::App& app, CommandAction& action) {
   auto args = std::make_shared<BenchDecodeArgs>();
   CLI::App* group = subcommand_group(app, "bench", "Benchmarks (not tests)");
-  CLI::App* cmd = group->add_subcommand("decode", "ms/token of decoding at several positions, rfa_gate vs softmax");
+  CLI::App* cmd = group->add_subcommand(
+      "decode", "ms/token of decoding at several positions, rfa_gate (or the config's recurrent kind) vs softmax");
   cmd->add_option("--config", args->config, "Model shape from this config (default: 4 layers, width 128)");
   cmd->add_option("--set", args->sets, "Override a config key: --set model.d_model=256");
   cmd->add_option("--positions", args->positions, "Positions to time at")

@@ -13,7 +13,7 @@ namespace rfa {
 // Every attention kind, as `attention.kind` spells it, in the order the docs list them. Adding a
 // kind is one line here plus its files in src/attention/ (its table, attention_kind.h; the
 // checklist: docs/attention-kinds.md).
-#define RFA_ATTENTION_KINDS(X) X(softmax) X(rfa) X(rfa_gate)
+#define RFA_ATTENTION_KINDS(X) X(softmax) X(rfa) X(rfa_gate) X(rfa_delta)
 #define RFA_ATTENTION_KIND_VALUE(name) name,
 enum class AttentionKind { RFA_ATTENTION_KINDS(RFA_ATTENTION_KIND_VALUE) };
 #undef RFA_ATTENTION_KIND_VALUE

@@ -40,7 +40,7 @@ const ConfigKey kKeys[] = {
     {RFA_FIELD(model, norm_eps), above(0), "RMSNorm epsilon"},
     {RFA_FIELD(model, init_std), above(0), "weights ~ normal(0, init_std); residual projections / sqrt(2L)"},
 
-    {RFA_FIELD(attention, kind), kAny, "softmax baseline, ungated RFA, or RFA-Gate"},
+    {RFA_FIELD(attention, kind), kAny, "softmax baseline, ungated RFA, RFA-Gate, or RFA with the gated delta rule (docs/delta-rule.md)"},
     {RFA_FIELD(attention, feature_map), kAny, "random feature map phi (gaussian gives 2D features)"},
     {RFA_FIELD(attention, num_features), in_range(1, kMaxWidth), "D, random vectors per head"},
     {RFA_FIELD(attention, positions), kAny, "auto = rope for softmax, none for the RFA kinds"},

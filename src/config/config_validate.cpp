@@ -62,6 +62,22 @@ void config_validate(const Config& config) {
                 "(attention.positions '{}' resolves to rope{}); make the head size even or set "
                 "attention.positions=none",
                 m.d_model, m.n_heads, config_head_size(m), enum_name(layers[l].positions), which(l));
+  // rfa_delta (docs/delta-rule.md): the delta rule S (I - beta phi phiᵀ) stays bounded only for unit-norm
+  // keys, which the gaussian (trig) map gives and arccos (relu) or the time discount's log(t + c) do not.
+  for (size_t l = 0; l < layers.size(); ++l) {
+    if (layers[l].kind != AttentionKind::rfa_delta) continue;
+    if (layers[l].feature_map != FeatureMapKind::gaussian)
+      fail_keys({listed ? "attention.layers" : "attention.feature_map", list_key},
+                "'attention.feature_map' is {} but 'attention.kind' is rfa_delta{}: the delta rule needs unit-norm "
+                "features (|phi|² = 1), which only the gaussian map [sin u, cos u]/sqrt(D) has; set "
+                "attention.feature_map=gaussian",
+                enum_name(layers[l].feature_map), which(l));
+    if (layers[l].time_discount != TimeDiscountKind::none)
+      fail_keys({listed ? "attention.layers" : "attention.time_discount", list_key},
+                "'attention.time_discount' is {} but 'attention.kind' is rfa_delta{}: the discount scales the keys "
+                "past unit norm, which the delta rule needs; set attention.time_discount=none",
+                enum_name(layers[l].time_discount), which(l));
+  }
   if (m.vocab_size != 0 && config.tokenizer.kind != TokenizerKind::character &&
       m.vocab_size < config.tokenizer.vocab_size)
     fail_keys({"model.vocab_size", "tokenizer.vocab_size"},

@@ -94,7 +94,7 @@ TEST_CASE("config errors: a list is for the path-list keys only, and holds paths
 
 TEST_CASE("config errors: unknown enum values list the allowed ones") {
   CHECK(has(load_error("attention:\n  kind: rfa-gate\n"),
-            ":2: 'attention.kind' expects one of softmax|rfa|rfa_gate, got 'rfa-gate'"));
+            ":2: 'attention.kind' expects one of softmax|rfa|rfa_gate|rfa_delta, got 'rfa-gate'"));
   CHECK(has(set_error("attention.feature_map=relu"), "'attention.feature_map' expects one of gaussian|arccos, got 'relu'"));
   CHECK(has(set_error("attention.positions=alibi"), "'attention.positions' expects one of auto|rope|none, got 'alibi'"));
   CHECK(has(set_error("tokenizer.kind=word"), "'tokenizer.kind' expects one of bpe|unigram|char, got 'word'"));

@@ -1,6 +1,6 @@
 #pragma once
 // Every attention kind and option the model-level tests walk, in one list: the kinds
-// (softmax, rfa, rfa_gate), both gates (attention.gate scalar, feature), both feature maps
+// (softmax, rfa, rfa_gate, rfa_delta), both gates (attention.gate scalar, feature), both feature maps
 // (gaussian, arccos), the time discount (attention.time_discount log) on either RFA kind,
 // RoPE on softmax and on either RFA kind, softmax with a trained sliding window (attention.window)
 // alone and in a hybrid, and models whose layers differ (attention.layers). A test loops over attention_variants() (or a filtered part of
@@ -158,6 +158,15 @@ inline const std::vector<AttentionVariant>& attention_variants() {
          c.attention.layers = alternate("rfa_gate", "softmax window=3", c.model.n_layers);
        },
        false, true, true, true},
+      // The gated delta rule (attention.kind rfa_delta, docs/delta-rule.md): alone, and per layer
+      // with the short convolution beside rfa_gate.
+      {"rfa_delta", [](Config& c) { c.attention.kind = AttentionKind::rfa_delta; }},
+      {"layers: rfa_delta short conv 4 and rfa_gate in turn",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa_delta;
+         c.attention.layers = alternate("rfa_delta short_conv=4", "rfa_gate", c.model.n_layers);
+       },
+       false, true, true},
   };
   return all;
 }
