@@ -161,6 +161,13 @@ inline const std::vector<AttentionVariant>& attention_variants() {
       // The gated delta rule (attention.kind rfa_delta, docs/delta-rule.md): alone, and per layer
       // with the short convolution beside rfa_gate.
       {"rfa_delta", [](Config& c) { c.attention.kind = AttentionKind::rfa_delta; }},
+      // All ten attention tensors a layer can hold: the kind's five, the convolution's three, the gate's two.
+      {"rfa_delta short conv 3 output gate",
+       [](Config& c) {
+         c.attention.kind = AttentionKind::rfa_delta;
+         c.attention.short_conv = 3;
+         c.attention.output_gate = true;
+       }},
       {"layers: rfa_delta short conv 4 and rfa_gate in turn",
        [](Config& c) {
          c.attention.kind = AttentionKind::rfa_delta;
