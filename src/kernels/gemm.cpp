@@ -32,6 +32,19 @@ void gemm_isa_cap(GemmIsa isa) {
 }
 
 std::string gemm_isa_effective() {
+#if !defined(__x86_64__)
+  // oneDNN's arm64 port returns its own ISA code through the x86 enum (2.6 under qemu-aarch64:
+  // 0x1f, which the x86 names call avx512_mic_4ops): bit 0 is Advanced SIMD, bits 1-4 SVE of
+  // 128, 256, 384, 512 bits. Named by the highest bit; any other code (another port) in hex.
+  const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+#if defined(__aarch64__)
+  if (isa >= 0x20 || isa == 0) return fmt::format("isa {:#x}", isa);
+  static const char* const kArm[] = {"asimd", "sve_128", "sve_256", "sve_384", "sve_512"};
+  return kArm[31 - __builtin_clz(isa)];
+#else
+  return fmt::format("isa {:#x}", isa);
+#endif
+#else
   switch (dnnl_get_effective_cpu_isa()) {
     case dnnl_cpu_isa_all: return "all";
     case dnnl_cpu_isa_sse41: return "sse41";
@@ -46,9 +59,13 @@ std::string gemm_isa_effective() {
     case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
   }
   return "unknown";
+#endif
 }
 
 bool gemm_isa_allows_bf16() {
+#if !defined(__x86_64__)
+  return false;  // bf16 products are oneDNN's x86 avx512_core_bf16 kernels (kernels/bf16.h)
+#endif
   // The ISA values are bit sets, each level containing the bits of those below it.
   const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
   const unsigned bf16 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
