@@ -6,7 +6,7 @@
 #include <string_view>
 
 #if defined(__aarch64__)
-#include <sys/auxv.h>  // getauxval, and HWCAP_* through glibc's bits/hwcap.h
+#include <sys/auxv.h>  // getauxval, and glibc's HWCAP_* and HWCAP2_* values
 #endif
 
 #include "core/error.h"
