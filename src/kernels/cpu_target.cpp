@@ -5,6 +5,10 @@
 #include <cstdlib>
 #include <string_view>
 
+#if defined(__aarch64__)
+#include <sys/auxv.h>  // getauxval, and glibc's HWCAP_* and HWCAP2_* values
+#endif
+
 #include "core/error.h"
 #include "kernels/gemm.h"
 #include "kernels/vector_math.h"
@@ -88,6 +92,48 @@ bool cpu_has(const char* name) {
 #undef RFA_CHECK
   return true;
 }
+#elif defined(__aarch64__)
+// arm64: Advanced SIMD (NEON) and FMA are part of armv8-a itself; what -march may add beyond it
+// (armv8.2-a+..., native on a newer core), checked against the kernel's hwcaps (names as in
+// /proc/cpuinfo's Features line).
+const Feature kFeatures[] = {
+#define RFA_FEATURE(macro, name) {macro, name}
+#ifdef __ARM_FEATURE_ATOMICS
+    RFA_FEATURE(true, "atomics"),
+#endif
+#ifdef __ARM_FEATURE_FP16_VECTOR_ARITHMETIC
+    RFA_FEATURE(true, "asimdhp"),
+#endif
+#ifdef __ARM_FEATURE_DOTPROD
+    RFA_FEATURE(true, "asimddp"),
+#endif
+#ifdef __ARM_FEATURE_SVE
+    RFA_FEATURE(true, "sve"),
+#endif
+#ifdef __ARM_FEATURE_SVE2
+    RFA_FEATURE(true, "sve2"),
+#endif
+#ifdef __ARM_FEATURE_MATMUL_INT8
+    RFA_FEATURE(true, "i8mm"),
+#endif
+#ifdef __ARM_FEATURE_BF16_VECTOR_ARITHMETIC
+    RFA_FEATURE(true, "bf16"),
+#endif
+#undef RFA_FEATURE
+    {false, ""},  // keeps the array non-empty
+};
+bool cpu_has(const char* name) {
+  const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+  const std::string_view n(name);
+  if (n == "atomics") return hw & HWCAP_ATOMICS;
+  if (n == "asimdhp") return hw & HWCAP_ASIMDHP;
+  if (n == "asimddp") return hw & HWCAP_ASIMDDP;
+  if (n == "sve") return hw & HWCAP_SVE;
+  if (n == "sve2") return hw2 & HWCAP2_SVE2;
+  if (n == "i8mm") return hw2 & HWCAP2_I8MM;
+  if (n == "bf16") return hw2 & HWCAP2_BF16;
+  return true;
+}
 #endif
 
 // The level oneDNN may dispatch to, matching the build's own vectors.
@@ -133,7 +179,7 @@ std::string cpu_target_vectors() { return fmt::format("{}, {}-byte vectors", vec
 
 std::string cpu_target_missing() {
   std::string missing;
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
   for (const Feature& f : kFeatures)
     if (f.compiled && !cpu_has(f.name)) {
       if (!missing.empty()) missing += ' ';
@@ -143,12 +189,19 @@ std::string cpu_target_missing() {
   return missing;
 }
 
+// The level to suggest for a binary that runs on every machine of this architecture.
+#if defined(__aarch64__)
+#define RFA_COMMON_LEVEL "armv8-a"
+#else
+#define RFA_COMMON_LEVEL "x86-64-v3"
+#endif
+
 void cpu_target_apply() {
   const std::string missing = cpu_target_missing();
   if (!missing.empty())
     fail("this rfa was built for {} ({} vectors), but this CPU lacks {}; rebuild for it with "
          "`RFA_ARCH=native scripts/build.sh` in a fresh build directory, or for a level every machine has "
-         "(e.g. RFA_ARCH=x86-64-v3; docs/cpu-targets.md)",
+         "(e.g. RFA_ARCH=" RFA_COMMON_LEVEL "; docs/cpu-targets.md)",
          cpu_target_name(), vector_isa_text(), missing);
   if (std::getenv("ONEDNN_MAX_CPU_ISA") || std::getenv("DNNL_MAX_CPU_ISA")) return;  // the user's choice
   gemm_isa_cap(gemm_isa_for_build());
@@ -156,7 +209,7 @@ void cpu_target_apply() {
 
 std::string cpu_kernels_identity() {
   std::string features;
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
   for (const Feature& f : kFeatures)
     if (f.compiled) {
       if (!features.empty()) features += ',';

@@ -30,7 +30,7 @@ void gemm_isa_cap(GemmIsa isa) {
   }
   dnnl_set_max_cpu_isa(cap);  // fails (and changes nothing) once a kernel exists: then the level stays
 }
-
+#if defined(__x86_64__)  // other architectures: at the end of this file (x86's lines stay where they were)
 std::string gemm_isa_effective() {
   switch (dnnl_get_effective_cpu_isa()) {
     case dnnl_cpu_isa_all: return "all";
@@ -54,7 +54,7 @@ bool gemm_isa_allows_bf16() {
   const unsigned bf16 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
   return (isa & bf16) == bf16;
 }
-
+#endif
 template <typename T>
 void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
                     int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
@@ -116,5 +116,22 @@ template void gemm_batched<float>(int64_t, bool, bool, int64_t, int64_t, int64_t
 template void gemm_batched<double>(int64_t, bool, bool, int64_t, int64_t, int64_t, double, const double*,
                                    int64_t, int64_t, const double*, int64_t, int64_t, double, double*, int64_t,
                                    int64_t);
+
+#if !defined(__x86_64__)
+std::string gemm_isa_effective() {
+  // oneDNN's arm64 port returns its own ISA code through the x86 enum (2.6 under qemu-aarch64: 0x1f,
+  // which the x86 names call avx512_mic_4ops): bit 0 is Advanced SIMD, bits 1-4 SVE of 128, 256, 384
+  // and 512 bits. Named by the highest bit; any other code (another port) in hex.
+  const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+#if defined(__aarch64__)
+  static const char* const kArm[] = {"asimd", "sve_128", "sve_256", "sve_384", "sve_512"};
+  if (isa != 0 && isa < 0x20) return kArm[31 - __builtin_clz(isa)];
+#endif
+  return fmt::format("isa {:#x}", isa);
+}
+
+// bf16 products are oneDNN's x86 avx512_core_bf16 kernels (kernels/bf16.h).
+bool gemm_isa_allows_bf16() { return false; }
+#endif
 
 }  // namespace rfa
