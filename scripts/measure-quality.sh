@@ -37,6 +37,7 @@ all_rows=(
   "rfa_delta+conv+outgate|attention.kind=rfa_delta attention.short_conv=4 attention.output_gate=true"
   "hybrid-window|attention.kind=rfa_gate attention.short_conv=4 attention.layers=3*rfa_gate,softmax@window=W"
   "softmax+conv|attention.kind=softmax attention.short_conv=4"
+  "softmax+conv+outgate|attention.kind=softmax attention.short_conv=4 attention.output_gate=true"
 )
 
 case $task in
@@ -95,6 +96,7 @@ for entry in "${all_rows[@]}"; do
   row_names+=("$name")
 done
 for round in 1 2 3; do
+  [ "$wall" = 1 ] || break  # equal steps only: the training logs' ms/step is enough
   for entry in "${all_rows[@]}"; do
     name=${entry%%|*}
     [[ " ${row_names[*]} " == *" $name "* ]] || continue
@@ -105,6 +107,7 @@ for round in 1 2 3; do
 done
 declare -A bench
 for name in "${row_names[@]}"; do
+  [ "$wall" = 1 ] || { bench[$name]=-; continue; }
   bench[$name]=$(echo "${bench_all[$name]}" | tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
   echo "# bench train $name: ${bench_all[$name]} ms/step -> median ${bench[$name]}" >&2
 done
@@ -120,13 +123,15 @@ for entry in "${all_rows[@]}"; do
   read -r -a sets <<<"${entry#*|}"
   sets=("${sets[@]//W/$window}")
   for seed in "${seeds[@]}"; do
-    read -r metric ms <<<"$(run "$name" "$seed" "$steps" "${sets[@]}")"
+    out=$(run "$name" "$seed" "$steps" "${sets[@]}") || exit 1
+    read -r metric ms <<<"$out"
     printf '%s\t%s\t%s\t%s\t%s\t%s\tsteps\n' "$task" "$name" "$seed" "$steps" "$metric" "$ms" | tee -a "$results"
     if [ "$name" != softmax ] && [ "$wall" = 1 ]; then
       # the same wall time as softmax's $steps steps: steps scaled by softmax's ms/step over this row's
       n=$(awk -v a="${bench[softmax]}" -v b="${bench[$name]}" -v s="$steps" 'BEGIN { printf "%d", s * a / b }')
       if [ "$n" != "$steps" ]; then
-        read -r metric2 ms2 <<<"$(run "$name" "$seed" "$n" "${sets[@]}")"
+        out=$(run "$name" "$seed" "$n" "${sets[@]}") || exit 1
+        read -r metric2 ms2 <<<"$out"
         printf '%s\t%s\t%s\t%s\t%s\t%s\twall\n' "$task" "$name" "$seed" "$n" "$metric2" "$ms2" | tee -a "$results"
       fi
     fi
