@@ -16,6 +16,13 @@
 
 namespace rfa::test {
 
+// The tests' RFA options: 3 features (F = 6), the given chunk.
+inline RfaConfig rfa_delta_config(int chunk) {
+  RfaConfig c;
+  c.num_features = 3, c.chunk_size = chunk;
+  return c;
+}
+
 template <typename T>
 struct RfaDeltaProblem {
   RfaConfig cfg;

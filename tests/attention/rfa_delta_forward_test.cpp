@@ -19,14 +19,9 @@
 
 using namespace rfa;
 using rfa::test::RfaDeltaProblem;
+using rfa::test::rfa_delta_config;
 
 namespace {
-
-RfaConfig config_of(int chunk) {
-  RfaConfig c;
-  c.num_features = 3, c.chunk_size = chunk;
-  return c;
-}
 
 std::vector<double> random_state(const RfaDeltaProblem<double>& p, uint64_t seed) {
   return rfa::test::random_vector<double>(size_t(p.d.B) * p.d.H * 2 * p.cfg.num_features * p.d.Dh, seed, 0.5);
@@ -41,7 +36,7 @@ TEST_CASE("rfa_delta: the chunked form equals the full-sequence reference for un
         CAPTURE(T);
         CAPTURE(chunk);
         CAPTURE(entering);
-        RfaDeltaProblem<double> p(config_of(chunk), {2, T, 2, 4}, 11);
+        RfaDeltaProblem<double> p(rfa_delta_config(chunk), {2, T, 2, 4}, 11);
         const std::vector<double> s_in = random_state(p, 5);
         std::vector<double> s_out(s_in.size()), ref_out, ref_state(s_in.size());
         p.forward(entering ? s_in.data() : nullptr, s_out.data());
@@ -52,8 +47,8 @@ TEST_CASE("rfa_delta: the chunked form equals the full-sequence reference for un
 }
 
 TEST_CASE("rfa_delta: the float forward follows the double reference") {
-  RfaDeltaProblem<double> pd(config_of(5), {2, 29, 2, 8}, 3);
-  RfaDeltaProblem<float> pf(config_of(5), {2, 29, 2, 8}, 3);
+  RfaDeltaProblem<double> pd(rfa_delta_config(5), {2, 29, 2, 8}, 3);
+  RfaDeltaProblem<float> pf(rfa_delta_config(5), {2, 29, 2, 8}, 3);
   pd.forward();
   pf.forward();
   std::vector<double> ref;
@@ -62,7 +57,7 @@ TEST_CASE("rfa_delta: the float forward follows the double reference") {
 }
 
 TEST_CASE("rfa_delta: the gaussian features have unit norm") {
-  RfaDeltaProblem<double> p(config_of(4), {1, 9, 2, 4}, 21);
+  RfaDeltaProblem<double> p(rfa_delta_config(4), {1, 9, 2, 4}, 21);
   p.forward();
   RfaDeltaSaved<double> sv{};
   sv.carve(p.saved.data(), rfa_delta_dims(p.cfg, p.d), p.d);
@@ -82,13 +77,13 @@ TEST_CASE("rfa_delta: a carried state equals one long run") {
   const int T = 13;
   for (int split : {1, 5, 9}) {
     CAPTURE(split);
-    RfaDeltaProblem<double> whole(config_of(4), {2, T, 2, 4}, 31);
+    RfaDeltaProblem<double> whole(rfa_delta_config(4), {2, T, 2, 4}, 31);
     whole.forward();
     const int C = whole.d.C();
     std::vector<double> state(size_t(2) * 2 * 6 * 4), out(whole.out.size());
     for (int part = 0; part < 2; ++part) {
       const int t0 = part ? split : 0, len = part ? T - split : split;
-      RfaDeltaProblem<double> seg(config_of(4), {2, len, 2, 4}, 31);
+      RfaDeltaProblem<double> seg(rfa_delta_config(4), {2, len, 2, 4}, 31);
       auto slice = [&](std::vector<double>& dst, const std::vector<double>& src) {
         for (int b = 0; b < 2; ++b)
           std::copy_n(&src[(size_t(b) * T + t0) * C], size_t(len) * C, &dst[size_t(b) * len * C]);
@@ -115,7 +110,7 @@ TEST_CASE("rfa_delta: document boundaries equal the documents run one by one") {
       t += std::abs(len);
     }
   }
-  RfaDeltaProblem<double> packed(config_of(3), {2, T, 2, 4}, 41);
+  RfaDeltaProblem<double> packed(rfa_delta_config(3), {2, T, 2, 4}, 41);
   packed.starts = starts.data();
   const std::vector<double> s_in = random_state(packed, 7);
   packed.forward(s_in.data());
@@ -125,7 +120,7 @@ TEST_CASE("rfa_delta: document boundaries equal the documents run one by one") {
     int t0 = 0;
     for (int len : docs[size_t(b)]) {
       const int n = std::abs(len);
-      RfaDeltaProblem<double> one(config_of(3), {1, n, 2, 4}, 41);
+      RfaDeltaProblem<double> one(rfa_delta_config(3), {1, n, 2, 4}, 41);
       const std::pair<std::vector<double>*, const std::vector<double>*> inputs[] = {
           {&one.q, &packed.q}, {&one.k, &packed.k}, {&one.v, &packed.v}, {&one.n, &packed.n}};
       for (const auto& [dst, src] : inputs) std::copy_n(&(*src)[(size_t(b) * T + t0) * C], size_t(n) * C, dst->data());
@@ -141,7 +136,7 @@ TEST_CASE("rfa_delta: document boundaries equal the documents run one by one") {
 
 TEST_CASE("rfa_delta: the decoding step equals the forward at every position") {
   const int B = 3, T = 11, H = 2, Dh = 8, C = H * Dh;
-  RfaDeltaProblem<float> p(config_of(4), {B, T, H, Dh}, 51);
+  RfaDeltaProblem<float> p(rfa_delta_config(4), {B, T, H, Dh}, 51);
   p.forward();
   const int F = rfa_feature_count(p.cfg);
   std::vector<float> S(size_t(B) * H * F * Dh, 0.0f), scratch(size_t(B) * H * rfa_delta_step_scratch_size(p.cfg, Dh));

@@ -13,14 +13,9 @@
 
 using namespace rfa;
 using rfa::test::RfaDeltaProblem;
+using rfa::test::rfa_delta_config;
 
 namespace {
-
-RfaConfig config_of(int chunk) {
-  RfaConfig c;
-  c.num_features = 3, c.chunk_size = chunk;
-  return c;
-}
 
 struct Grads {
   std::vector<double> dq, dk, dv, dn, dsigma, dgw, dgb, dbw, dbb;
@@ -70,13 +65,13 @@ void check_all(RfaDeltaProblem<double>& p, const double* state_in) {
 TEST_CASE("rfa_delta: every gradient against central differences") {
   for (int chunk : {3, 4}) {
     CAPTURE(chunk);
-    RfaDeltaProblem<double> p(config_of(chunk), {2, 7, 2, 4}, 61);
+    RfaDeltaProblem<double> p(rfa_delta_config(chunk), {2, 7, 2, 4}, 61);
     check_all(p, nullptr);
   }
 }
 
 TEST_CASE("rfa_delta: every gradient with an entering state") {
-  RfaDeltaProblem<double> p(config_of(3), {2, 7, 2, 4}, 62);
+  RfaDeltaProblem<double> p(rfa_delta_config(3), {2, 7, 2, 4}, 62);
   const auto s_in = rfa::test::random_vector<double>(size_t(2) * 2 * 6 * 4, 9, 0.5);
   check_all(p, s_in.data());
 }
@@ -88,7 +83,7 @@ TEST_CASE("rfa_delta: every gradient with document boundaries") {
   std::vector<uint8_t> starts(size_t(2) * T, 0);
   starts[0] = starts[5] = 1;
   starts[size_t(T) + 3] = 1;
-  RfaDeltaProblem<double> p(config_of(3), {2, T, 2, 4}, 63);
+  RfaDeltaProblem<double> p(rfa_delta_config(3), {2, T, 2, 4}, 63);
   p.starts = starts.data();
   const auto s_in = rfa::test::random_vector<double>(size_t(2) * 2 * 6 * 4, 10, 0.5);
   check_all(p, s_in.data());
@@ -96,7 +91,7 @@ TEST_CASE("rfa_delta: every gradient with document boundaries") {
 
 TEST_CASE("rfa_delta: the gradients do not depend on the chunk size") {
   const int T = 13;
-  RfaDeltaProblem<double> p(config_of(T), {2, T, 2, 4}, 64);
+  RfaDeltaProblem<double> p(rfa_delta_config(T), {2, T, 2, 4}, 64);
   const auto R = rfa::test::random_vector<double>(p.out.size(), 78);
   const auto s_in = rfa::test::random_vector<double>(size_t(2) * 2 * 6 * 4, 11, 0.5);
   const Grads ref = backward(p, R, s_in.data());
