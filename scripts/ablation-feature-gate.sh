@@ -79,11 +79,11 @@ run_one() {  # run_one DATASET CONFIG STEPS VOCAB VARIANT_NAME SETS... (extra se
 }
 
 for v in "${variants[@]}"; do
-  extra="--set model.vocab_size=0"
+  extra="--set model.vocab_size=0 --set attention.short_conv=0 --set attention.output_gate=false"
   run_one shakespeare configs/shakespeare-char-rfa-gate.yaml "$sk_steps" 384 "${v%%:*}" "${v#*:}"
 done
 for v in "${variants[@]}"; do
-  extra="--set model.context_length=256"
+  extra="--set model.context_length=256 --set attention.short_conv=0 --set attention.output_gate=false"
   run_one kjv configs/kjv-quick.yaml "$kjv_steps" 2048 "${v%%:*}" "${v#*:}"
 done
 column -t -s $'\t' "$results"

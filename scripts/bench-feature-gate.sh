@@ -20,7 +20,7 @@ for ((r = 1; r <= rounds; r++)); do
     name=${v%%:*}
     # shellcheck disable=SC2086
     "$bin" --threads "$threads" bench train --config configs/shakespeare-char-rfa-gate.yaml \
-      --set model.vocab_size=65 ${v#*:} --steps 30 "$@" 2>&1 |
+      --set model.vocab_size=65 --set attention.short_conv=0 --set attention.output_gate=false ${v#*:} --steps 30 "$@" 2>&1 |
       awk -v n="$name" '/median .* ms\/step/ { gsub(/[(),:]/, " "); for (i = 1; i <= NF; i++) {
                           if ($i == "median") med = $(i + 1); if ($i == "min") mn = $(i + 1) } }
                         /CPU time/ { for (i = 1; i < NF; i++) if ($i == "time") { cpu = $(i + 1); break } }

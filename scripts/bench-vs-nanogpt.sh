@@ -7,7 +7,8 @@
 # ROUNDS times, interleaved, so a busy neighbour slows both alike; the table gives
 # the medians and their ratio (nanoGPT ms / rfa ms: above 1, rfa is faster), by wall time and by
 # CPU time (all threads; it does not count the time other processes held the cores, so it is the
-# figure to read on a shared machine).
+# figure to read on a shared machine). rfa runs nanoGPT's architecture: plain attention, no short
+# convolution and no output gate (the shipped configs' defaults are pinned off here).
 #
 # usage: scripts/bench-vs-nanogpt.sh NANOGPT_DIR [RFA_BINARY]
 #   RFA_BINARY  default build/rfa. A build for x86-64-v3 (RFA_ARCH, docs/cpu-targets.md)
@@ -35,6 +36,7 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 "$rfa" --threads "$threads" bench train --config configs/shakespeare-char-rfa-gate.yaml --set model.vocab_size=65 \
+  --set attention.short_conv=0 --set attention.output_gate=false \
   --steps 1 --warmup 0 >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
 target=$(sed -n 's/.*kernels: \(.*\)$/\1/p' "$log")
 torch_env=()
@@ -63,7 +65,7 @@ for shape in $shapes; do
   for r in $(seq 1 "$rounds"); do
     for kind in $kinds; do
       "$rfa" --threads "$threads" bench train --config "$config" --set model.vocab_size="$V" \
-        --set attention.kind="$kind" --steps "$steps" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+        --set attention.kind="$kind" --set attention.short_conv=0 --set attention.output_gate=false --steps "$steps" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
       rfa_ms[$kind]+="$(sed -n 's/.*median \([0-9.]*\) ms\/step.*/\1/p' "$log") "
       rfa_cpu[$kind]+="$(sed -n 's/.*CPU time \([0-9.]*\) ms\/step.*/\1/p' "$log") "
     done

@@ -10,7 +10,7 @@ for run in rfa_gate:0 rfa_gate:4 softmax:0 softmax:4; do
   kind=${run%:*}; conv=${run#*:}
   dir=runs/shk-$kind-conv$conv
   build/rfa --threads 2 train --config configs/shakespeare-char-$( [ $kind = softmax ] && echo softmax || echo rfa-gate ).yaml \
-    --set attention.short_conv=$conv --set train.run_dir=$dir --set checkpoint.every=0 --overwrite 2>$dir.log
+    --set attention.short_conv=$conv --set attention.output_gate=false --set train.run_dir=$dir --set checkpoint.every=0 --overwrite 2>$dir.log
   build/rfa --threads 2 eval perplexity $dir --split val --json >$dir.ppl.json 2>/dev/null
   build/rfa --threads 2 eval perplexity $dir --split val --sliding --json >$dir.sliding.json 2>/dev/null
   grep "done:" $dir.log

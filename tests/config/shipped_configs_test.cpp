@@ -45,6 +45,9 @@ TEST_CASE("shipped configs: the shakespeare pair is nanoGPT's CPU shape and diff
     CHECK(c->train.eval_batches == 0);  // the whole validation split
     CHECK(c->tokenizer.kind == TokenizerKind::character);
     CHECK(c->data.corpus == "data/tinyshakespeare.txt");
+    // issue 21's measured defaults (docs/quality.md): the short convolution and the output gate
+    CHECK(c->attention.short_conv == 4);
+    CHECK(c->attention.output_gate);
   }
   CHECK(gate.attention.kind == AttentionKind::rfa_gate);
   CHECK(soft.attention.kind == AttentionKind::softmax);
