@@ -12,7 +12,7 @@
 #         kjv512   KJV BPE 2048, 4x256, T 512, B 8, 240 steps (configs/kjv-long.yaml, not stateful)
 #         kjv1024  the same at T 1024, B 4 (the same tokens per step)
 #         mqar64   MQAR T 64, 8 pairs, vocab 512 (data/mqar-t64-p8: rfa data mqar ...), 3000 steps of 32,
-#                  answer accuracy (rfa eval accuracy)
+#                  lr 3e-3, gate bias 5 (a long memory at init); answer accuracy (rfa eval accuracy)
 #   env:  ROWS    the rows to run, names from the table below (default: all)
 #         WALL    1 (default) to add the equal-wall-time runs, 0 for equal steps only
 #         RFA     the binary (default build/rfa); THREADS (2); STEPS: another step count (a smoke test)
@@ -22,13 +22,13 @@
 #         ONLY    wall: only the equal-wall-time runs (softmax at its steps, the others at theirs)
 # The bench medians are kept in runs/quality/TASK/bench.txt and reused: delete it to measure again
 # (measure on a quiet machine; then several instances, each with its own ROWS and THREADS=1, can
-# share the cores). softmax runs only when ROWS names it or the bench is measured. Every finished
+# share the cores). softmax trains only when ROWS names it (or is empty). Every finished
 # run's line is kept in runs/quality/TASK/results.tsv; the table at the end is made from all of them.
 # Needs data/tinyshakespeare.txt (scripts/get-data.sh shakespeare), data/kjv.txt (get-data.sh kjv)
 # or data/mqar-t64-p8.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { sed -n '2,27p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,28p' "$0" >&2; exit 2; }
 task=$1
 shift
 seeds=("$@")
@@ -61,7 +61,7 @@ case $task in
   kjv1024) config=configs/kjv-long.yaml steps=240 window=64 \
     extra=(train.stateful=false model.context_length=1024 train.batch_size=4) ;;
   mqar64) config=data/mqar-t64-p8/mqar.yaml steps=3000 window=16 \
-    extra=(train.batch_size=32 optim.lr=1e-3 optim.warmup_steps=100 train.eval_every=500) ;;
+    extra=(train.batch_size=32 optim.lr=3e-3 optim.warmup_steps=100 train.eval_every=500 attention.gate_bias_init=5) ;;
   *) echo "unknown task '$task': shk64, shk256, kjv512, kjv1024 or mqar64" >&2; exit 2 ;;
 esac
 steps=${STEPS:-$steps}
