@@ -17,7 +17,8 @@
 #         WALL    1 (default) to add the equal-wall-time runs, 0 for equal steps only
 #         RFA     the binary (default build/rfa); THREADS (2); STEPS: another step count (a smoke test)
 #         MODE    decode: only time decoding (rfa generate, 1024 tokens, one thread, greedy) of every
-#                 row's seed-1 run at equal steps, 3 rounds alternating; prints ms/token (median)
+#                 row's seed-1 run (at equal steps, else at equal wall time), 3 rounds alternating;
+#                 prints ms/token (median)
 #                 bench: only measure the rows' ms/step into bench.txt (then exit)
 #         ONLY    wall: only the equal-wall-time runs (softmax at its steps, the others at theirs)
 # The bench medians are kept in runs/quality/TASK/bench.txt and reused: delete it to measure again
@@ -28,7 +29,7 @@
 # or data/mqar-t64-p8.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { sed -n '2,28p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,/^set -euo pipefail/{/^set/!p}' "$0" >&2; exit 2; }
 task=$1
 shift
 seeds=("$@")
@@ -79,8 +80,9 @@ decode_rows() {
     for entry in "${all_rows[@]}"; do
       name=${entry%%|*}
       wanted "$name" || continue
-      dir=$root/$name-s${seeds[0]}-n$steps
-      [ -f "$dir.metric" ] || continue
+      dir=$root/$name-s${seeds[0]}-n$steps  # else its run at equal wall time
+      [ -f "$dir.metric" ] || dir=$(ls -d "$root/$name-s${seeds[0]}"-n* 2>/dev/null | grep -v '\.' | head -1)
+      [ -n "$dir" ] && [ -f "$dir.metric" ] || continue
       ms=$("$rfa" --threads 1 generate "$dir" -p "The " -n 1024 --ignore-eos --greedy 2>&1 >/dev/null |
         sed -n 's/.* \([0-9.]*\) ms\/token.*/\1/p')
       all[$name]="${all[$name]:-} $ms"
