@@ -81,7 +81,7 @@ decode_rows() {
       name=${entry%%|*}
       wanted "$name" || continue
       dir=$root/$name-s${seeds[0]}-n$steps  # else its run at equal wall time
-      [ -f "$dir.metric" ] || dir=$(ls -d "$root/$name-s${seeds[0]}"-n* 2>/dev/null | grep -v '\.' | head -1)
+      [ -f "$dir.metric" ] || dir=$(ls -d "$root/$name-s${seeds[0]}"-n* 2>/dev/null | grep -v '\.' | head -1 || true)
       [ -n "$dir" ] && [ -f "$dir.metric" ] || continue
       ms=$("$rfa" --threads 1 generate "$dir" -p "The " -n 1024 --ignore-eos --greedy 2>&1 >/dev/null |
         sed -n 's/.* \([0-9.]*\) ms\/token.*/\1/p')
