@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "kernels/vector_math.h"
 
 namespace rfa {
 namespace {
 
-constexpr int kChannelBlock = 32;  // the backward's unit of parallel work: channels [c0, c0 + 32) of one tensor
+constexpr int kChannelBlock = 32;
+constexpr int kConvPrefetchRows = 8;  // how far ahead the backward's row loops request their rows  // the backward's unit of parallel work: channels [c0, c0 + 32) of one tensor
 
 }  // namespace
 
@@ -21,43 +24,99 @@ int64_t short_conv_ext_size(const AttentionSpec& s, int B, int T) {
   return s.short_conv > 0 ? 3 * int64_t(B) * (s.short_conv - 1 + T) * s.C() : 0;
 }
 
-// The loops run over channels innermost, contiguous in x, y and w (K, C), so they vectorise; each
-// output is summed in tap order j = 0, 1, ..., K-1 in the forward, the backward and the step alike.
+// The loops run over channels innermost, contiguous in x, y and w (K, C), a vector register of
+// channels at a time (kernels/vector_math.h) with its sum in a register across the taps or rows
+// (summed in memory, each += was a store the next one waited on: 6 cycles a multiply-add), then
+// the channels left over one by one in the same order. Each output is summed in tap order
+// j = 0, 1, ..., K-1 in the forward, the backward and the step alike.
 // With document starts (starts: (T) of the row, nonzero at a document's first token; null =
 // none), tap j of output t reads x[t - j] only when no document starts in (t - j, t]: a
 // document's first token sees nothing before it, as if its row began there.
-template <typename T>
-void short_conv_forward(T* y, const T* ext, const T* w, int T_len, int C, int K, int c0, int c1,
-                        const uint8_t* starts = nullptr) {
+namespace {
+
+// Taps of output t that read its own document (or the history): all K, or back to the last start.
+inline int taps_at(int t, int K, int last_start) { return last_start < 0 ? K : std::min(K, t - last_start + 1); }
+
+// y[t, c..c+W) for every t: channels of one register. Scalar (W = 1) is the tail.
+template <typename T, int W>
+void conv_forward_lanes(T* y, const T* ext, const T* w, int T_len, int C, int K, int c, const uint8_t* starts) {
+  using V = typename Simd<T>::V;
   int last_start = -1;
   for (int t = 0; t < T_len; ++t) {
-    T* yt = y + int64_t(t) * C;
-    const T* xt = ext + int64_t(K - 1 + t) * C;  // x[t]; x[t - j] is j rows above
+    const T* xt = ext + int64_t(K - 1 + t) * C + c;  // x[t]; x[t - j] is j rows above
     if (starts && starts[t]) last_start = t;
-    const int taps = last_start < 0 ? K : std::min(K, t - last_start + 1);
-    for (int c = c0; c < c1; ++c) yt[c] = w[c] * xt[c];
-    for (int j = 1; j < taps; ++j) {
-      const T* wj = w + int64_t(j) * C;
-      const T* xj = xt - int64_t(j) * C;
-      for (int c = c0; c < c1; ++c) yt[c] += wj[c] * xj[c];
+    const int taps = taps_at(t, K, last_start);
+    if constexpr (W == 1) {
+      T acc = w[c] * xt[0];
+      for (int j = 1; j < taps; ++j) acc += w[int64_t(j) * C + c] * xt[-int64_t(j) * C];
+      y[int64_t(t) * C + c] = acc;
+    } else {
+      V acc = simd_load(w + c) * simd_load(xt);
+      for (int j = 1; j < taps; ++j) acc += simd_load(w + int64_t(j) * C + c) * simd_load(xt - int64_t(j) * C);
+      simd_store(y + int64_t(t) * C + c, acc);
     }
   }
 }
 
-template <typename T>
-void short_conv_backward(T* dy_dx, T* dw, const T* ext, const T* w, int T_len, int C, int K, int c0, int c1,
-                         const uint8_t* starts = nullptr) {
+// dw[j, c + g W ..) += sum_t dy[t] x[t - j] for taps j0 <= j < j0 + NT and G registers of channels,
+// over the forward's taps of each output t, t in order: G NT accumulators in registers across
+// the rows (one accumulator a pass waited on its own multiply-add's latency every row).
+// Scalar (W = 1, G = 1) is the tail.
+template <typename T, int W, int G, int NT>
+void conv_dw_block(T* dw, const T* dy, const T* ext, int T_len, int C, int K, int c, int j0, const uint8_t* starts) {
+  using Acc = std::conditional_t<W == 1, T, typename Simd<T>::V>;
+  const auto load = [](const T* p) -> Acc {
+    if constexpr (W == 1) return *p;
+    else return simd_load(p);
+  };
+  Acc acc[NT][G];
+  for (int j = 0; j < NT; ++j)
+    for (int g = 0; g < G; ++g) acc[j][g] = load(dw + int64_t(j0 + j) * C + c + g * W);
   int last_start = -1;
   for (int t = 0; t < T_len; ++t) {
-    T* dt = dy_dx + int64_t(t) * C;
-    const T* xt = ext + int64_t(K - 1 + t) * C;
     if (starts && starts[t]) last_start = t;
-    const int back = last_start < 0 ? K : std::min(K, t - last_start + 1);  // the forward's taps of output t
-    for (int j = 0; j < back; ++j) {  // dw[j, c] += dy[t, c] x[t - j, c], before dy[t] is overwritten
-      T* dwj = dw + int64_t(j) * C;
-      const T* xj = xt - int64_t(j) * C;
-      for (int c = c0; c < c1; ++c) dwj[c] += dt[c] * xj[c];
+    const int taps = taps_at(t, K, last_start);
+    const T* dt = dy + int64_t(t) * C + c;
+    if constexpr (W > 1) {  // rows C apart, a register or two of each: the prefetcher does not follow
+      __builtin_prefetch(dt + kConvPrefetchRows * int64_t(C));
+      __builtin_prefetch(ext + int64_t(K - 1 + t - j0 + kConvPrefetchRows) * C + c);
     }
+    Acc d[G];
+    for (int g = 0; g < G; ++g) d[g] = load(dt + g * W);
+    for (int j = 0; j < NT; ++j) {
+      if (j0 + j >= taps) break;
+      const T* xj = ext + int64_t(K - 1 + t - j0 - j) * C + c;
+      for (int g = 0; g < G; ++g) acc[j][g] += d[g] * load(xj + g * W);
+    }
+  }
+  for (int j = 0; j < NT; ++j)
+    for (int g = 0; g < G; ++g) {
+      if constexpr (W == 1) dw[int64_t(j0 + j) * C + c + g] = acc[j][g];
+      else simd_store(dw + int64_t(j0 + j) * C + c + g * W, acc[j][g]);
+    }
+}
+
+// Every tap of G registers of channels at c: taps in blocks of up to 4 (the accumulators of a
+// block fit the register file: 4 G of them).
+template <typename T, int W, int G>
+void conv_dw_lanes(T* dw, const T* dy, const T* ext, int T_len, int C, int K, int c, const uint8_t* starts) {
+  int j0 = 0;
+  for (; j0 + 4 <= K; j0 += 4) conv_dw_block<T, W, G, 4>(dw, dy, ext, T_len, C, K, c, j0, starts);
+  switch (K - j0) {
+    case 3: conv_dw_block<T, W, G, 3>(dw, dy, ext, T_len, C, K, c, j0, starts); break;
+    case 2: conv_dw_block<T, W, G, 2>(dw, dy, ext, T_len, C, K, c, j0, starts); break;
+    case 1: conv_dw_block<T, W, G, 1>(dw, dy, ext, T_len, C, K, c, j0, starts); break;
+    default: break;
+  }
+}
+
+// dx[t] = sum_{j < taps} w[j] dy[t + j] in place, t ascending (rows > t are still dy). taps: the
+// outputs t + j that read x[t] (in its document).
+template <typename T, int W>
+void conv_dx_lanes(T* dy_dx, const T* w, int T_len, int C, int K, int c, const uint8_t* starts) {
+  using V = typename Simd<T>::V;
+  for (int t = 0; t < T_len; ++t) {
+    T* dt = dy_dx + int64_t(t) * C + c;
     int taps = std::min(K, T_len - t);  // dy[t + j] exists for j < taps
     if (starts)  // ... and reads x[t] only while no document starts in (t, t + j]
       for (int j = 1; j < taps; ++j)
@@ -65,13 +124,42 @@ void short_conv_backward(T* dy_dx, T* dw, const T* ext, const T* w, int T_len, i
           taps = j;
           break;
         }
-    for (int c = c0; c < c1; ++c) dt[c] *= w[c];
-    for (int j = 1; j < taps; ++j) {  // rows > t: still dy
-      const T* wj = w + int64_t(j) * C;
-      const T* dj = dt + int64_t(j) * C;
-      for (int c = c0; c < c1; ++c) dt[c] += wj[c] * dj[c];
+    if constexpr (W == 1) {
+      T acc = dt[0] * w[c];
+      for (int j = 1; j < taps; ++j) acc += w[int64_t(j) * C + c] * dt[int64_t(j) * C];
+      dt[0] = acc;
+    } else {
+      V acc = simd_load(dt) * simd_load(w + c);
+      for (int j = 1; j < taps; ++j) acc += simd_load(w + int64_t(j) * C + c) * simd_load(dt + int64_t(j) * C);
+      simd_store(dt, acc);
     }
   }
+}
+
+}  // namespace
+
+template <typename T>
+void short_conv_forward(T* y, const T* ext, const T* w, int T_len, int C, int K, int c0, int c1,
+                        const uint8_t* starts = nullptr) {
+  constexpr int W = Simd<T>::W;
+  int c = c0;
+  for (; c + W <= c1; c += W) conv_forward_lanes<T, W>(y, ext, w, T_len, C, K, c, starts);
+  for (; c < c1; ++c) conv_forward_lanes<T, 1>(y, ext, w, T_len, C, K, c, starts);
+}
+
+template <typename T>
+void short_conv_backward(T* dy_dx, T* dw, const T* ext, const T* w, int T_len, int C, int K, int c0, int c1,
+                         const uint8_t* starts = nullptr) {
+  constexpr int W = Simd<T>::W;
+  // dw first: it reads dy, which dx then overwrites. Two registers of channels a pass (4 taps x 2
+  // accumulators plus the loads fit even 16 registers), then one, then the tail channel by channel.
+  int c = c0;
+  for (; c + 2 * W <= c1; c += 2 * W) conv_dw_lanes<T, W, 2>(dw, dy_dx, ext, T_len, C, K, c, starts);
+  for (; c + W <= c1; c += W) conv_dw_lanes<T, W, 1>(dw, dy_dx, ext, T_len, C, K, c, starts);
+  for (; c < c1; ++c) conv_dw_lanes<T, 1, 1>(dw, dy_dx, ext, T_len, C, K, c, starts);
+  c = c0;
+  for (; c + W <= c1; c += W) conv_dx_lanes<T, W>(dy_dx, w, T_len, C, K, c, starts);
+  for (; c < c1; ++c) conv_dx_lanes<T, 1>(dy_dx, w, T_len, C, K, c, starts);
 }
 
 template <typename T>
