@@ -21,6 +21,16 @@
 #                 prints ms/token (median)
 #                 bench: only measure the rows' ms/step into bench.txt (then exit)
 #         ONLY    wall: only the equal-wall-time runs (softmax at its steps, the others at theirs)
+#         TAG, SETS  a variant of every row: SETS (space-separated KEY=VALUE) added to each row's
+#                 overrides, TAG (e.g. @lr2e-3) appended to its name in the run directories, results.tsv
+#                 and the table. The budgets stay the untagged rows' (SETS must not change the speed:
+#                 the learning rate, the seed of the draws).
+#         BENCH_STEPS  timed steps of each bench (100; 10 on KJV)
+#         BENCH_WAIT_POLICY  OMP_WAIT_POLICY of the bench (default: none set, OpenMP's own, what a
+#                 user's run gets). passive (the training runs' setting here, for two at a time) makes
+#                 every parallel region wake its threads from sleep, which costs the rows with more
+#                 kernels more: at 4x128 T 64 it put rfa_gate+conv+outgate at 1.30x softmax's step,
+#                 against 1.23x with the default policy (docs/quality.md).
 # The bench medians are kept in runs/quality/TASK/bench.txt and reused: delete it to measure again
 # (measure on a quiet machine; then several instances, each with its own ROWS and THREADS=1, can
 # share the cores). softmax trains only when ROWS names it (or is empty). Every finished
@@ -66,7 +76,7 @@ case $task in
   *) echo "unknown task '$task': shk64, shk256, kjv512, kjv1024 or mqar64" >&2; exit 2 ;;
 esac
 steps=${STEPS:-$steps}
-bench_steps=30
+bench_steps=${BENCH_STEPS:-100}  # about 2-4 s a bench at T 64
 [[ $task == kjv* ]] && bench_steps=10  # a step is 0.3-1 s there
 [ -f "$config" ] || { echo "no $config (see the usage: scripts/get-data.sh or rfa data mqar)" >&2; exit 2; }
 [ -x "$rfa" ] || { echo "no rfa binary at $rfa; build with scripts/build.sh" >&2; exit 2; }
@@ -106,8 +116,8 @@ if [ "${MODE:-}" = decode ]; then decode_rows; exit 0; fi
 run() {
   local name=$1 seed=$2 n=$3
   shift 3
-  local dir=$root/$name-s$seed-n$n sets=()
-  for kv in "${extra[@]}" "$@" train.seed=$seed train.steps=$n "train.run_dir=$dir" checkpoint.every=0; do
+  local dir=$root/$name${TAG:-}-s$seed-n$n sets=()
+  for kv in "${extra[@]}" "$@" ${SETS:-} train.seed=$seed train.steps=$n "train.run_dir=$dir" checkpoint.every=0; do
     sets+=(--set "${kv//@/ }")
   done
   if [ ! -f "$dir.metric" ]; then
@@ -131,7 +141,10 @@ run() {
 bench_ms() {
   local sets=()
   for kv in "${extra[@]}" "$@"; do sets+=(--set "${kv//@/ }"); done
-  "$rfa" --threads "$threads" bench train --config "$config" "${sets[@]}" --steps "$bench_steps" --warmup 3 2>&1 |
+  local policy=()  # OpenMP's own wait policy unless BENCH_WAIT_POLICY names one
+  [ -n "${BENCH_WAIT_POLICY:-}" ] && policy=(OMP_WAIT_POLICY="$BENCH_WAIT_POLICY")
+  env -u OMP_WAIT_POLICY "${policy[@]}" "$rfa" --threads "$threads" bench train --config "$config" "${sets[@]}" \
+    --steps "$bench_steps" --warmup 3 2>&1 |
     sed -n 's/.*median \([0-9.]*\) ms\/step.*/\1/p'
 }
 row_names=()  # the rows this instance runs
@@ -205,7 +218,7 @@ for entry in "${all_rows[@]}"; do
     if [ "${ONLY:-}" != wall ] || [ "$name" = softmax ]; then
       out=$(run "$name" "$seed" "$steps" "${sets[@]}") || exit 1
       read -r metric ms <<<"$out"
-      record "$(printf '%s\t%s\t%s\t%s\t%s\t%s\tsteps' "$task" "$name" "$seed" "$steps" "$metric" "$ms")"
+      record "$(printf '%s\t%s\t%s\t%s\t%s\t%s\tsteps' "$task" "$name${TAG:-}" "$seed" "$steps" "$metric" "$ms")"
     fi
     if [ "$name" != softmax ] && [ "$wall" = 1 ]; then
       # the same wall time as softmax's $steps steps: steps scaled by softmax's ms/step over this row's
@@ -213,7 +226,7 @@ for entry in "${all_rows[@]}"; do
       if [ "$n" != "$steps" ]; then
         out=$(run "$name" "$seed" "$n" "${sets[@]}") || exit 1
         read -r metric2 ms2 <<<"$out"
-        record "$(printf '%s\t%s\t%s\t%s\t%s\t%s\twall' "$task" "$name" "$seed" "$n" "$metric2" "$ms2")"
+        record "$(printf '%s\t%s\t%s\t%s\t%s\t%s\twall' "$task" "$name${TAG:-}" "$seed" "$n" "$metric2" "$ms2")"
       fi
     fi
   done
@@ -230,9 +243,13 @@ awk -F'\t' '
     return sprintf("%.4f (%.4f-%.4f), %d seeds", m, lo, hi, c) }
   function mean(s,   a, i, m, c) { c = split(s, a, " "); if (!c) return "-"; m = 0; for (i = 1; i <= c; ++i) m += a[i]; return sprintf("%.1f", m / c) }
   END { c = split(bench_list, pairs, ";"); for (i = 1; i <= c; ++i) { split(pairs[i], kv, "="); bench[kv[1]] = kv[2] }
-    n = split(order, names, " ");
-    for (i = 1; i <= n; ++i) { k = names[i]; if (!(k in seen)) continue;
-    w = (k == "softmax") ? stats(v[k, "steps"]) : ((k, "wall") in v ? stats(v[k, "wall"]) ", steps" st[k, "wall"] : "-");
-    printf "| %s | %s | %s (%s) | %s |\n", k, stats(v[k, "steps"]), mean(ms[k, "steps"]), (k in bench) ? bench[k] : "-", w } }' \
+    n = split(order, base, " "); m = 0;
+    for (i = 1; i <= n; ++i) { names[++m] = base[i]; c = 0;  # a base row, then its tagged variants
+      for (k in seen) if (index(k, base[i] "@") == 1) tagged[++c] = k;
+      for (a = 1; a <= c; ++a) for (b = a + 1; b <= c; ++b) if (tagged[b] < tagged[a]) { t = tagged[a]; tagged[a] = tagged[b]; tagged[b] = t }
+      for (a = 1; a <= c; ++a) names[++m] = tagged[a] }
+    for (i = 1; i <= m; ++i) { k = names[i]; if (!(k in seen)) continue; kb = k; sub(/@.*/, "", kb);
+    w = (kb == "softmax") ? stats(v[k, "steps"]) : ((k, "wall") in v ? stats(v[k, "wall"]) ", steps" st[k, "wall"] : "-");
+    printf "| %s | %s | %s (%s) | %s |\n", k, stats(v[k, "steps"]), mean(ms[k, "steps"]), (kb in bench) ? bench[kb] : "-", w } }' \
   bench_list="$(for k in "${!bench[@]}"; do printf '%s=%s;' "$k" "${bench[$k]}"; done)" \
   order="$(for entry in "${all_rows[@]}"; do printf '%s ' "${entry%%|*}"; done)" "$results"

@@ -157,7 +157,9 @@ void attention_forward(const AttentionCore& core, const AttentionWeights<T>& w, 
   RFA_ASSERT(attention_carry_size(s, 1) > 0 || (!call.state_in && !call.state_out),
              "this attention kind carries no state between segments");
   const double tokens = double(call.B) * call.T_len;
-  ProfileScope profile(ProfiledKernel::attention_forward, attention_forward_flops_per_token(s, call.T_len) * tokens, 0);
+  // The kind's own work; the convolution and the output gate have their own rows (the scopes inside).
+  ProfileScope profile(ProfiledKernel::attention_forward, kind_of(s).forward_flops_per_token(s, call.T_len) * tokens,
+                       0);
   if (s.short_conv > 0) {  // q, k, v = conv(q_pre, k_pre, v_pre), in place, before RoPE
     const int i = core.conv_param();
     const SmallShape carry = core.kind().carry_shape(s);
@@ -174,6 +176,9 @@ void attention_forward(const AttentionCore& core, const AttentionWeights<T>& w, 
     if (call.state_out) conv.hist_out = call.state_out + kind_carry;
     conv.hist_stride = short_conv_history_size(s);
     conv.starts = call.segment_start;  // a document's first token sees nothing before it
+    // x read, ext written (and read), y written: 3 operands of (B, T, C) for each of q, k, v
+    ProfileScope conv_profile(ProfiledKernel::short_conv, 2.0 * s.short_conv * 3 * s.C() * tokens,
+                              sizeof(T) * 9.0 * s.C() * tokens);
     short_conv_apply(s, conv);
   }
   if (s.rope && call.segment_start) {  // each token at its position in its own document
@@ -204,7 +209,7 @@ void attention_backward(const AttentionCore& core, const AttentionWeights<T>& w,
                         const AttentionCall<T>& call) {
   const AttentionSpec& s = core.spec();
   const double tokens = double(call.B) * call.T_len;
-  ProfileScope profile(ProfiledKernel::attention_backward, attention_backward_flops_per_token(s, call.T_len) * tokens,
+  ProfileScope profile(ProfiledKernel::attention_backward, kind_of(s).backward_flops_per_token(s, call.T_len) * tokens,
                        0);
   if (s.output_gate) {  // d o (the kind's dout) and dz first; the kind then reads its own output o
     RFA_ASSERT(in.n != nullptr && g.dn != nullptr, "the output gate's backward reads n and writes dn");
@@ -231,6 +236,9 @@ void attention_backward(const AttentionCore& core, const AttentionWeights<T>& w,
     T* const cdw[3] = {dw[i], dw[i + 1], dw[i + 2]};
     T* const dx[3] = {g.dq, g.dk, g.dv};
     const T* ext = call.saved + core.kind().saved_size(s, call.B, call.T_len);
+    // dy read and dx written in place, ext read: 2 operands of (B, T, C) for each of q, k, v
+    ProfileScope conv_profile(ProfiledKernel::short_conv, 4.0 * s.short_conv * 3 * s.C() * tokens,
+                              sizeof(T) * 6.0 * s.C() * tokens);
     short_conv_apply_backward(s, cw, cdw, dx, ext, call.B, call.T_len, call.segment_start);
   }
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/parallel.h"
+#include "core/step_profile.h"
 #include "kernels/fast_exp.h"
 #include "kernels/vector_math.h"
 
@@ -120,8 +121,12 @@ template <typename T>
 void output_gate_apply(const AttentionSpec& s, const T* w_norm, const T* w_gate, T* out, const T* o, T* z,
                        const T* n, int64_t N, GemmThreads threads) {
   const int C = s.C();
-  // z (N, C) = n (N, C) · W_gᵀ, W_g (C_out, C_in) as the projections are stored
-  gemm<T>(false, true, N, C, C, T(1), n, C, w_gate, C, T(0), z, C, threads);
+  {  // z (N, C) = n (N, C) · W_gᵀ, W_g (C_out, C_in) as the projections are stored
+    ProfileScope profile(ProfiledKernel::gemm, 2.0 * double(N) * C * C, sizeof(T) * (2.0 * double(N) * C + C * C));
+    gemm<T>(false, true, N, C, C, T(1), n, C, w_gate, C, T(0), z, C, threads);
+  }
+  // o and z read, out written
+  ProfileScope profile(ProfiledKernel::output_gate, 8.0 * double(N) * C, sizeof(T) * 3.0 * double(N) * C);
   if (threads == GemmThreads::one)  // a decode step of few rows: no fork
     for (int64_t r = 0; r < N; ++r) forward_row(out + r * C, o + r * C, z + r * C, w_norm, s.H, s.Dh, s.norm_eps);
   else
@@ -135,8 +140,12 @@ void output_gate_apply_backward(const AttentionSpec& s, const T* w_norm, T* dw_n
   T* d_o = scratch;
   T* dz = scratch + N * C;
   T* prod = scratch + 2 * N * C;
-  output_gate_backward(d_o, dz, prod, dw_norm, dout, o, z, w_norm, N, s.H, s.Dh, s.norm_eps);
+  {  // dout, o, z read; d o, dz, prod written (prod read again by the column sums)
+    ProfileScope profile(ProfiledKernel::output_gate, 16.0 * double(N) * C, sizeof(T) * 6.0 * double(N) * C);
+    output_gate_backward(d_o, dz, prod, dw_norm, dout, o, z, w_norm, N, s.H, s.Dh, s.norm_eps);
+  }
   // dW_g (C, C) += dzᵀ (C, N) · n (N, C)
+  ProfileScope profile(ProfiledKernel::gemm, 2.0 * double(N) * C * C, sizeof(T) * (2.0 * double(N) * C + C * C));
   gemm<T>(true, false, C, C, N, T(1), dz, C, n, C, T(1), dw_gate, C);
 }
 
@@ -145,6 +154,7 @@ void output_gate_apply_backward_dn(const AttentionSpec& s, const T* w_gate, cons
                                    int64_t N) {
   const int C = s.C();
   // dn (N, C) (+)= dz (N, C) · W_g (C, C)
+  ProfileScope profile(ProfiledKernel::gemm, 2.0 * double(N) * C * C, sizeof(T) * (2.0 * double(N) * C + C * C));
   gemm<T>(false, false, N, C, C, T(1), scratch + N * C, C, w_gate, C, add ? T(1) : T(0), dn, C);
 }
 

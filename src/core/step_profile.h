@@ -2,7 +2,9 @@
 // Where a training step's time goes (`rfa bench train --profile`): each
 // instrumented kernel call adds its wall time, floating-point operations and
 // bytes moved to its kernel's row. Off unless enabled: then one predictable
-// branch per call. The rows are plain sums written by the calling thread, and
+// branch per call. A call inside another's scope (the output gate's product inside
+// the attention's) counts in its own row only: the outer row gets the time
+// outside its inner calls, so the rows add up to the step. The rows are plain sums written by the calling thread, and
 // every instrumented call is made from the step's one caller thread (the
 // kernels start their own threads inside the call), so no locks are needed;
 // enable it only where that holds (the benchmark).
@@ -12,8 +14,10 @@ namespace rfa {
 
 enum class ProfiledKernel : int {
   gemm,                // the model's matrix products (oneDNN), fp32 or bf16
-  attention_forward,   // the attention core: RoPE, feature maps, chunked / blockwise products
+  attention_forward,   // the attention kind's core: RoPE, feature maps, chunked / blockwise products
   attention_backward,
+  short_conv,          // the short convolution on q, k, v (forward and backward; attention.short_conv)
+  output_gate,         // the output norm and gate around its product (forward and backward; attention.output_gate)
   rmsnorm,             // forward (with the fused residual add) and backward
   swiglu,
   cross_entropy,
@@ -45,6 +49,7 @@ namespace profile_detail {
 extern bool enabled;
 struct Stamp {
   int64_t wall_ns = -1, cpu_ns = 0;
+  int64_t inner_wall_ns = 0, inner_cpu_ns = 0;  // the time of the calls inside scopes, at the start
 };
 void add(ProfiledKernel k, const Stamp& start, double flop, double bytes);
 Stamp now();
