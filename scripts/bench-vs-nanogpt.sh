@@ -15,7 +15,14 @@
 #               holds its products at AVX2; PyTorch is then held there too
 #               (OPENBLAS_CORETYPE=Haswell, ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2),
 #               so both sides run what an AVX2 machine runs.
-#   env: ROUNDS (3), STEPS (20), THREADS (2), KINDS ("rfa_gate softmax"), SHAPES ("nano 6x384")
+#   env: ROUNDS (3), STEPS (20), THREADS (2), KINDS ("rfa_gate softmax"), SHAPES ("nano 6x384"),
+#        POLICIES ("default passive"): the OpenMP wait policies to run both programs under, one
+#        table row each. default = none set (each program's own: its threads spin a while
+#        between parallel regions, what a user's run gets on a quiet machine); passive = they
+#        sleep at once (OMP_WAIT_POLICY=passive, the setting beside another busy process). Both
+#        programs use libgomp; passive makes every parallel region wake its threads, and PyTorch
+#        runs many more, smaller regions a step than rfa: at nano it slowed nanoGPT by 44% and rfa
+#        by 23% here (docs/cpu-targets.md), so the passive row flatters rfa.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
@@ -27,7 +34,7 @@ threads=${THREADS:-2}
 kinds=${KINDS:-rfa_gate softmax}
 shapes=${SHAPES:-nano 6x384}
 python=/usr/bin/python3
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+policies=${POLICIES:-default passive}
 
 [ -f "$nanogpt/model.py" ] || { echo "no nanoGPT model.py in $nanogpt" >&2; exit 2; }
 [ -x "$rfa" ] || { echo "no rfa binary at $rfa; build with scripts/build.sh" >&2; exit 2; }
@@ -56,20 +63,23 @@ shape_args() {  # shape_args SHAPE -> "CONFIG L H C T B V"
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
-printf '%-6s %-9s %12s %14s %12s %13s %15s %12s\n' shape rfa "rfa ms/step" "nanoGPT ms/st" "nanoGPT/rfa" \
+printf '%-6s %-8s %-9s %12s %14s %12s %13s %15s %12s\n' shape "OMP wait" rfa "rfa ms/step" "nanoGPT ms/st" "nanoGPT/rfa" \
   "rfa CPU ms" "nanoGPT CPU ms" "CPU ratio"
+for policy in $policies; do
+policy_env=(env -u OMP_WAIT_POLICY)
+[ "$policy" = default ] || policy_env=(env OMP_WAIT_POLICY="$policy")
 for shape in $shapes; do
   read -r config L H C T B V <<<"$(shape_args "$shape")"
   declare -A rfa_ms=() rfa_cpu=()
   nano_ms=() nano_cpu=()
   for r in $(seq 1 "$rounds"); do
     for kind in $kinds; do
-      "$rfa" --threads "$threads" bench train --config "$config" --set model.vocab_size="$V" \
+      "${policy_env[@]}" "$rfa" --threads "$threads" bench train --config "$config" --set model.vocab_size="$V" \
         --set attention.kind="$kind" --set attention.short_conv=0 --set attention.output_gate=false --steps "$steps" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
       rfa_ms[$kind]+="$(sed -n 's/.*median \([0-9.]*\) ms\/step.*/\1/p' "$log") "
       rfa_cpu[$kind]+="$(sed -n 's/.*CPU time \([0-9.]*\) ms\/step.*/\1/p' "$log") "
     done
-    env "${torch_env[@]}" "$python" scripts/nanogpt-step-time.py "$nanogpt" --layers "$L" --heads "$H" --width "$C" \
+    "${policy_env[@]}" "${torch_env[@]}" "$python" scripts/nanogpt-step-time.py "$nanogpt" --layers "$L" --heads "$H" --width "$C" \
       --context "$T" --batch "$B" --vocab "$V" --steps "$steps" --threads "$threads" >"$log" 2>&1 ||
       { cat "$log" >&2; exit 1; }
     nano_ms+=("$(sed -n 's/.*median_ms=\([0-9.]*\).*/\1/p' "$log")")
@@ -80,8 +90,9 @@ for shape in $shapes; do
   for kind in $kinds; do
     m=$(printf '%s\n' ${rfa_ms[$kind]} | median)
     mc=$(printf '%s\n' ${rfa_cpu[$kind]} | median)
-    printf '%-6s %-9s %12.2f %14.2f %11.2fx %13.2f %15.2f %11.2fx\n' "$shape" "$kind" "$m" "$n" \
+    printf '%-6s %-8s %-9s %12.2f %14.2f %11.2fx %13.2f %15.2f %11.2fx\n' "$shape" "$policy" "$kind" "$m" "$n" \
       "$(awk -v a="$n" -v b="$m" 'BEGIN { print a / b }')" "$mc" "$nc" "$(awk -v a="$nc" -v b="$mc" 'BEGIN { print a / b }')"
   done
   unset rfa_ms rfa_cpu
+done
 done

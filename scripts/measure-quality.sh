@@ -117,9 +117,10 @@ run() {
   local name=$1 seed=$2 n=$3
   shift 3
   local dir=$root/$name${TAG:-}-s$seed-n$n sets=()
-  for kv in "${extra[@]}" "$@" ${SETS:-} train.seed=$seed train.steps=$n "train.run_dir=$dir" checkpoint.every=0; do
+  for kv in "${extra[@]}" "$@" ${SETS:-} train.seed=$seed train.steps=$n checkpoint.every=0; do
     sets+=(--set "${kv//@/ }")
   done
+  sets+=(--set "train.run_dir=$dir")  # (not through the @ -> space of the overrides: TAG has an @)
   if [ ! -f "$dir.metric" ]; then
     "$rfa" --threads "$threads" train --config "$config" "${sets[@]}" --overwrite 2>"$dir.log" ||
       { echo "training $name seed $seed failed: $dir.log" >&2; tail -3 "$dir.log" >&2; return 1; }
