@@ -71,8 +71,8 @@ void bench_profile_report(const TrainBenchResult& r) {
   log_info("bench", "  GF/core: GFLOP per CPU-second inside the calls; % peak: that against the per-core roof (sgemm's "
            "for gemm, the FMA's for the rest); GB/s by wall time, % bw against the y = a x + y roof");
   if (r.gemm_peak_gflops_per_core > 1.15 * r.fma_peak_gflops_per_core && r.vector_floats >= 16)
-    log_warn("bench", "sgemm ran {:.1f} GFLOP/s per core, above the FMA peak {:.1f} of the same vectors: the FMA "
-             "probe is wrong", r.gemm_peak_gflops_per_core, r.fma_peak_gflops_per_core);
+    log_warn("bench", "sgemm ran {:.1f} GFLOP/s per core, above the FMA peak {:.1f} of the same vectors: the FMA probe "
+             "is wrong or the clocks moved between the probes", r.gemm_peak_gflops_per_core, r.fma_peak_gflops_per_core);
 }
 
 void bench_train(Config config, const BenchOptions& o) {
