@@ -62,6 +62,7 @@ all_rows=(
   "rfa_gate+outgate|attention.kind=rfa_gate attention.short_conv=0 attention.output_gate=true"
   "softmax+conv|attention.kind=softmax attention.short_conv=4 attention.output_gate=false"
   "softmax+conv+outgate|attention.kind=softmax attention.short_conv=4 attention.output_gate=true"
+  "rfa_gate+conv+outgate+D16|attention.kind=rfa_gate attention.short_conv=4 attention.output_gate=true attention.num_features=16"
 )
 
 case $task in
