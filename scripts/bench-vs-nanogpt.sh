@@ -66,33 +66,33 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] :
 printf '%-6s %-8s %-9s %12s %14s %12s %13s %15s %12s\n' shape "OMP wait" rfa "rfa ms/step" "nanoGPT ms/st" "nanoGPT/rfa" \
   "rfa CPU ms" "nanoGPT CPU ms" "CPU ratio"
 for policy in $policies; do
-policy_env=(env -u OMP_WAIT_POLICY)
-[ "$policy" = default ] || policy_env=(env OMP_WAIT_POLICY="$policy")
-for shape in $shapes; do
-  read -r config L H C T B V <<<"$(shape_args "$shape")"
-  declare -A rfa_ms=() rfa_cpu=()
-  nano_ms=() nano_cpu=()
-  for r in $(seq 1 "$rounds"); do
-    for kind in $kinds; do
-      "${policy_env[@]}" "$rfa" --threads "$threads" bench train --config "$config" --set model.vocab_size="$V" \
-        --set attention.kind="$kind" --set attention.short_conv=0 --set attention.output_gate=false --steps "$steps" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
-      rfa_ms[$kind]+="$(sed -n 's/.*median \([0-9.]*\) ms\/step.*/\1/p' "$log") "
-      rfa_cpu[$kind]+="$(sed -n 's/.*CPU time \([0-9.]*\) ms\/step.*/\1/p' "$log") "
+  policy_env=(env -u OMP_WAIT_POLICY)
+  [ "$policy" = default ] || policy_env=(env OMP_WAIT_POLICY="$policy")
+  for shape in $shapes; do
+    read -r config L H C T B V <<<"$(shape_args "$shape")"
+    declare -A rfa_ms=() rfa_cpu=()
+    nano_ms=() nano_cpu=()
+    for r in $(seq 1 "$rounds"); do
+      for kind in $kinds; do
+        "${policy_env[@]}" "$rfa" --threads "$threads" bench train --config "$config" --set model.vocab_size="$V" \
+          --set attention.kind="$kind" --set attention.short_conv=0 --set attention.output_gate=false --steps "$steps" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+        rfa_ms[$kind]+="$(sed -n 's/.*median \([0-9.]*\) ms\/step.*/\1/p' "$log") "
+        rfa_cpu[$kind]+="$(sed -n 's/.*CPU time \([0-9.]*\) ms\/step.*/\1/p' "$log") "
+      done
+      "${policy_env[@]}" "${torch_env[@]}" "$python" scripts/nanogpt-step-time.py "$nanogpt" --layers "$L" --heads "$H" --width "$C" \
+        --context "$T" --batch "$B" --vocab "$V" --steps "$steps" --threads "$threads" >"$log" 2>&1 ||
+        { cat "$log" >&2; exit 1; }
+      nano_ms+=("$(sed -n 's/.*median_ms=\([0-9.]*\).*/\1/p' "$log")")
+      nano_cpu+=("$(sed -n 's/.*cpu_ms=\([0-9.]*\).*/\1/p' "$log")")
     done
-    "${policy_env[@]}" "${torch_env[@]}" "$python" scripts/nanogpt-step-time.py "$nanogpt" --layers "$L" --heads "$H" --width "$C" \
-      --context "$T" --batch "$B" --vocab "$V" --steps "$steps" --threads "$threads" >"$log" 2>&1 ||
-      { cat "$log" >&2; exit 1; }
-    nano_ms+=("$(sed -n 's/.*median_ms=\([0-9.]*\).*/\1/p' "$log")")
-    nano_cpu+=("$(sed -n 's/.*cpu_ms=\([0-9.]*\).*/\1/p' "$log")")
+    n=$(printf '%s\n' "${nano_ms[@]}" | median)
+    nc=$(printf '%s\n' "${nano_cpu[@]}" | median)
+    for kind in $kinds; do
+      m=$(printf '%s\n' ${rfa_ms[$kind]} | median)
+      mc=$(printf '%s\n' ${rfa_cpu[$kind]} | median)
+      printf '%-6s %-8s %-9s %12.2f %14.2f %11.2fx %13.2f %15.2f %11.2fx\n' "$shape" "$policy" "$kind" "$m" "$n" \
+        "$(awk -v a="$n" -v b="$m" 'BEGIN { print a / b }')" "$mc" "$nc" "$(awk -v a="$nc" -v b="$mc" 'BEGIN { print a / b }')"
+    done
+    unset rfa_ms rfa_cpu
   done
-  n=$(printf '%s\n' "${nano_ms[@]}" | median)
-  nc=$(printf '%s\n' "${nano_cpu[@]}" | median)
-  for kind in $kinds; do
-    m=$(printf '%s\n' ${rfa_ms[$kind]} | median)
-    mc=$(printf '%s\n' ${rfa_cpu[$kind]} | median)
-    printf '%-6s %-8s %-9s %12.2f %14.2f %11.2fx %13.2f %15.2f %11.2fx\n' "$shape" "$policy" "$kind" "$m" "$n" \
-      "$(awk -v a="$n" -v b="$m" 'BEGIN { print a / b }')" "$mc" "$nc" "$(awk -v a="$nc" -v b="$mc" 'BEGIN { print a / b }')"
-  done
-  unset rfa_ms rfa_cpu
-done
 done

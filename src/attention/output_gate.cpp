@@ -81,6 +81,13 @@ void column_sum(T* acc, const T* prod, int64_t N, int C, int c0, int width) {
   }
 }
 
+// The gemm row's scope for one of the gate's three (N, C) x (C, C) products (2 N C² FLOPs; the
+// two (N, C) operands and W_g).
+template <typename T>
+ProfileScope product_profile(int64_t N, int C) {
+  return ProfileScope(ProfiledKernel::gemm, 2.0 * double(N) * C * C, sizeof(T) * (2.0 * double(N) * C + double(C) * C));
+}
+
 }  // namespace
 
 int64_t output_gate_saved_size(const AttentionSpec& s, int B, int T) {
@@ -122,7 +129,7 @@ void output_gate_apply(const AttentionSpec& s, const T* w_norm, const T* w_gate,
                        const T* n, int64_t N, GemmThreads threads) {
   const int C = s.C();
   {  // z (N, C) = n (N, C) · W_gᵀ, W_g (C_out, C_in) as the projections are stored
-    ProfileScope profile(ProfiledKernel::gemm, 2.0 * double(N) * C * C, sizeof(T) * (2.0 * double(N) * C + C * C));
+    ProfileScope profile = product_profile<T>(N, C);
     gemm<T>(false, true, N, C, C, T(1), n, C, w_gate, C, T(0), z, C, threads);
   }
   // o and z read, out written
@@ -145,7 +152,7 @@ void output_gate_apply_backward(const AttentionSpec& s, const T* w_norm, T* dw_n
     output_gate_backward(d_o, dz, prod, dw_norm, dout, o, z, w_norm, N, s.H, s.Dh, s.norm_eps);
   }
   // dW_g (C, C) += dzᵀ (C, N) · n (N, C)
-  ProfileScope profile(ProfiledKernel::gemm, 2.0 * double(N) * C * C, sizeof(T) * (2.0 * double(N) * C + C * C));
+  ProfileScope profile = product_profile<T>(N, C);
   gemm<T>(true, false, C, C, N, T(1), dz, C, n, C, T(1), dw_gate, C);
 }
 
@@ -154,7 +161,7 @@ void output_gate_apply_backward_dn(const AttentionSpec& s, const T* w_gate, cons
                                    int64_t N) {
   const int C = s.C();
   // dn (N, C) (+)= dz (N, C) · W_g (C, C)
-  ProfileScope profile(ProfiledKernel::gemm, 2.0 * double(N) * C * C, sizeof(T) * (2.0 * double(N) * C + C * C));
+  ProfileScope profile = product_profile<T>(N, C);
   gemm<T>(false, false, N, C, C, T(1), scratch + N * C, C, w_gate, C, add ? T(1) : T(0), dn, C);
 }
 

@@ -11,8 +11,8 @@
 namespace rfa {
 namespace {
 
-constexpr int kChannelBlock = 32;
-constexpr int kConvPrefetchRows = 8;  // how far ahead the backward's row loops request their rows  // the backward's unit of parallel work: channels [c0, c0 + 32) of one tensor
+constexpr int kChannelBlock = 32;     // the backward's unit of parallel work: channels [c0, c0 + 32) of one tensor
+constexpr int kConvPrefetchRows = 8;  // how far ahead the weight gradient's row loop requests its rows
 
 }  // namespace
 

@@ -4,10 +4,10 @@
 // bytes moved to its kernel's row. Off unless enabled: then one predictable
 // branch per call. A call inside another's scope (the output gate's product inside
 // the attention's) counts in its own row only: the outer row gets the time
-// outside its inner calls, so the rows add up to the step. The rows are plain sums written by the calling thread, and
-// every instrumented call is made from the step's one caller thread (the
-// kernels start their own threads inside the call), so no locks are needed;
-// enable it only where that holds (the benchmark).
+// outside its inner calls, so the rows add up to the step. The rows are plain
+// sums written by the calling thread, and every instrumented call is made from
+// the step's one caller thread (the kernels start their own threads inside the
+// call), so no locks are needed; enable it only where that holds (the benchmark).
 #include <cstdint>
 
 namespace rfa {
