@@ -29,13 +29,10 @@ config_write "$tmp/c.yaml" rfa_gate "run_dir: $tmp/unused, batch_size: 4, steps:
 
 for sig in TERM INT; do
   run=$tmp/run-$sig
-  env --default-signal=INT "$rfa" --threads 2 train --config "$tmp/c.yaml" --set train.run_dir="$run" 2>"$tmp/$sig.log" &
-  pid=$!
+  spawn env --default-signal=INT "$rfa" --threads 2 train --config "$tmp/c.yaml" --set train.run_dir="$run" 2>"$tmp/$sig.log"
   wait_for "$run/metrics.jsonl" '"type":"train"'
   kill -"$sig" "$pid"
-  rc=0
-  wait "$pid" || rc=$?
-  pid=
+  reap
   [ "$rc" = 0 ] || { cat "$tmp/$sig.log" >&2; fail "SIG$sig: exit code $rc, expected 0"; }
   expect_in "$tmp/$sig.log" "received: stopped"
   expect_in "$tmp/$sig.log" "continue with: rfa train --resume $run"
@@ -60,15 +57,12 @@ lives_until() {
 # signal_and_reap <signal> <expected exit code>: sends the signal to $pid and waits for it to exit so.
 signal_and_reap() {
   kill -"$1" "$pid"
-  local rc=0
-  wait "$pid" || rc=$?
-  pid=
+  reap
   [ "$rc" = "$2" ] || { cat "$tmp/ignored.log" >&2; fail "SIG$1: exit code $rc, expected $2"; }
 }
 # SIGINT inherited as ignored: train keeps it ignored, says so, and goes on; SIGTERM stops it.
 run=$tmp/run-ignored
-env --ignore-signal=INT "$rfa" --threads 2 train --config "$tmp/c.yaml" --set train.run_dir="$run" 2>"$tmp/ignored.log" &
-pid=$!
+spawn env --ignore-signal=INT "$rfa" --threads 2 train --config "$tmp/c.yaml" --set train.run_dir="$run" 2>"$tmp/ignored.log"
 wait_for "$run/metrics.jsonl" '"type":"train"'
 kill -INT "$pid"
 at=$(grep -c '"type":"train"' "$run/metrics.jsonl")
@@ -81,8 +75,7 @@ echo "signals: SIGINT inherited as ignored left train running; SIGTERM stopped i
 
 # generate, the same rule: SIGINT ends it the default way (exit 130), unless inherited as ignored.
 generate_long() {  # generate_long <env args...>: a long sample of run-TERM into $tmp/gen.out, in the background
-  env "$@" "$rfa" --threads 1 generate "$tmp/run-TERM" -p "Line" -n 100000000 >"$tmp/gen.out" 2>"$tmp/ignored.log" &
-  pid=$!
+  spawn env "$@" "$rfa" --threads 1 generate "$tmp/run-TERM" -p "Line" -n 100000000 >"$tmp/gen.out" 2>"$tmp/ignored.log"
   lives_until test -s "$tmp/gen.out"
 }
 larger_than() { [ "$(stat -c %s "$1")" -gt "$2" ]; }  # larger_than <file> <bytes>
@@ -99,14 +92,11 @@ echo "signals: generate ends on SIGINT, and keeps an inherited ignore of it"
 # SIGINT then SIGTERM back to back: two different signals never merge, and a stop
 # (the step's micro-batch, then a checkpoint) takes longer than the gap.
 run=$tmp/run-twice
-env --default-signal=INT "$rfa" --threads 2 train --config "$tmp/c.yaml" --set train.run_dir="$run" 2>"$tmp/twice.log" &
-pid=$!
+spawn env --default-signal=INT "$rfa" --threads 2 train --config "$tmp/c.yaml" --set train.run_dir="$run" 2>"$tmp/twice.log"
 wait_for "$run/metrics.jsonl" '"type":"train"'
 kill -INT "$pid"
 kill -TERM "$pid" 2>/dev/null || true
-rc=0
-wait "$pid" || rc=$?
-pid=
+reap
 # 130/143: the second signal landed during the stop; 0: the stop had finished
 # first: all are right, nothing else is.
 case $rc in
@@ -146,14 +136,11 @@ echo "signals: SIGTERM at step $step + resume to $to equals a straight run"
 # resume redoes step 2 and equals a straight run byte for byte.
 config_write "$tmp/accum.yaml" rfa_gate "run_dir: $tmp/unused, batch_size: 4, grad_accum: 1000, steps: 100, log_every: 1, eval_every: 0, eval_batches: 2"
 run=$tmp/run-accum
-"$rfa" --threads 2 train --config "$tmp/accum.yaml" --set train.run_dir="$run" 2>"$tmp/accum.log" &
-pid=$!
+spawn "$rfa" --threads 2 train --config "$tmp/accum.yaml" --set train.run_dir="$run" 2>"$tmp/accum.log"
 wait_for "$run/metrics.jsonl" '"step":1,'
 stop_start=$(date +%s%N)
 kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
-pid=
+reap
 stop_ms=$((($(date +%s%N) - stop_start) / 1000000))
 [ "$rc" = 0 ] || { cat "$tmp/accum.log" >&2; fail "SIGTERM in a long step: exit code $rc, expected 0"; }
 expect_in "$tmp/accum.log" "signal 15 received: stopped during step 2/100, which is dropped, with checkpoint $run/checkpoints/step-000001 of step 1"
@@ -180,14 +167,11 @@ sed -i -e 's/^model: .*/model: {n_layers: 4, d_model: 128, n_heads: 4, context_l
   -e 's/^attention: .*/attention: {kind: rfa_gate}/' "$tmp/ref.yaml"
 for trial in $(seq 1 8); do
   run=$tmp/run-ref-$trial
-  "$rfa" --threads 1 train --config "$tmp/ref.yaml" --set train.run_dir="$run" 2>"$tmp/ref.log" &
-  pid=$!
+  spawn "$rfa" --threads 1 train --config "$tmp/ref.yaml" --set train.run_dir="$run" 2>"$tmp/ref.log"
   wait_for "$run/metrics.jsonl" '"type":"train"'
   sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
   kill -TERM "$pid"
-  rc=0
-  wait "$pid" || rc=$?
-  pid=
+  reap
   [ "$rc" = 0 ] || { tail -3 "$tmp/ref.log" >&2; fail "SIGTERM on the reference shape, trial $trial: exit code $rc"; }
   expect_in "$tmp/ref.log" "received: stopped"
   "$rfa" --threads 1 eval perplexity "$run" --max-tokens 200 --json >/dev/null 2>"$tmp/ppl.log" ||
@@ -197,13 +181,11 @@ echo "signals: SIGTERM at 8 random moments on the reference shape: all stopped c
 
 # SIGKILL while a checkpoint is written every step: whenever it lands, latest loads.
 run=$tmp/run-KILL
-"$rfa" --threads 2 train --config "$tmp/c.yaml" --set train.run_dir="$run" --set checkpoint.every=1 \
-  --set checkpoint.keep_last=2 2>"$tmp/kill.log" &
-pid=$!
+spawn "$rfa" --threads 2 train --config "$tmp/c.yaml" --set train.run_dir="$run" --set checkpoint.every=1 \
+  --set checkpoint.keep_last=2 2>"$tmp/kill.log"
 wait_for "$run/metrics.jsonl" '"step":5,'
 kill -9 "$pid"
-wait "$pid" 2>/dev/null || true
-pid=
+reap
 latest=$run/checkpoints/$(cat "$run/checkpoints/latest")
 step=$(state_step "$latest")
 "$rfa" eval perplexity "$run" --json >"$tmp/ppl.json" 2>"$tmp/ppl.log" || { cat "$tmp/ppl.log" >&2; fail "eval after SIGKILL"; }

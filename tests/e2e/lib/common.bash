@@ -41,6 +41,39 @@ checkpoint: {${5:-every: 0}}
 YAML
 }
 
+# spawn <command...>: runs the command in the background, its pid in $pid; `reap` waits for it to
+# end and sets $rc to its exit code. The exit code comes from a waiter subshell that forks nothing
+# else, not from this shell's `wait`: under load, with thousands of short-lived children (sleep,
+# grep, $(...)), bash 5.2 once lost a background job's record ("wait_for: No record of process N")
+# and `wait` returned 127 for a run that had exited as it should.
+spawn() {
+  rm -f "$tmp/spawn.pid" "$tmp/spawn.rc"
+  (
+    "$@" &
+    echo $! >"$tmp/spawn.pid.tmp" && mv "$tmp/spawn.pid.tmp" "$tmp/spawn.pid"
+    code=0
+    wait $! || code=$?
+    echo "$code" >"$tmp/spawn.rc.tmp" && mv "$tmp/spawn.rc.tmp" "$tmp/spawn.rc"
+  ) &
+  spawn_waiter=$!
+  for _ in $(seq 1 1000); do
+    [ -s "$tmp/spawn.pid" ] && break
+    sleep 0.01
+  done
+  pid=$(cat "$tmp/spawn.pid") || fail "spawn: no pid for $*"
+}
+# reap: until the spawned command has ended (120 s), then $rc is its exit code and $pid is cleared.
+reap() {
+  for _ in $(seq 1 12000); do
+    [ -s "$tmp/spawn.rc" ] && break
+    sleep 0.01
+  done
+  [ -s "$tmp/spawn.rc" ] || fail "reap: pid $pid still running after 120 s"
+  rc=$(cat "$tmp/spawn.rc")
+  wait "$spawn_waiter" 2>/dev/null || true
+  pid=
+}
+
 # wait_for <file> <text>: until a line of the file contains text; fails after 60 s.
 wait_for() {
   for _ in $(seq 1 600); do
