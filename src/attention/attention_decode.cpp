@@ -242,7 +242,7 @@ void attention_step(const AttentionCore& core, const AttentionWeights<T>& w, Att
     RFA_ASSERT(in.n != nullptr && rows.n <= st.rows(), "output gate: n of {} rows", rows.n);
     const int g = core.gate_param();
     output_gate_apply(s, w[g], w[g + 1], out, out, st.gate_scratch(), in.n, rows.n,
-                      rows.n >= 16 ? GemmThreads::pool : GemmThreads::one);
+                      GemmThreads::pool, true);
   }
 }
 

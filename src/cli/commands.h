@@ -30,6 +30,7 @@ inline CLI::App* subcommand_group(CLI::App& app, const std::string& name, const 
 void register_generate_command(CLI::App& app, CommandAction& action);        // rfa generate
 void register_eval_command(CLI::App& app, CommandAction& action);            // rfa eval perplexity
 void register_bench_decode_command(CLI::App& app, CommandAction& action);    // rfa bench decode
+void register_bench_serve_command(CLI::App& app, CommandAction& action);     // rfa bench serve
 void register_serve_command(CLI::App& app, CommandAction& action);           // rfa serve
 void register_chat_command(CLI::App& app, CommandAction& action);            // rfa chat
 

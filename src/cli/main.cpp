@@ -142,6 +142,7 @@ int main(int argc, char** argv) {
   register_generate_command(app, action);
   register_eval_command(app, action);
   register_bench_decode_command(app, action);
+  register_bench_serve_command(app, action);
   register_serve_command(app, action);
   register_chat_command(app, action);
 

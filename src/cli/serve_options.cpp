@@ -20,6 +20,13 @@ void serve_options_add(CLI::App& cmd, ServeSetupOptions& o, bool server) {
   cmd.add_option("--prefill-chunk", o.prefill_chunk, "Most prompt tokens per prefill call (interleaved with decoding)")
       ->capture_default_str()
       ->check(cli_integer_in(1, 65536));
+  if (server)
+    cmd.add_option("--stream-batch", o.stream_batch,
+                   "Tokens a stream's reader is woken for: 0 = auto (one per 16 sequences decoding, at least 1: 4 at "
+                   "64), N = every N; more tokens a write costs fewer system calls under load, at N ticks between "
+                   "writes")
+        ->capture_default_str()
+        ->check(cli_integer_in(0, 4096));
   cmd.add_option("--ctx-size", o.ctx_size,
                  "Positions a conversation may reach (default: softmax its training context, RoPE 8192, otherwise "
                  "no limit)")

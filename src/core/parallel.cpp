@@ -27,4 +27,10 @@ int physical_core_count() {
 
 void thread_count_set(int n) { omp_set_num_threads(n > 0 ? n : physical_core_count()); }
 
+void parallel_pool_release() {
+  // OpenMP 5.0: a soft pause of the host releases the calling thread's pool (libgomp:
+  // gomp_pause_host). A runtime that refuses (non-zero) keeps the pool: slower, not wrong.
+  if (omp_pause_resource_all(omp_pause_soft) != 0) return;
+}
+
 }  // namespace rfa

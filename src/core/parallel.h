@@ -59,6 +59,14 @@ inline void single_threaded(Body&& body) {
 
 inline int thread_count() { return omp_get_max_threads(); }
 void thread_count_set(int n);  // n <= 0: physical cores
+
+// Ends the calling thread's pool of OpenMP workers (they exit; a later parallel region on this
+// thread starts new ones). For a thread that hands all parallel work to another thread, as
+// `rfa serve` and `rfa chat` hand it to the engine's scheduler: libgomp counts every pool's
+// workers, and while they outnumber the cores it spins about 100 times at a barrier before it
+// sleeps in the kernel, so the scheduler's regions paid a futex sleep and wake each (50 a
+// decode step, a fifth of the server's time on a 2-core VM). Not inside a parallel region.
+void parallel_pool_release();
 int physical_core_count();
 
 }  // namespace rfa

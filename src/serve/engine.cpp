@@ -50,6 +50,9 @@ Engine::Engine(SequenceBackend& backend, const Tokenizer& tokenizer, StateCache*
   batch_.reserve(static_cast<size_t>(slot_count_));
   batch_owner_.reserve(static_cast<size_t>(slot_count_));
   batch_logits_.reserve(static_cast<size_t>(slot_count_));
+  // Every parallel region from now on is the scheduler's: the creating thread's idle workers
+  // would make libgomp sleep at each of its barriers instead of spinning (core/parallel.h).
+  parallel_pool_release();
   // OpenMP's thread count (--threads) is a per-thread setting: a new thread starts from the default,
   // and the slots' workspaces were sized for this one's.
   thread_ = std::thread([this, threads = thread_count()] {
@@ -333,7 +336,12 @@ bool Engine::handle_token(Active& a, int choice) {
 void Engine::decode_tick() {
   batch_.clear();
   batch_owner_.clear();
+  int decoding = 0;
+  for (const auto& ap : active_)
+    if (!ap->prefilling) decoding += ap->unfinished;
+  const int wake_every = options_.stream_batch > 0 ? options_.stream_batch : std::max(1, decoding / 16);
   for (auto& ap : active_) {
+    ap->handle->wake_every(wake_every);
     Active& a = *ap;
     if (a.prefilling) continue;
     for (size_t c = 0; c < a.choices.size(); ++c) {

@@ -60,8 +60,18 @@ struct StreamState {
   bool started = false;
   int finished = 0;
   int fd = -1;
+  std::chrono::steady_clock::time_point peer_checked{};
   std::vector<ReplyEvent> events;
 };
+
+// Whether the client of `fd` has gone away, asked of the socket at most once per kPoll: a
+// stream's handler wakes once per token, and a poll per token was a system call per token.
+bool peer_gone(int fd, std::chrono::steady_clock::time_point& checked) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - checked < kPoll) return false;
+  checked = now;
+  return peer_socket_closed(fd);
+}
 
 ApiUsage usage_of(const RequestHandle& h, int n) {
   ApiUsage u;
@@ -169,9 +179,11 @@ struct HttpServer::Impl {
           });
       return;
     }
+    handle->wake_on_text(false);  // the reply is sent whole: wake for the finish events only
     std::vector<ApiChoice> choices(static_cast<size_t>(n));
     std::vector<ReplyEvent> events;
     std::string error;
+    std::chrono::steady_clock::time_point peer_checked{};
     for (int finished = 0; finished < n;) {
       events.clear();
       handle->wait(events, kPoll);
@@ -184,7 +196,7 @@ struct HttpServer::Impl {
         choices[static_cast<size_t>(e.choice)].finish_reason = finish_reason_name(e.reason);
         if (e.reason == FinishReason::error) error = e.text;
       }
-      if (finished < n && peer_socket_closed(fd)) {
+      if (finished < n && peer_gone(fd, peer_checked)) {
         handle->cancel();  // nobody is left to answer
         res.status = 499;
         return;
@@ -195,37 +207,40 @@ struct HttpServer::Impl {
     res.set_content(api_dump(api_response_json(head, choices, usage_of(*handle, n))), "application/json");
   }
 
+  // Writes the events that have arrived since the last call as one chunk: a handler that was
+  // kept from running for a few ticks (64 streams on two cores) sends their tokens in one write
+  // instead of one system call each.
   static bool stream_some(StreamState& st, httplib::DataSink& sink) {
-    auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+    std::string out;
     if (!st.started) {
       st.started = true;
       if (st.head.chat)
-        for (int c = 0; c < st.n; ++c)
-          if (!write(sse(api_chunk_json(st.head, c, "", "", true)))) return cancel(st);
+        for (int c = 0; c < st.n; ++c) out += sse(api_chunk_json(st.head, c, "", "", true));
     }
     st.events.clear();
     st.handle->wait(st.events, kPoll);
     for (const ReplyEvent& e : st.events) {
-      bool ok = true;
       if (e.kind == ReplyEvent::Kind::text) {
-        ok = write(sse(api_chunk_json(st.head, e.choice, e.text, "")));
+        out += sse(api_chunk_json(st.head, e.choice, e.text, ""));
       } else {
         ++st.finished;
         if (e.reason == FinishReason::error)
-          ok = write(sse(api_error_json(e.text, "server_error")));
+          out += sse(api_error_json(e.text, "server_error"));
         else if (e.reason != FinishReason::cancelled)
-          ok = write(sse(api_chunk_json(st.head, e.choice, "", finish_reason_name(e.reason))));
+          out += sse(api_chunk_json(st.head, e.choice, "", finish_reason_name(e.reason)));
       }
-      if (!ok) return cancel(st);
     }
-    if (st.finished == st.n) {
-      if (st.include_usage && !write(sse(api_usage_chunk_json(st.head, usage_of(*st.handle, st.n)))))
-        return cancel(st);
-      if (!write("data: [DONE]\n\n")) return cancel(st);
+    const bool last = st.finished == st.n;
+    if (last) {
+      if (st.include_usage) out += sse(api_usage_chunk_json(st.head, usage_of(*st.handle, st.n)));
+      out += "data: [DONE]\n\n";
+    }
+    if (!out.empty() && !sink.write(out.data(), out.size())) return cancel(st);
+    if (last) {
       sink.done();
       return true;
     }
-    if (peer_socket_closed(st.fd)) return cancel(st);
+    if (peer_gone(st.fd, st.peer_checked)) return cancel(st);
     return true;
   }
 

@@ -17,22 +17,35 @@ const char* finish_reason_name(FinishReason r) {
 
 // ---- RequestHandle ------------------------------------------------------------------
 
+bool RequestHandle::ready() const {
+  if (unread_finished_ > 0 || events_.size() >= 256) return true;  // 256: well before the engine's backlog bound
+  return wake_on_text_.load() && unread_text_ > 0 && unread_text_ >= wake_every_.load();
+}
+
 void RequestHandle::push(ReplyEvent e) {
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (e.kind == ReplyEvent::Kind::finished) ++finished_;
+    if (e.kind == ReplyEvent::Kind::finished) {
+      ++finished_;
+      ++unread_finished_;
+    } else {
+      ++unread_text_;
+    }
     events_.push_back(std::move(e));
+    wake = ready();
   }
-  cv_.notify_all();
+  if (wake) cv_.notify_all();
 }
 
 void RequestHandle::wait(std::vector<ReplyEvent>& out, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait_for(lock, timeout, [this] { return !events_.empty(); });
+  cv_.wait_for(lock, timeout, [this] { return ready(); });
   while (!events_.empty()) {
     out.push_back(std::move(events_.front()));
     events_.pop_front();
   }
+  unread_text_ = unread_finished_ = 0;
 }
 
 size_t RequestHandle::backlog() const {

@@ -56,6 +56,7 @@ std::unique_ptr<ServeSetup> serve_setup(const ServeSetupOptions& o) {
   EngineOptions e;
   e.queue = o.queue;
   e.max_prompt_tokens = o.max_prompt_tokens;
+  e.stream_batch = o.stream_batch;
   s->engine = std::make_unique<Engine>(*s->backend, *s->loaded.tokenizer, s->cache.get(), e);
   return s;
 }

@@ -19,6 +19,7 @@ struct ServeSetupOptions {
   int queue = 16;                  // --queue
   int64_t cache_mib = 256;         // --cache-mib; 0 = no cache
   int prefill_chunk = 256;         // --prefill-chunk
+  int stream_batch = 0;            // --stream-batch; 0 = auto (engine.h)
   int64_t ctx_size = -1;           // --ctx-size; -1 = the model's (softmax: its context; RoPE: 8192; else none)
   int64_t max_prompt_tokens = 8192;
   std::string state_dir;           // --state-dir; "" = no state files

@@ -132,8 +132,10 @@ TEST_CASE("decoder rows: rows at their own positions step as separate one-row de
     INFO("variant: ", std::string(v.name));
     const ModelSpec spec = test::rows_model_spec(v);
     check_rows<double>(spec, 0, 1e-10, 1e-12);
-    check_rows<float>(spec, 0, 2e-4, 2e-5);
-    if (v.grows) check_rows<float>(spec, 6, 2e-4, 2e-5);  // a ring window of 6 around every row's text
+    // float: the step is batch-invariant (kernels/step_gemm.h), so a row's logits are its one-row
+    // decoder's to the bit, whatever steps beside it.
+    check_rows<float>(spec, 0, 0, 0);
+    if (v.grows) check_rows<float>(spec, 6, 0, 0);  // a ring window of 6 around every row's text
   }
 }
 

@@ -3,6 +3,7 @@
 // (a request's text does not depend on what else runs, and equals generate()).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -66,7 +67,7 @@ class ScriptBackend final : public SequenceBackend {
   }
   void step(std::span<const SlotToken> batch, std::span<const float*> logits) override {
     calls.push_back("step " + std::to_string(batch.size()));
-    std::this_thread::sleep_for(std::chrono::microseconds(50));  // a step's time: readers keep up
+    std::this_thread::sleep_for(step_time);  // a step's time: readers keep up
     for (size_t i = 0; i < batch.size(); ++i) {
       ++position_[size_t(batch[i].slot)];
       logits[i] = next(batch[i].slot);
@@ -85,6 +86,7 @@ class ScriptBackend final : public SequenceBackend {
 
   std::vector<std::string> calls;
   int64_t prefilled = 0;
+  std::chrono::microseconds step_time{50};
 
  private:
   const float* next(int slot) {
@@ -366,4 +368,42 @@ TEST_CASE("engine: a reader slower than the decoding pauses its reply instead of
   CHECK(engine.stats().completion_tokens <= 1026);
   h->cancel();
   collect(*h);
+}
+
+TEST_CASE("engine: stream_batch N wakes a waiting reader every N tokens (and at the end); auto wakes one stream every token") {
+  // Steps of 3 ms: a reader woken for a token is back waiting long before the next one.
+  for (int batch : {0, 4}) {
+    CAPTURE(batch);
+    ScriptBackend backend(script_after(2, "abcdefghijklmnopqrstuvwxyz"), 2, 8);
+    backend.step_time = std::chrono::microseconds(3000);
+    EngineOptions o;
+    o.stream_batch = batch;
+    Engine engine(backend, tokenizer(), nullptr, o);
+    auto h = engine.submit(request("ab", 22));
+    std::vector<int> texts_per_wake;  // wakes that did not finish the reply
+    std::string text;
+    std::vector<ReplyEvent> events;
+    for (bool finished = false; !finished;) {
+      events.clear();
+      h->wait(events, std::chrono::seconds(30));  // returns early only when the handle is ready
+      REQUIRE(!events.empty());
+      int texts = 0;
+      for (const ReplyEvent& e : events) {
+        if (e.kind == ReplyEvent::Kind::text) {
+          ++texts;
+          text += e.text;
+        } else {
+          finished = true;
+        }
+      }
+      if (!finished) texts_per_wake.push_back(texts);
+    }
+    CHECK(text == "abcdefghijklmnopqrstuv");
+    REQUIRE(!texts_per_wake.empty());
+    if (batch == 4) {
+      for (int n : texts_per_wake) CHECK(n >= 4);
+    } else {  // one stream decoding: auto is every token
+      CHECK(*std::min_element(texts_per_wake.begin(), texts_per_wake.end()) < 4);
+    }
+  }
 }
