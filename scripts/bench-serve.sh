@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Benchmarks `rfa serve` on loopback with scripts/bench-serve.mjs (docs/serving.md, "Measured"):
+# Benchmarks `rfa serve` on loopback (docs/serving.md, "Measured"):
 #   1. aggregate tokens/s and p50/p95 time between tokens at 1, 8 and 64 concurrent streams,
-#      4x128 and 6x384 rfa_gate;
+#      4x128 and 6x384 rfa_gate, measured by `rfa bench serve` (a one-thread epoll client; every
+#      prompt new to the server's cache), ROUNDS times alternating 1 and 64 streams;
 #   2. time to first token at prompts of 64 / 512 / 4096 tokens, cold and as a cached follow-up;
 #   3. resident memory per conversation held in the state cache, rfa_gate against softmax,
 #      at prompts of about 128 / 512 / 1800 tokens.
@@ -12,6 +13,10 @@
 #   (taskset), so that the client's parsing of 64 event streams does not share the server's cores,
 #   the nearest this machine gets to a client on another machine; SERVER_THREADS (default 2) is
 #   the server's --threads (1 when it has one core). BENCH (default "throughput ttft memory"): which parts.
+#   CLIENT=node measures the throughput with scripts/bench-serve.mjs instead (the client of the
+#   tables before 2026-12-02: Node's event loop cost about 50 µs of the shared cores a token).
+#   ROUNDS (default 3); SERVE_ARGS: more `rfa serve` options for the throughput part (e.g.
+#   "--stream-batch 1" to wake every stream's reader every token).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rfa=${RFA:-build/rfa}
@@ -67,12 +72,21 @@ train_run rfa-6x384 rfa_gate 6 384 6 256
 train_run rfa-4x128-ctx2048 rfa_gate 4 128 4 2048
 train_run softmax-4x128-ctx2048 softmax 4 128 4 2048
 
+rounds=${ROUNDS:-3}
+read -r -a serve_args <<<"${SERVE_ARGS:-}"
 for model in rfa-4x128 rfa-6x384; do
   wants throughput || break
-  serve "$work/$model" --parallel 64 --queue 64 --max-tokens 100000
-  for streams in 1 8 64; do
-    echo "{\"model\": \"$model\", \"bench\": \"throughput\", \"result\": $(client throughput "$base" "$streams" 256)}"
-  done
+  serve "$work/$model" --parallel 64 --queue 64 --max-tokens 100000 "${serve_args[@]}"
+  if [ "${CLIENT:-rfa}" = node ]; then
+    for streams in 1 8 64; do
+      echo "{\"model\": \"$model\", \"bench\": \"throughput\", \"result\": $(client throughput "$base" "$streams" 256)}"
+    done
+  else
+    list=8
+    for _ in $(seq 1 "$rounds"); do list="$list,1,64"; done
+    "${client_pin[@]}" "$rfa" bench serve --url "$base" --streams "$list" --tokens 256 --prompt-letters 16 |
+      sed -n "s/^{/{\"model\": \"$model\", /p"
+  fi
   stop
 done
 

@@ -138,7 +138,7 @@ void output_gate_apply(const AttentionSpec& s, const T* w_norm, const T* w_gate,
   }
   // o and z read, out written
   ProfileScope profile(ProfiledKernel::output_gate, 8.0 * double(N) * C, sizeof(T) * 3.0 * double(N) * C);
-  if (threads == GemmThreads::one)  // a decode step of few rows: no fork
+  if (threads == GemmThreads::one || (step && N * C < kParallelMinWork))  // a decode step of few rows: no fork
     for (int64_t r = 0; r < N; ++r) forward_row(out + r * C, o + r * C, z + r * C, w_norm, s.H, s.Dh, s.norm_eps);
   else
     output_gate_forward(out, o, z, w_norm, N, s.H, s.Dh, s.norm_eps);

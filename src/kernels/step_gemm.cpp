@@ -21,6 +21,35 @@ constexpr int kCols = 4;        // W rows (trans) per tile
 constexpr int kVecCols = 4;     // registers of columns (!trans) per tile
 constexpr int64_t kColumnsPerTask = 64;
 
+// The lane sums of 16 registers of 16 floats, each exactly simd_sum's (halves folded 512 -> 256
+// -> 128 bits, then 0 + l0 + l1 + l2 + l3 in that order), for 47 vector operations instead of 16
+// x 10: the same additions, two or four registers' lanes side by side in each. out[i] = acc i,
+// acc taken row-major from a [4][4] tile.
+#if RFA_FLOAT_LANES == 16
+inline void lane_sums_16(const V (&acc)[4][4], float* out) {
+  {
+    typedef int I __attribute__((vector_size(64)));
+    const V* a = &acc[0][0];
+    V c[8], e[4];
+    for (int p = 0; p < 8; ++p)  // [a.lo256 + a.hi256 | b.lo256 + b.hi256]
+      c[p] = __builtin_shuffle(a[2 * p], a[2 * p + 1], I{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}) +
+             __builtin_shuffle(a[2 * p], a[2 * p + 1], I{8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31});
+    for (int p = 0; p < 4; ++p)  // four registers' 128-bit folds
+      e[p] = __builtin_shuffle(c[2 * p], c[2 * p + 1], I{0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27}) +
+             __builtin_shuffle(c[2 * p], c[2 * p + 1], I{4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31});
+    // t[l][i] = lane l of register i's fold: e[i / 4] holds registers 4 (i / 4) .. + 3, 4 lanes each.
+    V t[4];
+    for (int l = 0; l < 4; ++l) {
+      const I pick{l, l + 4, l + 8, l + 12, l + 16, l + 20, l + 24, l + 28, 0, 0, 0, 0, 0, 0, 0, 0};
+      const V u = __builtin_shuffle(e[0], e[1], pick), v = __builtin_shuffle(e[2], e[3], pick);
+      t[l] = __builtin_shuffle(u, v, I{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23});
+    }
+    const V s = (((V{} + t[0]) + t[1]) + t[2]) + t[3];
+    simd_store(out, s);
+  }
+}
+#endif
+
 // trans: out[r, j] for r < RB, j < NB; x rows and W rows of length K.
 template <int RB, int NB>
 void dot_tile(const float* x, const float* W, int64_t K, float* out, int64_t N, bool accumulate) {
@@ -48,9 +77,19 @@ void dot_tile(const float* x, const float* W, int64_t K, float* out, int64_t N, 
       for (int r = 0; r < RB; ++r) acc[r][j] += xv[r] * wj;
     }
   }
+  float sums[RB][NB];
+#if RFA_FLOAT_LANES == 16
+  if constexpr (RB == 4 && NB == 4) {
+    lane_sums_16(acc, &sums[0][0]);
+  } else
+#endif
+  {
+    for (int r = 0; r < RB; ++r)
+      for (int j = 0; j < NB; ++j) sums[r][j] = simd_sum<float>(acc[r][j]);
+  }
   for (int r = 0; r < RB; ++r)
     for (int j = 0; j < NB; ++j) {
-      float s = simd_sum<float>(acc[r][j]);
+      float s = sums[r][j];
       for (int64_t t = k; t < K; ++t) s += x[r * K + t] * W[j * K + t];
       float& o = out[r * N + j];
       o = accumulate ? o + s : s;
