@@ -371,11 +371,11 @@ TEST_CASE("engine: a reader slower than the decoding pauses its reply instead of
 }
 
 TEST_CASE("engine: stream_batch N wakes a waiting reader every N tokens (and at the end); auto wakes one stream every token") {
-  // Steps of 3 ms: a reader woken for a token is back waiting long before the next one.
+  // Steps of 6 ms: a reader woken for a token is back waiting long before the next one.
   for (int batch : {0, 4}) {
     CAPTURE(batch);
     ScriptBackend backend(script_after(2, "abcdefghijklmnopqrstuvwxyz"), 2, 8);
-    backend.step_time = std::chrono::microseconds(3000);
+    backend.step_time = std::chrono::microseconds(6000);
     EngineOptions o;
     o.stream_batch = batch;
     Engine engine(backend, tokenizer(), nullptr, o);
