@@ -96,14 +96,20 @@ void dot_tile(const float* x, const float* W, int64_t K, float* out, int64_t N, 
     }
 }
 
+// f.template operator()<n>() for n in 1..4: each tail width of a tile its own instantiation.
+template <typename F>
+void with_width(int n, F&& f) {
+  switch (n) {
+    case 4: return f.template operator()<4>();
+    case 3: return f.template operator()<3>();
+    case 2: return f.template operator()<2>();
+    default: return f.template operator()<1>();
+  }
+}
+
 template <int RB>
 void dot_rows(const float* x, const float* W, int64_t K, float* out, int64_t N, int nb, bool accumulate) {
-  switch (nb) {
-    case 4: return dot_tile<RB, 4>(x, W, K, out, N, accumulate);
-    case 3: return dot_tile<RB, 3>(x, W, K, out, N, accumulate);
-    case 2: return dot_tile<RB, 2>(x, W, K, out, N, accumulate);
-    default: return dot_tile<RB, 1>(x, W, K, out, N, accumulate);
-  }
+  with_width(nb, [&]<int NB>() { dot_tile<RB, NB>(x, W, K, out, N, accumulate); });
 }
 
 // Columns [j0, j1) of out = x · Wᵀ, W stored (N, K): blocks of 16 columns by 16 rows, whose
@@ -154,12 +160,7 @@ void axpy_tile(const float* x, int64_t K, const float* W, int64_t N, float* out,
 
 template <int RB>
 void axpy_rows(const float* x, int64_t K, const float* W, int64_t N, float* out, int nv, bool accumulate) {
-  switch (nv) {
-    case 4: return axpy_tile<RB, 4>(x, K, W, N, out, accumulate);
-    case 3: return axpy_tile<RB, 3>(x, K, W, N, out, accumulate);
-    case 2: return axpy_tile<RB, 2>(x, K, W, N, out, accumulate);
-    default: return axpy_tile<RB, 1>(x, K, W, N, out, accumulate);
-  }
+  with_width(nv, [&]<int NV>() { axpy_tile<RB, NV>(x, K, W, N, out, accumulate); });
 }
 
 // Columns [j0, j1) of out = x · W, W stored (K, N); j0 a multiple of kW. Whole registers of
