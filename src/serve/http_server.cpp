@@ -15,6 +15,7 @@
 #include "serve/listen_backlog.h"
 #include "serve/metrics_text.h"
 #include "serve/peer_socket.h"
+#include "serve/reply_writer.h"
 #include "serve/serve_error.h"
 
 namespace rfa {
@@ -29,7 +30,6 @@ std::vector<int32_t> chat_tokens(const Tokenizer& tok, const ChatTemplate& t, st
 
 namespace {
 
-constexpr auto kPoll = std::chrono::milliseconds(100);  // how often a waiting request looks at its client
 const char* const kEndpoints[] = {"/health",   "/v1/models", "/v1/completions",  "/v1/chat/completions",
                                   "/tokenize", "/detokenize", "/metrics",         "/v1/states/save",
                                   "/v1/states/load"};
@@ -50,38 +50,6 @@ const char* status_type(int status) {
     default: return status >= 500 ? "server_error" : "invalid_request_error";
   }
 }
-
-// The stream of one request, shared by its content provider calls.
-struct StreamState {
-  std::shared_ptr<RequestHandle> handle;
-  ApiResponseHead head;
-  int n = 1;
-  bool include_usage = false;
-  bool started = false;
-  int finished = 0;
-  int fd = -1;
-  std::chrono::steady_clock::time_point peer_checked{};
-  std::vector<ReplyEvent> events;
-};
-
-// Whether the client of `fd` has gone away, asked of the socket at most once per kPoll: a
-// stream's handler wakes once per token, and a poll per token was a system call per token.
-bool peer_gone(int fd, std::chrono::steady_clock::time_point& checked) {
-  const auto now = std::chrono::steady_clock::now();
-  if (now - checked < kPoll) return false;
-  checked = now;
-  return peer_socket_closed(fd);
-}
-
-ApiUsage usage_of(const RequestHandle& h, int n) {
-  ApiUsage u;
-  u.prompt_tokens = h.prompt_tokens();
-  u.cached_tokens = h.cached_tokens();
-  for (int c = 0; c < n; ++c) u.completion_tokens += h.completion_tokens(c);
-  return u;
-}
-
-std::string sse(const json& j) { return "data: " + api_dump(j) + "\n\n"; }
 
 }  // namespace
 
@@ -164,7 +132,7 @@ struct HttpServer::Impl {
     const int fd = peer_socket_find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
     const int n = r.params.n;
     if (r.stream) {
-      auto st = std::make_shared<StreamState>();
+      auto st = std::make_shared<ReplyStream>();
       st->handle = handle;
       st->head = head;
       st->n = n;
@@ -173,80 +141,21 @@ struct HttpServer::Impl {
       res.set_header("Cache-Control", "no-cache");
       res.set_header("X-Accel-Buffering", "no");  // proxies in front: do not buffer the stream
       res.set_chunked_content_provider(
-          "text/event-stream", [st](size_t, httplib::DataSink& sink) { return stream_some(*st, sink); },
+          "text/event-stream", [st](size_t, httplib::DataSink& sink) { return st->write_some(sink); },
           [st](bool) {
             if (!st->handle->done()) st->handle->cancel();  // the connection ended first
           });
       return;
     }
-    handle->wake_on_text(false);  // the reply is sent whole: wake for the finish events only
-    std::vector<ApiChoice> choices(static_cast<size_t>(n));
-    std::vector<ReplyEvent> events;
-    std::string error;
-    std::chrono::steady_clock::time_point peer_checked{};
-    for (int finished = 0; finished < n;) {
-      events.clear();
-      handle->wait(events, kPoll);
-      for (ReplyEvent& e : events) {
-        if (e.kind == ReplyEvent::Kind::text) {
-          choices[static_cast<size_t>(e.choice)].text += e.text;
-          continue;
-        }
-        ++finished;
-        choices[static_cast<size_t>(e.choice)].finish_reason = finish_reason_name(e.reason);
-        if (e.reason == FinishReason::error) error = e.text;
-      }
-      if (finished < n && peer_gone(fd, peer_checked)) {
-        handle->cancel();  // nobody is left to answer
-        res.status = 499;
-        return;
-      }
+    const CollectedReply reply = reply_collect(*handle, n, fd);
+    if (reply.client_gone) {
+      res.status = 499;
+      return;
     }
-    if (!error.empty()) throw ServeError(error.find("shutting down") != std::string::npos ? 503 : 500,
-                                         "server_error", "", error);
-    res.set_content(api_dump(api_response_json(head, choices, usage_of(*handle, n))), "application/json");
-  }
-
-  // Writes the events that have arrived since the last call as one chunk: a handler that was
-  // kept from running for a few ticks (64 streams on two cores) sends their tokens in one write
-  // instead of one system call each.
-  static bool stream_some(StreamState& st, httplib::DataSink& sink) {
-    std::string out;
-    if (!st.started) {
-      st.started = true;
-      if (st.head.chat)
-        for (int c = 0; c < st.n; ++c) out += sse(api_chunk_json(st.head, c, "", "", true));
-    }
-    st.events.clear();
-    st.handle->wait(st.events, kPoll);
-    for (const ReplyEvent& e : st.events) {
-      if (e.kind == ReplyEvent::Kind::text) {
-        out += sse(api_chunk_json(st.head, e.choice, e.text, ""));
-      } else {
-        ++st.finished;
-        if (e.reason == FinishReason::error)
-          out += sse(api_error_json(e.text, "server_error"));
-        else if (e.reason != FinishReason::cancelled)
-          out += sse(api_chunk_json(st.head, e.choice, "", finish_reason_name(e.reason)));
-      }
-    }
-    const bool last = st.finished == st.n;
-    if (last) {
-      if (st.include_usage) out += sse(api_usage_chunk_json(st.head, usage_of(*st.handle, st.n)));
-      out += "data: [DONE]\n\n";
-    }
-    if (!out.empty() && !sink.write(out.data(), out.size())) return cancel(st);
-    if (last) {
-      sink.done();
-      return true;
-    }
-    if (peer_gone(st.fd, st.peer_checked)) return cancel(st);
-    return true;
-  }
-
-  static bool cancel(StreamState& st) {
-    st.handle->cancel();
-    return false;
+    if (!reply.error.empty())
+      throw ServeError(reply.error.find("shutting down") != std::string::npos ? 503 : 500, "server_error", "",
+                       reply.error);
+    res.set_content(api_dump(api_response_json(head, reply.choices, usage_of(*handle, n))), "application/json");
   }
 
   void tokenize(const httplib::Request& req, httplib::Response& res) {
