@@ -22,9 +22,10 @@ std::string gemm_isa_effective();
 bool gemm_isa_allows_bf16();
 
 // Threads one product may use: the pool (OpenMP's thread count), or only the
-// calling thread. `one` is for the decode step's matrix-vector products: oneDNN's
-// threaded one measured 10-1000x slower than its serial one (it forks to stream a
-// few hundred KB), and on a busy machine the second thread may not run at all.
+// calling thread. `one` is for products of few rows: oneDNN's threaded matrix-vector
+// product measured 10-1000x slower than its serial one (it forks to stream a few
+// hundred KB), and on a busy machine the second thread may not run at all. (The
+// decode step's products are step_gemm's, which forks by work: step_gemm.h.)
 enum class GemmThreads { pool, one };
 
 template <typename T>
