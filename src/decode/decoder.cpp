@@ -7,14 +7,13 @@
 #include <string>
 #include <type_traits>
 
-
 #include "core/error.h"
 #include "core/parallel.h"
 #include "decode/decode_kernels.h"
 #include "kernels/bf16.h"
 #include "kernels/gemm.h"
-#include "kernels/step_gemm.h"
 #include "kernels/gemm_bf16.h"
+#include "kernels/step_gemm.h"
 #include "layers/embedding.h"
 #include "layers/rmsnorm.h"
 #include "model/block.h"
@@ -266,8 +265,6 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
   BlockActs<T>& a = acts_;
   T* x = a.resid_in;  // (M, C) the whole residual stream here
   T* nrm = a.attn_norm;
-  // The products fork to the pool when they are large enough (step_gemm decides by their work).
-  const GemmThreads threads = GemmThreads::pool;
   // out (M, OC) (+)= in (M, IC) · op(W): W (OC, IC) read transposed, or W2 (IC, OC) as stored.
   // bf16: `in` converted, against the packed copy of W.
   auto product = [&](T* out, const T* in, const T* W, const void* packed, bool trans, int IC, int OC, bool accumulate) {
@@ -280,7 +277,8 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
       }
     }
     // Batch-invariant (kernels/step_gemm.h): a row's logits do not depend on the rows beside it.
-    step_gemm<T>(trans, M, OC, IC, in, W, out, accumulate, threads);
+    // It forks to the pool when a product is large enough.
+    step_gemm<T>(trans, M, OC, IC, in, W, out, accumulate, GemmThreads::pool);
   };
   for (int i = 0; i < M; ++i)  // padding rows (bf16) read token 0
     std::memcpy(x + int64_t(i) * C, model_.w.tok_embedding + int64_t(i < n ? tokens[i] : 0) * C, sizeof(T) * C);
