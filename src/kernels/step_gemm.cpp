@@ -14,9 +14,11 @@ namespace {
 
 using V = Simd<float>::V;
 constexpr int kW = Simd<float>::W;
-// Rows per tile: 4 rows x 4 columns = 16 accumulators + 4 + 1 registers where there are 32
-// (AVX-512, arm64); 2 x 4 = 8 + 4 + 1 where there are 16 (AVX2), so nothing spills.
-constexpr int kRows = kVectorRegisters >= 32 ? 4 : 2;
+// Rows per tile. dot tiles (trans): 4 rows x 4 columns = 16 accumulators + 4 + 1 registers where
+// there are 32 (AVX-512, arm64); 3 x 4 = 12 + 3 + 1 = 16 where there are 16 (AVX2). axpy tiles
+// (!trans): 4 x 4 registers of columns + 4 + 1 with 32; 2 x 4 + 4 + 1 with 16, so nothing spills.
+constexpr int kRows = kVectorRegisters >= 32 ? 4 : 3;
+constexpr int kAxpyRows = kVectorRegisters >= 32 ? 4 : 2;
 constexpr int kCols = 4;        // W rows (trans) per tile
 constexpr int kVecCols = 4;     // registers of columns (!trans) per tile
 constexpr int64_t kColumnsPerTask = 64;
@@ -171,7 +173,7 @@ void axpy_columns(int64_t M, int64_t N, int64_t K, const float* x, const float* 
   for (int64_t j = j0; j < whole; j += kVecCols * kW) {
     const int nv = static_cast<int>(std::min<int64_t>(kVecCols, (whole - j) / kW));
     int64_t m = 0;
-    for (; m + kRows <= M; m += kRows) axpy_rows<kRows>(x + m * K, K, W + j, N, out + m * N + j, nv, accumulate);
+    for (; m + kAxpyRows <= M; m += kAxpyRows) axpy_rows<kAxpyRows>(x + m * K, K, W + j, N, out + m * N + j, nv, accumulate);
     for (; m < M; ++m) axpy_rows<1>(x + m * K, K, W + j, N, out + m * N + j, nv, accumulate);
   }
   for (int64_t j = whole; j < j1; ++j)
