@@ -145,6 +145,7 @@ struct AttentionInputs {
   T* k = nullptr;
   T* v = nullptr;
   const T* n = nullptr;  // the normed block input (read when attention_reads_n)
+  const T* gate_packed = nullptr;  // the decode step: the output gate's W_g packed (kernels/step_gemm.h)
 };
 template <typename T>
 struct AttentionInputGrads {  // each (B, T, C); the backward overwrites them all

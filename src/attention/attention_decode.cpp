@@ -241,8 +241,9 @@ void attention_step(const AttentionCore& core, const AttentionWeights<T>& w, Att
   if (s.output_gate) {  // the listed rows' out gated in place; few rows: serial products (gemm.h)
     RFA_ASSERT(in.n != nullptr && rows.n <= st.rows(), "output gate: n of {} rows", rows.n);
     const int g = core.gate_param();
-    output_gate_apply(s, w[g], w[g + 1], out, out, st.gate_scratch(), in.n, rows.n,
-                      GemmThreads::pool, true);
+    RFA_ASSERT(in.gate_packed != nullptr, "attention step: the output gate's packed W_g is missing");
+    output_gate_apply(s, w[g], w[g + 1], out, out, st.gate_scratch(), in.n, rows.n, GemmThreads::pool,
+                      in.gate_packed);
   }
 }
 

@@ -127,12 +127,13 @@ void output_gate_backward(T* d_o, T* dz, T* prod, T* dw, const T* dout, const T*
 
 template <typename T>
 void output_gate_apply(const AttentionSpec& s, const T* w_norm, const T* w_gate, T* out, const T* o, T* z,
-                       const T* n, int64_t N, GemmThreads threads, bool step) {
+                       const T* n, int64_t N, GemmThreads threads, const T* step_packed) {
+  const bool step = step_packed != nullptr;
   const int C = s.C();
   {  // z (N, C) = n (N, C) · W_gᵀ, W_g (C_out, C_in) as the projections are stored
     ProfileScope profile = product_profile<T>(N, C);
     if (step)
-      step_gemm<T>(true, N, C, C, n, w_gate, z, false, threads);
+      step_gemm<T>(N, C, C, n, step_packed, z, false, threads);
     else
       gemm<T>(false, true, N, C, C, T(1), n, C, w_gate, C, T(0), z, C, threads);
   }
@@ -174,7 +175,7 @@ void output_gate_apply_backward_dn(const AttentionSpec& s, const T* w_gate, cons
   template void output_gate_backward<T>(T*, T*, T*, T*, const T*, const T*, const T*, const T*, int64_t, int,  \
                                         int, double);                                                           \
   template void output_gate_apply<T>(const AttentionSpec&, const T*, const T*, T*, const T*, T*, const T*,      \
-                                     int64_t, GemmThreads, bool);                                               \
+                                     int64_t, GemmThreads, const T*);                                           \
   template void output_gate_apply_backward<T>(const AttentionSpec&, const T*, T*, T*, T*, const T*, const T*,   \
                                               const T*, const T*, int64_t);                                     \
   template void output_gate_apply_backward_dn<T>(const AttentionSpec&, const T*, const T*, T*, bool, int64_t);

@@ -45,10 +45,12 @@ void output_gate_backward(T* d_o, T* dz, T* prod, T* dw_norm, const T* dout, con
 // ---- Calls, as the dispatcher runs them ------------------------------------------------
 
 // z (N, C) = n (N, C) W_gᵀ, then out = gate(o, z). w_norm, w_gate: the layer's out_norm and out_gate.
-// step: the decode step's rows, whose product is batch-invariant (kernels/step_gemm.h).
+// step_packed: the decode step's rows, W_g packed (kernels/step_gemm.h), whose product is
+// batch-invariant.
 template <typename T>
 void output_gate_apply(const AttentionSpec& spec, const T* w_norm, const T* w_gate, T* out, const T* o, T* z,
-                       const T* n, int64_t N, GemmThreads threads = GemmThreads::pool, bool step = false);
+                       const T* n, int64_t N, GemmThreads threads = GemmThreads::pool,
+                       const T* step_packed = nullptr);
 
 // The backward: d_o (N, C) written (the kind's dout), dn (N, C) overwritten or added into
 // (dn_write), dw_norm and dw_gate added into. scratch: output_gate_scratch_size elements; d_o is

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "attention/attention_memory.h"
+#include "decode/step_weights.h"
 
 namespace rfa {
 
@@ -45,9 +46,12 @@ MemoryEstimate memory_estimate_decoder(const ModelSpec& s, const DecoderOptions&
   if (const double rope = attention_rope_tables_bytes(s.attn, double(o.max_positions)); rope > 0)
     e.add("RoPE table of the decoded positions", rope, positions_keys);
   e.add("decoding activations", elements * kFloat + P * S * sizeof(int32_t), segment_keys);
-  if (o.precision == Precision::bf16)  // the step's packed bf16 weight matrices (about their plain size)
+  if (o.steps && o.precision == Precision::bf16)  // the step's packed bf16 weight matrices (about their plain size)
     e.add("bf16 packed weights of the decoding step", 2 * (L * (4 * C * C + 3 * Hf * C) + V * C),
           "the model's size");
+  if (o.steps)  // decode/step_weights.h: every matrix, or bf16's output gates
+    if (const int64_t n = step_weights_elements(s, o.precision == Precision::bf16 ? StepPack::gates : StepPack::all))
+      e.add("packed weights of the decoding step", double(n) * kFloat, "the model's size");
   return e;
 }
 

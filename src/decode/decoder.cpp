@@ -22,7 +22,12 @@ namespace rfa {
 
 template <typename T>
 Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
-    : model_(model), spec_(model.spec), B_(o.batch), S_max_(o.max_segment), P_(o.prefill_rows ? o.prefill_rows : o.batch) {
+    : model_(model),
+      spec_(model.spec),
+      B_(o.batch),
+      S_max_(o.max_segment),
+      P_(o.prefill_rows ? o.prefill_rows : o.batch),
+      steps_(o.steps) {
   const ModelSpec& s = spec_;
   if (B_ <= 0) fail("decoder: batch {} must be positive", B_);
   if (S_max_ <= 0) fail("decoder: max_segment {} must be positive", S_max_);
@@ -88,8 +93,11 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   arena_ = Arena<T>(plan.size());
   for (const Slot& slot : slots) *slot.ptr = arena_.data() + slot.offset;
   for (auto [p, offset] : halves) *p = reinterpret_cast<uint16_t*>(arena_.data() + offset);
-  if constexpr (std::is_same_v<T, float>)
-    if (bf16) pack_step_weights();
+  if (steps_) {
+    step_weights_ = StepWeights<T>(s, model_.w, cores_, bf16 ? StepPack::gates : StepPack::all);
+    if constexpr (std::is_same_v<T, float>)
+      if (bf16) pack_step_weights_bf16();
+  }
   a.attn_saved = nullptr;  // prefill: no backward follows
   segment_tokens_.assign(static_cast<size_t>(P_) * S_max_, 0);
 }
@@ -97,7 +105,7 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
 // Packs each weight matrix's bf16 copy for the step's B-row products: the plain
 // copy would be reformatted on every product (gemm_bf16.h).
 template <typename T>
-void Decoder<T>::pack_step_weights() {
+void Decoder<T>::pack_step_weights_bf16() {
   if constexpr (std::is_same_v<T, float>) {
     const ModelSpec& s = spec_;
     const int64_t C = s.C, Hf = s.Hf, V = s.V;
@@ -260,6 +268,7 @@ void Decoder<T>::prefill_layers(const int32_t* tokens, int b0, int rows, int S) 
 // packed for B): rows past n are padding, computed and dropped.
 template <typename T>
 void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, const int64_t* pos, T* logits) {
+  RFA_ASSERT(steps_, "decoder: a step on a decoder built with steps = false");
   const ModelSpec& s = spec_;
   const int M = step_bf16_.empty() ? n : B_, C = s.C, Hf = s.Hf;
   BlockActs<T>& a = acts_;
@@ -267,39 +276,42 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
   T* nrm = a.attn_norm;
   // out (M, OC) (+)= in (M, IC) · op(W): W (OC, IC) read transposed, or W2 (IC, OC) as stored.
   // bf16: `in` converted, against the packed copy of W.
-  auto product = [&](T* out, const T* in, const T* W, const void* packed, bool trans, int IC, int OC, bool accumulate) {
+  // W: the packed copy (step_weights_), or null for bf16's packed_bf16 (trans: W stored (OC, IC)).
+  auto product = [&](T* out, const T* in, const T* W, const void* packed_bf16, bool trans, int IC, int OC,
+                     bool accumulate) {
     if constexpr (std::is_same_v<T, float>) {
-      if (packed) {
+      if (packed_bf16) {
         uint16_t* in_bf16 = IC == C ? acts_bf16_.attn_norm : acts_bf16_.ffn_act;  // (M, IC) scratch
         bf16_from_float_serial(in_bf16, in, int64_t(M) * IC);
-        gemm_bf16_packed(trans, M, OC, IC, accumulate, in_bf16, packed, out);
+        gemm_bf16_packed(trans, M, OC, IC, accumulate, in_bf16, packed_bf16, out);
         return;
       }
     }
     // Batch-invariant (kernels/step_gemm.h): a row's logits do not depend on the rows beside it.
     // It forks to the pool when a product is large enough.
-    step_gemm<T>(trans, M, OC, IC, in, W, out, accumulate, GemmThreads::pool);
+    step_gemm<T>(M, OC, IC, in, W, out, accumulate, GemmThreads::pool);
   };
   for (int i = 0; i < M; ++i)  // padding rows (bf16) read token 0
     std::memcpy(x + int64_t(i) * C, model_.w.tok_embedding + int64_t(i < n ? tokens[i] : 0) * C, sizeof(T) * C);
   const AttentionRows attn_rows{n, rows, pos};
   for (int l = 0; l < s.L; ++l) {
     const BlockWeights<T>& w = model_.w.layers[static_cast<size_t>(l)];
+    const StepLayerWeights<T>& f = step_weights_.layer(l);
     const StepWeightsBf16 p = step_bf16_.empty() ? StepWeightsBf16{} : step_bf16_[static_cast<size_t>(l)];
     rmsnorm_rows(nrm, x, w.attn_norm, M, C, s.model.norm_eps);
-    product(a.q, nrm, w.wq, p.wq, true, C, C, false);
-    product(a.k, nrm, w.wk, p.wk, true, C, C, false);
-    product(a.v, nrm, w.wv, p.wv, true, C, C, false);
+    product(a.q, nrm, f.wq, p.wq, true, C, C, false);
+    product(a.k, nrm, f.wk, p.wk, true, C, C, false);
+    product(a.v, nrm, f.wv, p.wv, true, C, C, false);
     attention_step(cores_[static_cast<size_t>(l)], w.attn, states_[static_cast<size_t>(l)], a.attn_out,
-                   AttentionInputs<T>{a.q, a.k, a.v, nrm}, attn_rows);
-    product(x, a.attn_out, w.wo, p.wo, true, C, C, true);  // x += att · Woᵀ
+                   AttentionInputs<T>{a.q, a.k, a.v, nrm, f.gate}, attn_rows);
+    product(x, a.attn_out, f.wo, p.wo, true, C, C, true);  // x += att · Woᵀ
     rmsnorm_rows(nrm, x, w.ffn_norm, M, C, s.model.norm_eps);
-    product(a.ffn_gate_up, nrm, w.w13, p.w13, true, C, 2 * Hf, false);
+    product(a.ffn_gate_up, nrm, f.w13, p.w13, true, C, 2 * Hf, false);
     swiglu_rows(a.ffn_act, a.ffn_gate_up, M, Hf);
-    product(x, a.ffn_act, w.w2, p.w2, false, Hf, C, true);  // x += act · W2 (W2 stored (Hf, C))
+    product(x, a.ffn_act, f.w2, p.w2, false, Hf, C, true);  // x += act · W2 (W2 stored (Hf, C))
   }
   rmsnorm_rows(nrm, x, model_.w.final_norm, M, C, s.model.norm_eps);
-  product(logits, nrm, model_.w.lm_head, step_lm_head_bf16_, true, C, s.V, false);
+  product(logits, nrm, step_weights_.lm_head(), step_lm_head_bf16_, true, C, s.V, false);
 }
 
 template <typename T>

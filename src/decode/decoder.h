@@ -14,13 +14,16 @@
 // weight matrix (docs/decoding.md, "Rows").
 // The attention (attention/attention_core.h) owns the states, its random matrices (the
 // model's FIXED evaluation set, copied at construction: build the decoder after loading
-// the weights) and its RoPE tables. Other weights are read live from the model, except
-// that a bf16 decoder packs the bf16 weight copies for its step at construction too.
+// the weights) and its RoPE tables. The prefill reads the other weights live from the
+// model; the step reads copies packed at construction (decode/step_weights.h; bf16: the
+// bf16 copies packed for oneDNN), so a decoder that steps must be built after the last
+// change to the weights.
 // Everything is allocated by the constructor; no other member function allocates.
 #include <cstdint>
 #include <vector>
 
 #include "attention/attention_core.h"
+#include "decode/step_weights.h"
 #include "model/activations.h"
 #include "model/model.h"
 #include "tensor/arena.h"
@@ -38,6 +41,8 @@ struct DecoderOptions {
                                // which keeps a large batch's prefill buffers at one row's (B, 1) step's size
   Precision precision = Precision::fp32;  // bf16: the matrix products read the model's bf16 weight copies
                                           // (the model must be built with them); the rest stays float
+  bool steps = true;           // step()/step_rows() allowed: packs the step's weights (decode/step_weights.h,
+                               // about the model's size again); false for a decoder that only prefills
 };
 
 template <typename T>
@@ -105,6 +110,8 @@ class Decoder {
   int64_t state_capacity_bytes() const;
   // The same plus the step's scratch the states hold: what memory_estimate_decoder counts.
   int64_t state_reserved_bytes() const;
+  // Bytes of the step's packed weight copies (decode/step_weights.h).
+  int64_t step_weights_bytes() const { return step_weights_.elements() * int64_t(sizeof(T)); }
 
   // Each layer's attention state (L), for saving/restoring a generation.
   std::vector<AttentionState<T>>& attention_states() { return states_; }
@@ -116,11 +123,12 @@ class Decoder {
   // Runs S tokens of `rows` rows from state row b0 on (rows at pos_[b0..]); logits into logits_.
   void prefill_layers(const int32_t* tokens, int b0, int rows, int S);
   void step_layers(const int32_t* tokens, int n, const int* rows, const int64_t* pos, T* logits);
-  void pack_step_weights();  // bf16: fills step_bf16_
+  void pack_step_weights_bf16();  // fills step_bf16_
 
   Model<T>& model_;
   ModelSpec spec_;
   int B_ = 0, S_max_ = 0, P_ = 0;  // rows, segment, rows per prefill
+  bool steps_ = true;              // options.steps
   std::vector<int64_t> pos_;        // (B) each row's position
   std::vector<uint8_t> has_logits_;  // (B) the row's last_ holds its latest logits
   bool any_logits_ = false;
@@ -138,6 +146,7 @@ class Decoder {
   std::vector<StepWeightsBf16> step_bf16_;  // (L)
   const void* step_lm_head_bf16_ = nullptr;
   Arena<uint8_t> step_packed_;
+  StepWeights<T> step_weights_;  // the step's packed weights (bf16: the output gates' only; none without steps)
   T* logits_ = nullptr;   // (P, S, V), at least (B, V)
   T* last_ = nullptr;     // (B, V) each row's last-position logits
   Workspace<T> scratch_;  // the attention's prefill scratch (RFA chunked form or softmax scores)

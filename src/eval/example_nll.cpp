@@ -44,6 +44,7 @@ DecoderOptions example_decoder_options(int max_tokens, Precision precision) {
   o.max_segment = max_tokens - 1;    // an example's inputs in one prefill
   o.max_positions = max_tokens - 1;  // the RoPE table, softmax's cache
   o.precision = precision;
+  o.steps = false;  // prefills only: no packed step weights
   return o;
 }
 

@@ -115,6 +115,7 @@ PerplexityPlan perplexity_plan(const ModelSpec& s, int64_t tokens, const Perplex
   PerplexityPlan p;
   if (o.window < 0) fail("perplexity: window {} must be positive (0 = the training context)", o.window);
   p.decoder.precision = o.precision;
+  p.decoder.steps = false;  // prefills only: no packed step weights
   p.context = s.model.context_length;
   p.recurrent = !s.attn_state_grows() && !o.sliding && o.window == 0;
   if (p.recurrent) {

@@ -1,10 +1,12 @@
-// step_gemm (step_gemm.h): register tiles of RB rows by NB columns whose every element is
-// computed by the one expression sequence below, so that which tile (or tail tile) an element
-// falls in, which depends on M, changes nothing. Columns outer (a tile's W stays in L1 while
-// every row block passes), rows inner; threads take blocks of columns.
+// step_gemm (step_gemm.h): register tiles of R rows by NV registers of a panel's columns, every
+// element the one chain the header gives whatever tile holds it, so which tile shape a row gets
+// (which depends on M and on its place) changes no bit. Tiles of kTileRows rows sweep a column
+// block of the panel while it stays in L1; a block's last 1 or 2 rows take thin tiles as wide as
+// the panel, so that a single row still runs 8 independent chains (4-cycle FMAs on 2 ports).
 #include "kernels/step_gemm.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/parallel.h"
 #include "kernels/vector_math.h"
@@ -14,195 +16,152 @@ namespace {
 
 using V = Simd<float>::V;
 constexpr int kW = Simd<float>::W;
-// Rows per tile. dot tiles (trans): 4 rows x 4 columns = 16 accumulators + 4 + 1 registers where
-// there are 32 (AVX-512, arm64); 3 x 4 = 12 + 3 + 1 = 16 where there are 16 (AVX2). axpy tiles
-// (!trans): 4 x 4 registers of columns + 4 + 1 with 32; 2 x 4 + 4 + 1 with 16, so nothing spills.
-constexpr int kRows = kVectorRegisters >= 32 ? 4 : 3;
-constexpr int kAxpyRows = kVectorRegisters >= 32 ? 4 : 2;
-constexpr int kCols = 4;        // W rows (trans) per tile
-constexpr int kVecCols = 4;     // registers of columns (!trans) per tile
-constexpr int64_t kColumnsPerTask = 64;
+constexpr int kPanelVectors = 8;
+constexpr int64_t kPanel = int64_t(kPanelVectors) * kW;
+// Main tiles: 6 rows x 4 registers = 24 accumulators + 4 + 1 where there are 32 vector registers
+// (AVX-512, arm64), 6 x 2 = 12 + 2 + 1 where there are 16 (AVX2): nothing spills, and 6 broadcasts
+// + NV loads feed 6 NV multiply-adds.
+constexpr int kTileRows = 6;
+constexpr int kTileVectors = kVectorRegisters >= 32 ? 4 : 2;
+// Thin tiles: 1 row x 8 registers; 2 rows x 8 (32 registers) or x 4 (16).
+constexpr int thin_vectors(int rows) { return rows == 1 || kVectorRegisters >= 32 ? 8 : 4; }
+constexpr int max_vectors(int rows) { return rows <= 2 ? thin_vectors(rows) : kTileVectors; }
+// Rows per task: 4 main tiles. Tasks are (panel, row block) pairs.
+constexpr int64_t kRowBlock = 4 * kTileRows;
 
-// The lane sums of 16 registers of 16 floats, each exactly simd_sum's (halves folded 512 -> 256
-// -> 128 bits, then 0 + l0 + l1 + l2 + l3 in that order), for 47 vector operations instead of 16
-// x 10: the same additions, two or four registers' lanes side by side in each. out[i] = acc i,
-// acc taken row-major from a [4][4] tile.
-#if RFA_FLOAT_LANES == 16
-inline void lane_sums_16(const V (&acc)[4][4], float* out) {
-  {
-    typedef int I __attribute__((vector_size(64)));
-    const V* a = &acc[0][0];
-    V c[8], e[4];
-    for (int p = 0; p < 8; ++p)  // [a.lo256 + a.hi256 | b.lo256 + b.hi256]
-      c[p] = __builtin_shuffle(a[2 * p], a[2 * p + 1], I{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}) +
-             __builtin_shuffle(a[2 * p], a[2 * p + 1], I{8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31});
-    for (int p = 0; p < 4; ++p)  // four registers' 128-bit folds
-      e[p] = __builtin_shuffle(c[2 * p], c[2 * p + 1], I{0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27}) +
-             __builtin_shuffle(c[2 * p], c[2 * p + 1], I{4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31});
-    // t[l][i] = lane l of register i's fold: e[i / 4] holds registers 4 (i / 4) .. + 3, 4 lanes each.
-    V t[4];
-    for (int l = 0; l < 4; ++l) {
-      const I pick{l, l + 4, l + 8, l + 12, l + 16, l + 20, l + 24, l + 28, 0, 0, 0, 0, 0, 0, 0, 0};
-      const V u = __builtin_shuffle(e[0], e[1], pick), v = __builtin_shuffle(e[2], e[3], pick);
-      t[l] = __builtin_shuffle(u, v, I{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23});
-    }
-    const V s = (((V{} + t[0]) + t[1]) + t[2]) + t[3];
-    simd_store(out, s);
-  }
-}
-#endif
-
-// trans: out[r, j] for r < RB, j < NB; x rows and W rows of length K.
-template <int RB, int NB>
-void dot_tile(const float* x, const float* W, int64_t K, float* out, int64_t N, bool accumulate) {
-  V acc[RB][NB];
-#pragma GCC unroll 4
-  for (int r = 0; r < RB; ++r)
-#pragma GCC unroll 4
-    for (int j = 0; j < NB; ++j) acc[r][j] = V{};
-  int64_t k = 0;
-  for (; k + kW <= K; k += kW) {
-    // RB + NB loads for RB NB FMAs. The empty asm pins each loaded vector in a register: GCC
-    // otherwise reloaded x for every column and folded W into the FMAs (2 loads an FMA, half
-    // the FMA rate on the load ports).
-    V xv[RB];
-#pragma GCC unroll 4
-    for (int r = 0; r < RB; ++r) {
-      xv[r] = simd_load(x + r * K + k);
-      asm("" : "+v"(xv[r]));
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < NB; ++j) {
-      V wj = simd_load(W + j * K + k);
-      asm("" : "+v"(wj));
-#pragma GCC unroll 4
-      for (int r = 0; r < RB; ++r) acc[r][j] += xv[r] * wj;
-    }
-  }
-  float sums[RB][NB];
-#if RFA_FLOAT_LANES == 16
-  if constexpr (RB == 4 && NB == 4) {
-    lane_sums_16(acc, &sums[0][0]);
-  } else
-#endif
-  {
-    for (int r = 0; r < RB; ++r)
-      for (int j = 0; j < NB; ++j) sums[r][j] = simd_sum<float>(acc[r][j]);
-  }
-  for (int r = 0; r < RB; ++r)
-    for (int j = 0; j < NB; ++j) {
-      float s = sums[r][j];
-      for (int64_t t = k; t < K; ++t) s += x[r * K + t] * W[j * K + t];
-      float& o = out[r * N + j];
-      o = accumulate ? o + s : s;
-    }
-}
-
-// f.template operator()<n>() for n in 1..4: each tail width of a tile its own instantiation.
-template <typename F>
-void with_width(int n, F&& f) {
-  switch (n) {
-    case 4: return f.template operator()<4>();
-    case 3: return f.template operator()<3>();
-    case 2: return f.template operator()<2>();
-    default: return f.template operator()<1>();
-  }
-}
-
-template <int RB>
-void dot_rows(const float* x, const float* W, int64_t K, float* out, int64_t N, int nb, bool accumulate) {
-  with_width(nb, [&]<int NB>() { dot_tile<RB, NB>(x, W, K, out, N, accumulate); });
-}
-
-// Columns [j0, j1) of out = x · Wᵀ, W stored (N, K): blocks of 16 columns by 16 rows, whose
-// W and x rows (2 x 16 K floats, 48 KB at K 384) stay in L1 while their tiles run.
-void dot_columns(int64_t M, int64_t N, int64_t K, const float* x, const float* W, float* out, bool accumulate,
-                 int64_t j0, int64_t j1) {
-  constexpr int64_t kBlock = 16;
-  for (int64_t jb = j0; jb < j1; jb += kBlock) {
-    const int64_t je = std::min(j1, jb + kBlock);
-    for (int64_t mb = 0; mb < M; mb += kBlock) {
-      const int64_t me = std::min(M, mb + kBlock);
-      for (int64_t j = jb; j < je; j += kCols) {
-        const int nb = static_cast<int>(std::min<int64_t>(kCols, je - j));
-        int64_t m = mb;
-        for (; m + kRows <= me; m += kRows)
-          dot_rows<kRows>(x + m * K, W + j * K, K, out + m * N + j, N, nb, accumulate);
-        for (; m < me; ++m) dot_rows<1>(x + m * K, W + j * K, K, out + m * N + j, N, nb, accumulate);
-      }
-    }
-  }
-}
-
-// !trans: out[r, j0 + v kW + l] for r < RB, v < NV: one chain per element over k in order.
-template <int RB, int NV>
-void axpy_tile(const float* x, int64_t K, const float* W, int64_t N, float* out, bool accumulate) {
-  V acc[RB][NV];
-#pragma GCC unroll 4
-  for (int r = 0; r < RB; ++r)
-#pragma GCC unroll 4
+// out[r, v kW + l] for r < R, v < NV, of which the first `cols` columns are stored: w is the panel
+// at the tile's first column, P the panel's width (its row stride), x the tile's first row.
+// Not inlined: a tile alone keeps its accumulators in registers (inlined into the sweeps, GCC
+// kept them on the stack).
+template <int R, int NV>
+__attribute__((noinline)) void tile(const float* x, int64_t K, const float* w, int64_t P, float* out, int64_t N, int64_t cols,
+          bool accumulate) {
+  V acc[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) acc[r][v] = V{};
   for (int64_t k = 0; k < K; ++k) {
-    V w[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) w[v] = simd_load(W + k * N + v * kW);
-#pragma GCC unroll 4
-    for (int r = 0; r < RB; ++r) {
+    const float* wk = w + k * P;
+    V wv[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      // Several rows read each register: the empty asm keeps it loaded once (GCC otherwise folds
+      // the load into every row's multiply-add, R loads a register). On a copy: on the array's
+      // element GCC also stored every register to the stack.
+      V loaded = simd_load(wk + v * kW);
+      if constexpr (R > 2) asm("" : "+v"(loaded));
+      wv[v] = loaded;
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
       const float xr = x[r * K + k];
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] += xr * w[v];
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[r][v] += xr * wv[v];
     }
   }
-  for (int r = 0; r < RB; ++r)
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
       float* o = out + r * N + v * kW;
-      simd_store(o, accumulate ? V(simd_load(o)) + acc[r][v] : acc[r][v]);
+      const int64_t n = std::min<int64_t>(kW, cols - int64_t(v) * kW);
+      if (n == kW) {
+        simd_store(o, accumulate ? V(simd_load(o)) + acc[r][v] : acc[r][v]);
+      } else if (n > 0) {  // the last register of the last panel: its first n columns
+        alignas(64) float lanes[kW];
+        simd_store(lanes, acc[r][v]);
+        for (int64_t l = 0; l < n; ++l) o[l] = accumulate ? o[l] + lanes[l] : lanes[l];
+      }
     }
 }
 
-template <int RB>
-void axpy_rows(const float* x, int64_t K, const float* W, int64_t N, float* out, int nv, bool accumulate) {
-  with_width(nv, [&]<int NV>() { axpy_tile<RB, NV>(x, K, W, N, out, accumulate); });
+// tile<R, nv> with nv in [1, max_vectors(R)].
+template <int R, int NV = 1>
+void tile_of_width(int nv, const float* x, int64_t K, const float* w, int64_t P, float* out, int64_t N, int64_t cols,
+                   bool accumulate) {
+  if constexpr (NV < max_vectors(R))
+    if (nv > NV) return tile_of_width<R, NV + 1>(nv, x, K, w, P, out, N, cols, accumulate);
+  tile<R, NV>(x, K, w, P, out, N, cols, accumulate);
 }
 
-// Columns [j0, j1) of out = x · W, W stored (K, N); j0 a multiple of kW. Whole registers of
-// columns, then the last N % kW columns one at a time with the same chain in scalar.
-void axpy_columns(int64_t M, int64_t N, int64_t K, const float* x, const float* W, float* out, bool accumulate,
-                  int64_t j0, int64_t j1) {
-  const int64_t whole = j0 + (j1 - j0) / kW * kW;
-  for (int64_t j = j0; j < whole; j += kVecCols * kW) {
-    const int nv = static_cast<int>(std::min<int64_t>(kVecCols, (whole - j) / kW));
-    int64_t m = 0;
-    for (; m + kAxpyRows <= M; m += kAxpyRows) axpy_rows<kAxpyRows>(x + m * K, K, W + j, N, out + m * N + j, nv, accumulate);
-    for (; m < M; ++m) axpy_rows<1>(x + m * K, K, W + j, N, out + m * N + j, nv, accumulate);
+// Rows [m0, m1) of the panel starting at column j0 (its width P floats, `width` columns real).
+void panel_rows(int64_t m0, int64_t m1, int64_t N, int64_t K, const float* x, const float* panel, int64_t P,
+                int64_t j0, int64_t width, float* out, bool accumulate) {
+  const int64_t vectors = P / kW;
+  const int64_t whole = m0 + (m1 - m0) / kTileRows * kTileRows;
+  const int rest = static_cast<int>(m1 - whole);
+  auto sweep = [&]<int R>(int64_t m, int64_t step, int64_t m_end, int per_tile) {
+    for (int64_t v = 0; v < vectors; v += per_tile) {
+      const int nv = static_cast<int>(std::min<int64_t>(per_tile, vectors - v));
+      for (int64_t r = m; r < m_end; r += step)
+        tile_of_width<R>(nv, x + r * K, K, panel + v * kW, P, out + r * N + j0 + v * kW, N, width - v * kW,
+                         accumulate);
+    }
+  };
+  sweep.template operator()<kTileRows>(m0, kTileRows, whole, kTileVectors);
+  switch (rest) {
+    case 5: return sweep.template operator()<5>(whole, 5, m1, max_vectors(5));
+    case 4: return sweep.template operator()<4>(whole, 4, m1, max_vectors(4));
+    case 3: return sweep.template operator()<3>(whole, 3, m1, max_vectors(3));
+    case 2: return sweep.template operator()<2>(whole, 2, m1, max_vectors(2));
+    case 1: return sweep.template operator()<1>(whole, 1, m1, max_vectors(1));
+    default: return;
   }
-  for (int64_t j = whole; j < j1; ++j)
-    for (int64_t m = 0; m < M; ++m) {
-      float s = 0;
-      for (int64_t k = 0; k < K; ++k) s += x[m * K + k] * W[k * N + j];
-      float& o = out[m * N + j];
-      o = accumulate ? o + s : s;
-    }
+}
+
+int64_t panels_of(int64_t N) { return (N + kPanel - 1) / kPanel; }
+
+// Floats of panel p's row (its width rounded up to whole registers).
+int64_t panel_width(int64_t N, int64_t p) {
+  const int64_t cols = std::min(kPanel, N - p * kPanel);
+  return (cols + kW - 1) / kW * kW;
 }
 
 }  // namespace
 
 template <>
-void step_gemm<float>(bool trans_w, int64_t M, int64_t N, int64_t K, const float* x, const float* W, float* out,
+int64_t step_panel_columns<float>() {
+  return kPanel;
+}
+template <>
+int64_t step_panel_columns<double>() {
+  return kPanel;
+}
+
+template <typename T>
+int64_t step_packed_size(int64_t N, int64_t K) {
+  int64_t floats = 0;
+  for (int64_t p = 0; p < panels_of(N); ++p) floats += panel_width(N, p) * K;
+  return floats;
+}
+
+template <typename T>
+void step_pack(bool trans_w, int64_t N, int64_t K, const T* W, T* packed) {
+  for (int64_t p = 0; p < panels_of(N); ++p) {
+    const int64_t P = panel_width(N, p), j0 = p * kPanel, cols = std::min(kPanel, N - j0);
+    T* panel = packed + j0 * K;  // every panel before p is full
+    for (int64_t k = 0; k < K; ++k) {
+      T* row = panel + k * P;
+      for (int64_t j = 0; j < cols; ++j) row[j] = trans_w ? W[(j0 + j) * K + k] : W[k * N + j0 + j];
+      std::fill(row + cols, row + P, T(0));
+    }
+  }
+}
+
+template <>
+void step_gemm<float>(int64_t M, int64_t N, int64_t K, const float* x, const float* packed, float* out,
                       bool accumulate, GemmThreads threads) {
   if (M <= 0 || N <= 0) return;
-  // Tasks of kColumnsPerTask columns (a multiple of kW and of kCols: no task boundary moves a
-  // column between the whole-register and the tail code).
-  const int64_t tasks = (N + kColumnsPerTask - 1) / kColumnsPerTask;
+  const int64_t panels = panels_of(N), blocks = (M + kRowBlock - 1) / kRowBlock;
   auto task = [&](int64_t t) {
-    const int64_t j0 = t * kColumnsPerTask, j1 = std::min(N, j0 + kColumnsPerTask);
-    if (trans_w)
-      dot_columns(M, N, K, x, W, out, accumulate, j0, j1);
-    else
-      axpy_columns(M, N, K, x, W, out, accumulate, j0, j1);
+    const int64_t p = t % panels, m0 = t / panels * kRowBlock, j0 = p * kPanel;
+    panel_rows(m0, std::min(M, m0 + kRowBlock), N, K, x, packed + j0 * K, panel_width(N, p), j0,
+               std::min(kPanel, N - j0), out, accumulate);
   };
   // Below kParallelMinWork multiply-adds (a 384 x 384 projection of one row) waking the pool
   // costs about what it saves.
+  const int64_t tasks = panels * blocks;
   if (threads == GemmThreads::one || tasks < 2 || M * N * K < kParallelMinWork) {
     for (int64_t t = 0; t < tasks; ++t) task(t);
   } else {
@@ -210,10 +169,26 @@ void step_gemm<float>(bool trans_w, int64_t M, int64_t N, int64_t K, const float
   }
 }
 
+// The same chain in scalar code, one element at a time.
 template <>
-void step_gemm<double>(bool trans_w, int64_t M, int64_t N, int64_t K, const double* x, const double* W, double* out,
+void step_gemm<double>(int64_t M, int64_t N, int64_t K, const double* x, const double* packed, double* out,
                        bool accumulate, GemmThreads) {
-  gemm_reference<double>(false, trans_w, M, N, K, 1.0, x, K, W, trans_w ? K : N, accumulate ? 1.0 : 0.0, out, N);
+  for (int64_t p = 0; p < panels_of(N); ++p) {
+    const int64_t P = panel_width(N, p), j0 = p * kPanel, cols = std::min(kPanel, N - j0);
+    const double* panel = packed + j0 * K;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t j = 0; j < cols; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k) s += x[m * K + k] * panel[k * P + j];
+        double& o = out[m * N + j0 + j];
+        o = accumulate ? o + s : s;
+      }
+  }
 }
+
+template int64_t step_packed_size<float>(int64_t, int64_t);
+template int64_t step_packed_size<double>(int64_t, int64_t);
+template void step_pack<float>(bool, int64_t, int64_t, const float*, float*);
+template void step_pack<double>(bool, int64_t, int64_t, const double*, double*);
 
 }  // namespace rfa

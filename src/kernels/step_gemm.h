@@ -6,20 +6,37 @@
 // row, another for 2..15 rows and a third from 16 (measured on AMD Zen 5, oneDNN 2.6), each
 // summing in its own order, and a near-tie between two tokens then went either way.
 //
-// out (M, N) (+)= x (M, K) · Wᵀ with W stored (N, K) (trans_w, the projections' layout), or
-// x (M, K) · W with W stored (K, N). Row-major, leading dimensions K, K or N, and N.
-// trans_w: out[m, n] = the lanes of x[m, :] * W[n, :] accumulated over K a register at a time
-// (one chain per lane), folded as simd_sum folds, then the K % W tail in order.
-// !trans_w: out[m, n] = x[m, 0] W[0, n] + ... + x[m, K-1] W[K-1, n], one chain in k order.
-// Threads split the columns, never a sum. T = double runs gemm's reference (the same property).
+// out (M, N) (+)= x (M, K) · W, W given stored (N, K) (trans_w, the projections' layout) or
+// (K, N), and packed once (step_pack) into panels of kStepPanel columns, each panel (K, width)
+// row-major: a panel's row k is the next contiguous run of weights the kernel reads. Every
+// output element is one multiply-add chain in k order, out[m, n] = ((x[m, 0] W[0, n] + x[m, 1]
+// W[1, n]) + ...) + x[m, K-1] W[K-1, n], then written or added to out: register tiles of rows by
+// columns broadcast x and multiply whole registers of W, no horizontal sums, whatever the tile.
+// Threads split panels and blocks of rows, never a sum. T = double: the same layout and chain in
+// scalar code (the tests' reference path).
 #include <cstdint>
 
 #include "kernels/gemm.h"
 
 namespace rfa {
 
+// Columns of a panel: 8 vector registers (AVX-512 128, AVX2 64). The last panel holds the
+// remaining columns rounded up to whole registers, zero-padded.
 template <typename T>
-void step_gemm(bool trans_w, int64_t M, int64_t N, int64_t K, const T* x, const T* W, T* out, bool accumulate,
+int64_t step_panel_columns();
+
+// Elements of W's packed copy.
+template <typename T>
+int64_t step_packed_size(int64_t N, int64_t K);
+
+// packed (step_packed_size) = W (N, K) (trans_w) or (K, N), row-major, leading dimension K or N.
+template <typename T>
+void step_pack(bool trans_w, int64_t N, int64_t K, const T* W, T* packed);
+
+// out (M, N) (+)= x (M, K) · W, W packed by step_pack; x and out row-major, leading dimensions K
+// and N.
+template <typename T>
+void step_gemm(int64_t M, int64_t N, int64_t K, const T* x, const T* packed, T* out, bool accumulate,
                GemmThreads threads);
 
 }  // namespace rfa

@@ -63,6 +63,33 @@ TEST_CASE("decode memory: the RFA state and the KV cache equal what the decoder 
     }
 }
 
+TEST_CASE("decode memory: the step's packed weights are what the decoder packs; a prefill-only decoder packs none") {
+  for (const test::AttentionVariant& v : test::attention_variants()) {
+    INFO("variant ", std::string(v.name));
+    Model<float> model(test::tiny_spec(
+        test::with_variant(test::tiny_config(AttentionKind::softmax, {.context = 16, .num_features = 3}), v)));
+    DecoderOptions o;
+    o.batch = 2;
+    o.max_positions = 40;
+    for (bool steps : {true, false}) {
+      CAPTURE(steps);
+      o.steps = steps;
+      const MemoryEstimate e = memory_estimate_decoder(model.spec, o, thread_count(), "segment", "positions");
+      Decoder<float> dec(model, o);
+      CHECK(part_bytes(e, "packed weights of the decoding step") == double(dec.step_weights_bytes()));
+      // At least every matrix of the blocks and lm_head once (panels pad N to whole registers).
+      const ModelSpec& s = model.spec;
+      const double matrices = double(s.L) * (4.0 * s.C * s.C + 3.0 * s.Hf * s.C) + double(s.V) * s.C;
+      CHECK(double(dec.step_weights_bytes()) >= (steps ? matrices * sizeof(float) : 0.0));
+      if (!steps) {
+        CHECK(dec.step_weights_bytes() == 0);
+        const int32_t tokens[2] = {1, 2};
+        CHECK_THROWS(dec.step(tokens));  // a prefill-only decoder refuses a step
+      }
+    }
+  }
+}
+
 TEST_CASE("decode memory: a trained window reserves its w slots, not the positions") {
   Config c = test::tiny_config(AttentionKind::softmax, {.context = 16});
   c.attention.window = 4;

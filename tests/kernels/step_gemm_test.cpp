@@ -1,6 +1,7 @@
-// step_gemm: a row's outputs are the same bits whatever the number of rows beside it, its
-// place among them and the threads (batch invariance, kernels/step_gemm.h), and they are the
-// product (against gemm_reference), for both weight layouts and every tail of K, N and M.
+// step_gemm: every output element is the one multiply-add chain in k order the header promises,
+// bit for bit, whatever the number of rows, a row's place among them, the tile it falls in and the
+// threads (batch invariance, kernels/step_gemm.h); for both weight layouts and every tail of K, N
+// and M; and the double path is the product.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,50 +11,86 @@
 #include "core/rng.h"
 #include "kernels/gemm.h"
 #include "kernels/step_gemm.h"
+#include "tensor/arena.h"
 
 using namespace rfa;
 
 namespace {
 
-std::vector<float> filled(size_t n, uint64_t seed) {
-  std::vector<float> v(n);
+template <typename T>
+std::vector<T> filled(size_t n, uint64_t seed) {
+  std::vector<T> v(n);
   CounterRng rng(seed);
-  for (float& f : v) f = static_cast<float>(rng.normal());
+  for (T& f : v) f = static_cast<T>(rng.normal());
   return v;
+}
+
+// s + a b as the kernel's vector multiply-add rounds it: fused where the target has FMA.
+float multiply_add(float s, float a, float b) {
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+  return std::fma(a, b, s);
+#else
+  return s + a * b;
+#endif
+}
+
+// W (N, K) or (K, N) element (n, k).
+template <typename T>
+T weight(const std::vector<T>& W, bool trans, int64_t N, int64_t K, int64_t n, int64_t k) {
+  return trans ? W[size_t(n * K + k)] : W[size_t(k * N + n)];
 }
 
 }  // namespace
 
-TEST_CASE("step_gemm: every row equals the same row computed alone, bit for bit; and the product") {
+TEST_CASE("step_gemm: each element is the k-order chain, bit for bit, for every M, place, tile and thread count") {
   constexpr int64_t kRowsMax = 70;
   for (bool trans : {true, false})
-    for (int64_t K : {1, 5, 16, 37, 128, 384})
-      for (int64_t N : {1, 3, 17, 64, 65, 300}) {
+    for (int64_t K : {1, 5, 16, 37, 384})
+      for (int64_t N : {1, 3, 17, 64, 65, 129, 300}) {
         CAPTURE(trans);
         CAPTURE(K);
         CAPTURE(N);
-        const std::vector<float> x = filled(size_t(kRowsMax * K), 1), W = filled(size_t(N * K), 2),
-                                 base = filled(size_t(kRowsMax * N), 3);
-        // Each row alone, one thread, written and accumulated.
-        std::vector<float> alone(size_t(kRowsMax * N)), alone_acc = base;
-        for (int64_t r = 0; r < kRowsMax; ++r) {
-          step_gemm<float>(trans, 1, N, K, x.data() + r * K, W.data(), alone.data() + r * N, false, GemmThreads::one);
-          step_gemm<float>(trans, 1, N, K, x.data() + r * K, W.data(), alone_acc.data() + r * N, true,
-                           GemmThreads::one);
-        }
-        std::vector<float> ref(size_t(kRowsMax * N));
-        gemm_reference<float>(false, trans, kRowsMax, N, K, 1.0f, x.data(), K, W.data(), trans ? K : N, 0.0f,
-                              ref.data(), N);
-        for (size_t i = 0; i < ref.size(); ++i)
-          REQUIRE(std::abs(alone[i] - ref[i]) <= 1e-5f * (1.0f + std::abs(ref[i])) * std::sqrt(float(K)));
-        for (int64_t M : {2, 3, 4, 5, 7, 9, 16, 17, 33, 64, 70})
-          for (GemmThreads th : {GemmThreads::one, GemmThreads::pool}) {
-            CAPTURE(M);
-            std::vector<float> out(size_t(M * N), NAN), acc(base.begin(), base.begin() + M * N);
-            step_gemm<float>(trans, M, N, K, x.data(), W.data(), out.data(), false, th);
-            step_gemm<float>(trans, M, N, K, x.data(), W.data(), acc.data(), true, th);
-            CHECK(std::memcmp(out.data(), alone.data(), sizeof(float) * size_t(M * N)) == 0);
-            CHECK(std::memcmp(acc.data(), alone_acc.data(), sizeof(float) * size_t(M * N)) == 0);
+        const std::vector<float> x = filled<float>(size_t(kRowsMax * K), 1), W = filled<float>(size_t(N * K), 2),
+                                 base = filled<float>(size_t(kRowsMax * N), 3);
+        Arena<float> packed(step_packed_size<float>(N, K));  // 64-byte aligned, as the decoder's
+        step_pack<float>(trans, N, K, W.data(), packed.data());
+        // The chain in scalar code, written and added to base.
+        std::vector<float> chain(size_t(kRowsMax * N)), chain_acc(size_t(kRowsMax * N));
+        for (int64_t m = 0; m < kRowsMax; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            float s = 0;
+            for (int64_t k = 0; k < K; ++k) s = multiply_add(s, x[size_t(m * K + k)], weight(W, trans, N, K, n, k));
+            chain[size_t(m * N + n)] = s;
+            chain_acc[size_t(m * N + n)] = base[size_t(m * N + n)] + s;
           }
+        for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 9, 13, 16, 17, 24, 25, 31, 64, 70})
+          for (GemmThreads th : {GemmThreads::one, GemmThreads::pool})
+            for (int64_t first : {int64_t(0), kRowsMax - M}) {  // the rows from another place among all 70
+              CAPTURE(M);
+              CAPTURE(first);
+              std::vector<float> out(size_t(M * N), NAN), acc(base.begin() + first * N, base.begin() + (first + M) * N);
+              step_gemm<float>(M, N, K, x.data() + first * K, packed.data(), out.data(), false, th);
+              step_gemm<float>(M, N, K, x.data() + first * K, packed.data(), acc.data(), true, th);
+              REQUIRE(std::memcmp(out.data(), chain.data() + first * N, sizeof(float) * size_t(M * N)) == 0);
+              REQUIRE(std::memcmp(acc.data(), chain_acc.data() + first * N, sizeof(float) * size_t(M * N)) == 0);
+            }
       }
+}
+
+TEST_CASE("step_gemm: the packed copy's size is whole panels of whole registers; double is the product") {
+  const int64_t P = step_panel_columns<float>();
+  CHECK(P % 8 == 0);
+  CHECK(step_packed_size<float>(P, 3) == P * 3);
+  CHECK(step_packed_size<float>(P + 1, 3) >= (P + 1) * 3);
+  CHECK(step_packed_size<float>(P + 1, 3) <= (P + 16) * 3);
+  for (bool trans : {true, false})
+    for (int64_t N : {1, 65, 300}) {
+      constexpr int64_t M = 5, K = 37;
+      const std::vector<double> x = filled<double>(M * K, 4), W = filled<double>(size_t(N * K), 5);
+      std::vector<double> packed(size_t(step_packed_size<double>(N, K))), out(size_t(M * N)), ref(size_t(M * N));
+      step_pack<double>(trans, N, K, W.data(), packed.data());
+      step_gemm<double>(M, N, K, x.data(), packed.data(), out.data(), false, GemmThreads::pool);
+      gemm_reference<double>(false, trans, M, N, K, 1.0, x.data(), K, W.data(), trans ? K : N, 0.0, ref.data(), N);
+      for (size_t i = 0; i < ref.size(); ++i) CHECK(std::abs(out[i] - ref[i]) <= 1e-12 * (1 + std::abs(ref[i])));
+    }
 }

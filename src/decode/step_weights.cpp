@@ -1,0 +1,76 @@
+#include "decode/step_weights.h"
+
+#include "core/parallel.h"
+#include "kernels/step_gemm.h"
+
+namespace rfa {
+namespace {
+
+// One matrix to pack: out (N, K) product's weight, stored (N, K) (trans) or (K, N).
+template <typename T>
+struct PackJob {
+  const T** slot;
+  const T* weight;
+  bool trans;
+  int64_t N, K;
+  int64_t offset = 0;
+};
+
+template <typename T>
+std::vector<PackJob<T>> pack_jobs(const ModelSpec& s, const ModelWeights<T>& w, const std::vector<AttentionCore>& cores,
+                                  StepPack what, std::vector<StepLayerWeights<T>>& layers, const T** lm_head) {
+  const int64_t C = s.C, Hf = s.Hf;
+  std::vector<PackJob<T>> jobs;
+  for (int l = 0; l < s.L; ++l) {
+    const BlockWeights<T>& b = w.layers[static_cast<size_t>(l)];
+    StepLayerWeights<T>& p = layers[static_cast<size_t>(l)];
+    if (what == StepPack::all) {
+      jobs.push_back({&p.wq, b.wq, true, C, C});
+      jobs.push_back({&p.wk, b.wk, true, C, C});
+      jobs.push_back({&p.wv, b.wv, true, C, C});
+      jobs.push_back({&p.wo, b.wo, true, C, C});
+      jobs.push_back({&p.w13, b.w13, true, 2 * Hf, C});
+      jobs.push_back({&p.w2, b.w2, false, C, Hf});  // W2 (Hf, C) input-major
+    }
+    if (s.attn[static_cast<size_t>(l)].output_gate)
+      jobs.push_back({&p.gate, b.attn[cores[static_cast<size_t>(l)].gate_param() + 1], true, C, C});
+  }
+  if (what == StepPack::all) jobs.push_back({lm_head, w.lm_head, true, s.V, C});
+  return jobs;
+}
+
+}  // namespace
+
+int64_t step_weights_elements(const ModelSpec& s, StepPack what) {
+  const int64_t C = s.C, Hf = s.Hf;
+  auto size = [](int64_t N, int64_t K) { return arena_round<float>(step_packed_size<float>(N, K)); };
+  int64_t n = what == StepPack::all ? size(s.V, C) : 0;
+  for (const AttentionSpec& a : s.attn) {
+    if (what == StepPack::all) n += 4 * size(C, C) + size(2 * Hf, C) + size(C, Hf);
+    if (a.output_gate) n += size(C, C);
+  }
+  return n;
+}
+
+template <typename T>
+StepWeights<T>::StepWeights(const ModelSpec& s, const ModelWeights<T>& w, const std::vector<AttentionCore>& cores,
+                            StepPack what)
+    : layers_(static_cast<size_t>(s.L)) {
+  std::vector<PackJob<T>> jobs = pack_jobs(s, w, cores, what, layers_, &lm_head_);
+  int64_t size = 0;
+  for (PackJob<T>& j : jobs) {
+    j.offset = size;
+    size += arena_round<T>(step_packed_size<T>(j.N, j.K));
+  }
+  arena_ = Arena<T>(size);
+  parallel_for(static_cast<int64_t>(jobs.size()), [&](int64_t i) {
+    const PackJob<T>& j = jobs[static_cast<size_t>(i)];
+    step_pack<T>(j.trans, j.N, j.K, j.weight, arena_.data() + j.offset);
+  });
+  for (const PackJob<T>& j : jobs) *j.slot = arena_.data() + j.offset;
+}
+
+template class StepWeights<float>;
+template class StepWeights<double>;
+
+}  // namespace rfa

@@ -1,0 +1,49 @@
+#pragma once
+// The decode step's weight matrices, packed once per decoder for the batch-invariant step
+// products (kernels/step_gemm.h): wq, wk, wv, wo, w13, w2, the output gate's W_g where the layer
+// has one, and lm_head. A copy, about the model's size again (step_weights_elements): the
+// packed panels read each weight row as one contiguous run, where the stored (N, K) layout would
+// need horizontal sums (AVX2: 2.2x slower at 64 rows) and (K, N) rows thrash L1's sets. Taken
+// from the model's weights at construction: weights changed later are not seen.
+#include <cstdint>
+#include <vector>
+
+#include "attention/attention_core.h"
+#include "model/model_params.h"
+#include "model/model_spec.h"
+#include "tensor/arena.h"
+
+namespace rfa {
+
+template <typename T>
+struct StepLayerWeights {
+  const T *wq = nullptr, *wk = nullptr, *wv = nullptr, *wo = nullptr, *w13 = nullptr, *w2 = nullptr;  // null for
+                                                                                                     // StepPack::gates
+  const T* gate = nullptr;  // the output gate's W_g; null without one
+};
+
+// What to pack: every matrix, or only the output gates' (a bf16 decoder's other products read
+// the bf16 copies, packed for oneDNN).
+enum class StepPack { all, gates };
+
+// Elements the packed copy takes (the memory estimate's).
+int64_t step_weights_elements(const ModelSpec& spec, StepPack what);
+
+template <typename T>
+class StepWeights {
+ public:
+  StepWeights() = default;
+  // cores: the layers' (their output gate's parameter index).
+  StepWeights(const ModelSpec& spec, const ModelWeights<T>& w, const std::vector<AttentionCore>& cores, StepPack what);
+  bool empty() const { return layers_.empty(); }
+  int64_t elements() const { return arena_.size(); }
+  const StepLayerWeights<T>& layer(int l) const { return layers_[static_cast<size_t>(l)]; }
+  const T* lm_head() const { return lm_head_; }  // null for StepPack::gates
+
+ private:
+  Arena<T> arena_;
+  std::vector<StepLayerWeights<T>> layers_;  // (L)
+  const T* lm_head_ = nullptr;
+};
+
+}  // namespace rfa
