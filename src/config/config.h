@@ -132,6 +132,7 @@ struct OptimConfig {
   double eps = 1e-8;
   double weight_decay = 0.1;  // weight matrices only
   double grad_clip = 1.0;     // global norm; 0 = off
+  double sigma_lr_scale = 1;  // the RFA kinds' sigma learn at lr times this (docs/recall.md)
 
   friend bool operator==(const OptimConfig&, const OptimConfig&) = default;
 };

@@ -132,6 +132,9 @@ const ConfigKey kKeys[] = {
     {RFA_FIELD(optim, eps), above(0), "AdamW epsilon"},
     {RFA_FIELD(optim, weight_decay), at_least(0), "decoupled weight decay, weight matrices only"},
     {RFA_FIELD(optim, grad_clip), at_least(0), "clip the global gradient norm to this; 0 = off"},
+    {RFA_FIELD(optim, sigma_lr_scale), above(0),
+     "the RFA kinds' learned sigma (inverse kernel width) update at lr times this: a kernel that starts wide and "
+     "sharpens fast (docs/recall.md)"},
 
     {RFA_FIELD(checkpoint, every), at_least(0), "steps between checkpoints; 0 = only at the end"},
     {RFA_FIELD(checkpoint, keep_last), at_least(1), "checkpoints kept besides the best"},

@@ -28,13 +28,15 @@ struct AdamWScalars {
   float keep_decay;    // 1 - lr * wd: the decoupled decay as a multiplier
 };
 
-AdamWScalars scalars_make(const AdamWStep& s) {
+// lr_scale: a range's factor on the learning rate (1: the step's own scalars, bit for bit).
+AdamWScalars scalars_make(const AdamWStep& s, double lr_scale = 1) {
   RFA_ASSERT(s.t >= 1, "AdamW step counter t starts at 1, got {}", s.t);
+  const double lr = s.lr * lr_scale;
   double bc1 = 1.0 - std::pow(s.beta1, static_cast<double>(s.t));
   double bc2 = 1.0 - std::pow(s.beta2, static_cast<double>(s.t));
   return {static_cast<float>(s.beta1), static_cast<float>(s.beta2), static_cast<float>(s.eps),
-          static_cast<float>(s.lr / bc1), static_cast<float>(1.0 / std::sqrt(bc2)),
-          static_cast<float>(1.0 - s.lr * s.weight_decay)};
+          static_cast<float>(lr / bc1), static_cast<float>(1.0 / std::sqrt(bc2)),
+          static_cast<float>(1.0 - lr * s.weight_decay)};
 }
 
 // The vector instructions of the build's target (RFA_ARCH) that the update needs,
@@ -149,7 +151,9 @@ DecayMask decay_mask_build(std::vector<DecayRange> ranges, int64_t size) {
     if (r.offset > next) {
       fail("decay mask: parameters [{}, {}) are not covered by any range", next, r.offset);
     }
-    if (!mask.ranges.empty() && mask.ranges.back().decay == r.decay) {
+    if (r.lr_scale <= 0)
+      fail("decay mask: range at offset {} has learning-rate factor {}; it must be positive", r.offset, r.lr_scale);
+    if (!mask.ranges.empty() && mask.ranges.back().decay == r.decay && mask.ranges.back().lr_scale == r.lr_scale) {
       mask.ranges.back().count += r.count;
     } else {
       mask.ranges.push_back(r);
@@ -185,7 +189,8 @@ void adamw_update(const AdamWStep& step, const DecayMask& mask, float* params, c
     for (size_t r = range_index(mask, begin); begin < end; ++r) {
       const DecayRange& range = mask.ranges[r];
       int64_t stop = std::min(end, range.offset + range.count);
-      adamw_segment(k, range.decay ? k.keep_decay : 1.0f, params, grads, m, v, begin, stop);
+      const AdamWScalars kr = range.lr_scale == 1 ? k : scalars_make(step, range.lr_scale);
+      adamw_segment(kr, range.decay ? kr.keep_decay : 1.0f, params, grads, m, v, begin, stop);
       begin = stop;
     }
   });
@@ -197,12 +202,13 @@ void adamw_update_reference(const AdamWStep& s, const DecayMask& mask, float* pa
   double bc1 = 1.0 - std::pow(s.beta1, static_cast<double>(s.t));
   double bc2 = 1.0 - std::pow(s.beta2, static_cast<double>(s.t));
   for (const DecayRange& r : mask.ranges) {
+    const double lr = s.lr * r.lr_scale;
     for (int64_t i = r.offset; i < r.offset + r.count; ++i) {
       double p = params[i], g = grads[i];
-      if (r.decay) p -= s.lr * s.weight_decay * p;
+      if (r.decay) p -= lr * s.weight_decay * p;
       double mi = s.beta1 * m[i] + (1 - s.beta1) * g;
       double vi = s.beta2 * v[i] + (1 - s.beta2) * g * g;
-      p -= s.lr * (mi / bc1) / (std::sqrt(vi / bc2) + s.eps);
+      p -= lr * (mi / bc1) / (std::sqrt(vi / bc2) + s.eps);
       params[i] = static_cast<float>(p);
       m[i] = static_cast<float>(mi);
       v[i] = static_cast<float>(vi);

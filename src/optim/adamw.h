@@ -14,12 +14,14 @@
 
 namespace rfa {
 
-// One contiguous run of parameters [offset, offset + count) and whether weight
-// decay applies to it (weight matrices: yes; norms, gate biases, sigma: no).
+// One contiguous run of parameters [offset, offset + count), whether weight decay
+// applies to it (weight matrices: yes; norms, gate biases, sigma: no) and the factor on
+// the learning rate of its update (optim.sigma_lr_scale for sigma; 1 elsewhere).
 struct DecayRange {
   int64_t offset = 0;
   int64_t count = 0;
   bool decay = false;
+  double lr_scale = 1;
 };
 
 // A validated partition of [0, size) into decay ranges, sorted by offset, with

@@ -17,13 +17,14 @@
 namespace rfa {
 namespace {
 
-DecayMask mask_from_table(const ParamTable& t) {
+DecayMask mask_from_table(const ParamTable& t, double sigma_lr_scale) {
   // Tensors and the padding between them tile [0, P); padding never decays.
   std::vector<DecayRange> ranges;
   int64_t pos = 0;
   for (const ParamEntry& e : t.entries()) {
     if (e.offset > pos) ranges.push_back({pos, e.offset - pos, false});
-    ranges.push_back({e.offset, e.numel, e.decay});
+    const bool sigma = e.name.ends_with(".sigma");  // layers.{l}.attn.sigma of the RFA kinds
+    ranges.push_back({e.offset, e.numel, e.decay, sigma ? sigma_lr_scale : 1.0});
     pos = e.offset + e.numel;
   }
   if (t.size() > pos) ranges.push_back({pos, t.size() - pos, false});
@@ -48,7 +49,7 @@ TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
       model_(spec, precision_checked(config.train.precision)),
       acts_(spec, config.train.batch_size, spec.model.context_length, config.train.precision),
       optim_(2 * model_.param_size()),
-      mask_(mask_from_table(model_.table)),
+      mask_(mask_from_table(model_.table, config.optim.sigma_lr_scale)),
       batch_(config.train.batch_size, spec.model.context_length) {
   if (config.train.stateful) {
     for (const AttentionSpec& a : spec.attn) {  // every layer's state, one after another

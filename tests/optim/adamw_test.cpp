@@ -145,3 +145,35 @@ TEST_CASE("adamw: the vector body and the scalar tail give the same bits for the
     CHECK(v[32 + j] == v[s]);
   }
 }
+
+TEST_CASE("adamw: a range's learning-rate factor scales its update alone; factor 1 changes no bit") {
+  const int64_t n = 40000;  // ranges across a 16K block boundary
+  auto g = test::random_vector<float>(n, 2, 0.1);
+  auto run = [&](double scale) {
+    DecayMask mask = decay_mask_build({{0, 20000, true}, {20000, 300, false, scale}, {20300, n - 20300, true}}, n);
+    auto p = test::random_vector<float>(n, 1);
+    std::vector<float> m(n, 0.0f), v(n, 0.0f), p_ref = p, m_ref = m, v_ref = v;
+    for (int64_t t = 1; t <= 3; ++t) {
+      adamw_update(hyper(t), mask, p.data(), g.data(), m.data(), v.data(), n);
+      adamw_update_reference(hyper(t), mask, p_ref.data(), g.data(), m_ref.data(), v_ref.data(), n);
+    }
+    for (int64_t i = 0; i < n; ++i) REQUIRE(std::abs(double(p[i]) - p_ref[i]) < 1e-5);
+    return std::pair{p, mask.ranges.size()};
+  };
+  const auto [one, ranges_one] = run(1.0);
+  const auto [ten, ranges_ten] = run(10.0);
+  CHECK(ranges_one == 3);  // decay flags alternate
+  CHECK(ranges_ten == 3);
+  const auto p0 = test::random_vector<float>(n, 1);
+  for (int64_t i = 0; i < n; ++i) {
+    if (i < 20000 || i >= 20300) {
+      REQUIRE(one[i] == ten[i]);  // the other ranges: the same bits
+    } else {  // three Adam steps of about lr each (bias-corrected): 10x as far
+      const double d1 = std::abs(double(one[i]) - p0[i]), d10 = std::abs(double(ten[i]) - p0[i]);
+      REQUIRE(d10 == doctest::Approx(10 * d1).epsilon(1e-3));
+    }
+  }
+  // Neighbours with equal flags but another factor stay apart; a factor <= 0 is refused.
+  CHECK(decay_mask_build({{0, 4, false}, {4, 4, false, 3.0}}, 8).ranges.size() == 2);
+  CHECK_THROWS_WITH_AS(decay_mask_build({{0, 4, false, 0.0}}, 4), doctest::Contains("learning-rate factor"), Error);
+}

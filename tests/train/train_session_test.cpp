@@ -2,6 +2,7 @@
 // same seed reproduces the same losses bit for bit, a different seed does not.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -86,4 +87,38 @@ TEST_CASE("train: a non-finite loss stops with the step (1-based, as logged) and
                        Error);
   // w2 of the last layer writes the final residual first.
   CHECK_THROWS_WITH_AS(session.step(1, sampler), doctest::Contains("activation is resid_final["), Error);
+}
+
+TEST_CASE("train: optim.sigma_lr_scale moves sigma that many times as far; every other parameter the same bits") {
+  Config c = tiny_config(AttentionKind::rfa_gate);
+  c.optim.warmup_steps = 0;
+  std::vector<uint16_t> tokens = random_tokens(4000, 3);
+  TokenSplit split = split_of(tokens);
+  auto first_step = [&](double scale) {
+    Config ci = c;
+    ci.optim.sigma_lr_scale = scale;
+    TrainSession session(ci, model_spec_make(ci.model, ci.attention));
+    BatchSampler sampler(split, ci.train.batch_size, ci.model.context_length, 5);
+    session.step(0, sampler);
+    const Model<float>& m = session.model();
+    return std::pair{std::vector<float>(m.params(), m.params() + m.table.size()), m.table};
+  };
+  const auto [one, table] = first_step(1.0);
+  const auto [ten, table_ten] = first_step(10.0);
+  int sigmas = 0;
+  for (const ParamEntry& e : table.entries()) {
+    CAPTURE(e.name);
+    const bool sigma = e.name.ends_with(".sigma");
+    sigmas += sigma;
+    for (int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+      if (!sigma) {
+        REQUIRE(one[size_t(i)] == ten[size_t(i)]);
+      } else {  // Adam's first step is lr * sign(g) (bias-corrected): sigma starts at sigma_init
+        const double d1 = std::abs(one[size_t(i)] - c.attention.sigma_init);
+        const double d10 = std::abs(ten[size_t(i)] - c.attention.sigma_init);
+        if (d1 > 0) REQUIRE(d10 == doctest::Approx(10 * d1).epsilon(1e-3));
+      }
+    }
+  }
+  CHECK(sigmas == c.model.n_layers);
 }
