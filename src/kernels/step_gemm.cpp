@@ -1,6 +1,6 @@
 // step_gemm (step_gemm.h): register tiles of R rows by NV registers of a panel's columns, every
 // element the one chain the header gives whatever tile holds it, so which tile shape a row gets
-// (which depends on M and on its place) changes no bit. Tiles of kTileRows rows sweep a column
+// (which depends on M and on its place) changes no bit. Tiles of kRowsPerTile rows sweep a column
 // block of the panel while it stays in L1; a block's last 1 or 2 rows take thin tiles as wide as
 // the panel, so that a single row still runs 8 independent chains (4-cycle FMAs on 2 ports).
 #include "kernels/step_gemm.h"
@@ -21,13 +21,11 @@ constexpr int64_t kPanel = int64_t(kPanelVectors) * kW;
 // Main tiles: 6 rows x 4 registers = 24 accumulators + 4 + 1 where there are 32 vector registers
 // (AVX-512, arm64), 6 x 2 = 12 + 2 + 1 where there are 16 (AVX2): nothing spills, and 6 broadcasts
 // + NV loads feed 6 NV multiply-adds.
-constexpr int kTileRows = 6;
-constexpr int kTileVectors = kVectorRegisters >= 32 ? 4 : 2;
+constexpr int kRowsPerTile = 6;
+constexpr int kVectorsPerTile = kVectorRegisters >= 32 ? 4 : 2;
 // Thin tiles: 1 row x 8 registers; 2 rows x 8 (32 registers) or x 4 (16).
 constexpr int thin_vectors(int rows) { return rows == 1 || kVectorRegisters >= 32 ? 8 : 4; }
-constexpr int max_vectors(int rows) { return rows <= 2 ? thin_vectors(rows) : kTileVectors; }
-// Rows per task: 4 main tiles. Tasks are (panel, row block) pairs.
-constexpr int64_t kRowBlock = 4 * kTileRows;
+constexpr int max_vectors(int rows) { return rows <= 2 ? thin_vectors(rows) : kVectorsPerTile; }
 
 // out[r, v kW + l] for r < R, v < NV, of which the first `cols` columns are stored: w is the panel
 // at the tile's first column, P the panel's width (its row stride), x the tile's first row.
@@ -89,7 +87,7 @@ void tile_of_width(int nv, const float* x, int64_t K, const float* w, int64_t P,
 void panel_rows(int64_t m0, int64_t m1, int64_t N, int64_t K, const float* x, const float* panel, int64_t P,
                 int64_t j0, int64_t width, float* out, bool accumulate) {
   const int64_t vectors = P / kW;
-  const int64_t whole = m0 + (m1 - m0) / kTileRows * kTileRows;
+  const int64_t whole = m0 + (m1 - m0) / kRowsPerTile * kRowsPerTile;
   const int rest = static_cast<int>(m1 - whole);
   auto sweep = [&]<int R>(int64_t m, int64_t step, int64_t m_end, int per_tile) {
     for (int64_t v = 0; v < vectors; v += per_tile) {
@@ -99,7 +97,7 @@ void panel_rows(int64_t m0, int64_t m1, int64_t N, int64_t K, const float* x, co
                          accumulate);
     }
   };
-  sweep.template operator()<kTileRows>(m0, kTileRows, whole, kTileVectors);
+  sweep.template operator()<kRowsPerTile>(m0, kRowsPerTile, whole, kVectorsPerTile);
   switch (rest) {
     case 5: return sweep.template operator()<5>(whole, 5, m1, max_vectors(5));
     case 4: return sweep.template operator()<4>(whole, 4, m1, max_vectors(4));
@@ -153,16 +151,24 @@ template <>
 void step_gemm<float>(int64_t M, int64_t N, int64_t K, const float* x, const float* packed, float* out,
                       bool accumulate, GemmThreads threads) {
   if (M <= 0 || N <= 0) return;
-  const int64_t panels = panels_of(N), blocks = (M + kRowBlock - 1) / kRowBlock;
-  auto task = [&](int64_t t) {
-    const int64_t p = t % panels, m0 = t / panels * kRowBlock, j0 = p * kPanel;
-    panel_rows(m0, std::min(M, m0 + kRowBlock), N, K, x, packed + j0 * K, panel_width(N, p), j0,
-               std::min(kPanel, N - j0), out, accumulate);
-  };
   // Below kParallelMinWork multiply-adds (a 384 x 384 projection of one row) waking the pool
   // costs about what it saves.
-  const int64_t tasks = panels * blocks;
-  if (threads == GemmThreads::one || tasks < 2 || M * N * K < kParallelMinWork) {
+  const bool fork = threads != GemmThreads::one && M * N * K >= kParallelMinWork;
+  // Tasks are (panel, block of rows) pairs: a panel is read from memory once per block, so
+  // blocks are as tall as still gives every thread two tasks (N 384 on AVX-512 is 3 panels:
+  // 2 blocks of 36 rows at M 64), in whole tiles. Below 4 tiles of rows the product is bound
+  // by reading W: one block (measured at 8 rows: two blocks were 1.2x slower).
+  const int64_t panels = panels_of(N);
+  const int64_t blocks_wanted =
+      fork && M >= 4 * kRowsPerTile ? std::max<int64_t>(1, (2 * thread_count() + panels - 1) / panels) : 1;
+  const int64_t block = (((M + blocks_wanted - 1) / blocks_wanted) + kRowsPerTile - 1) / kRowsPerTile * kRowsPerTile;
+  const int64_t tasks = panels * ((M + block - 1) / block);
+  auto task = [&](int64_t t) {
+    const int64_t p = t % panels, m0 = t / panels * block, j0 = p * kPanel;
+    panel_rows(m0, std::min(M, m0 + block), N, K, x, packed + j0 * K, panel_width(N, p), j0, std::min(kPanel, N - j0),
+               out, accumulate);
+  };
+  if (!fork || tasks < 2) {
     for (int64_t t = 0; t < tasks; ++t) task(t);
   } else {
     parallel_for(tasks, task);
