@@ -200,7 +200,7 @@ void attention_forward(const AttentionCore& core, const AttentionWeights<T>& w, 
   T* z = call.saved ? o + N * s.C() : call.scratch.data;
   core.kind().kernels<T>().forward(core, w, o, in, kind_call(s, call));
   const int g = core.gate_param();
-  output_gate_apply(s, w[g], w[g + 1], out, o, z, in.n, N);
+  output_gate_apply(s, w[g], w[g + 1], out, o, z, in.n, N, GemmThreads::pool, in.gate_packed);
 }
 
 template <typename T>

@@ -218,7 +218,7 @@ void attention_prefill(const AttentionCore& core, const AttentionWeights<T>& w, 
     RFA_ASSERT(in.n != nullptr && call.scratch.size >= size_t(N * s.C()), "output gate: n and a prefill scratch of {} "
                "elements", call.scratch.size);
     const int g = core.gate_param();
-    output_gate_apply(s, w[g], w[g + 1], out, out, call.scratch.data, in.n, N);
+    output_gate_apply(s, w[g], w[g + 1], out, out, call.scratch.data, in.n, N, GemmThreads::pool, in.gate_packed);
   }
 }
 

@@ -233,6 +233,7 @@ void Decoder<T>::prefill_layers(const int32_t* tokens, int b0, int rows, int S) 
   const int64_t N = int64_t(rows) * S;
   BlockActs<T>& a = acts_;
   embedding_forward(a.resid_in, tokens, model_.w.tok_embedding, N, s.C);
+  const bool prefill_packed = step_weights_.lm_head() != nullptr;  // every matrix packed (fp32 with steps)
   BlockContext<T> ctx;
   ctx.spec = &s;
   ctx.attn_scratch = scratch_;
@@ -250,14 +251,19 @@ void Decoder<T>::prefill_layers(const int32_t* tokens, int b0, int rows, int S) 
       ctx.wh = &model_.wh.layers[static_cast<size_t>(l)];
       ctx.ah = &acts_bf16_;
     }
+    // The packed copies (fp32 with steps): a prompt's prefill is the same bits whatever else runs.
+    ctx.packed = prefill_packed ? &step_weights_.layer(l) : nullptr;
     block_forward(ctx, model_.w.layers[static_cast<size_t>(l)], a, a.resid_in);
   }
   residual_rmsnorm_forward(a.attn_norm, a.attn_rstd, a.resid_in, a.resid_mid, model_.w.final_norm, N, s.C,
                            s.model.norm_eps);
   // logits (N, V) = n (N, C) · lm_headᵀ
   const bool bf16 = acts_bf16_.attn_norm != nullptr;
-  mat_product<T>(false, true, N, s.V, s.C, mat_operand_bf16(a.attn_norm, acts_bf16_.attn_norm, N * s.C), s.C,
-                 {model_.w.lm_head, bf16 ? model_.wh.lm_head : nullptr}, s.C, T(0), logits_, s.V);
+  if (prefill_packed)
+    step_gemm<T>(N, s.V, s.C, a.attn_norm, step_weights_.lm_head(), logits_, false, GemmThreads::pool);
+  else
+    mat_product<T>(false, true, N, s.V, s.C, mat_operand_bf16(a.attn_norm, acts_bf16_.attn_norm, N * s.C), s.C,
+                   {model_.w.lm_head, bf16 ? model_.wh.lm_head : nullptr}, s.C, T(0), logits_, s.V);
 }
 
 // The mirror of block_forward (model/block.cpp) for one token per row, with the

@@ -15,13 +15,6 @@
 
 namespace rfa {
 
-template <typename T>
-struct StepLayerWeights {
-  const T *wq = nullptr, *wk = nullptr, *wv = nullptr, *wo = nullptr, *w13 = nullptr, *w2 = nullptr;  // null for
-                                                                                                     // StepPack::gates
-  const T* gate = nullptr;  // the output gate's W_g; null without one
-};
-
 // What to pack: every matrix, or only the output gates' (a bf16 decoder's other products read
 // the bf16 copies, packed for oneDNN).
 enum class StepPack { all, gates };

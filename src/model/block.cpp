@@ -1,5 +1,6 @@
 #include "model/block.h"
 
+#include "kernels/step_gemm.h"
 #include "layers/rmsnorm.h"
 #include "layers/swiglu.h"
 
@@ -53,8 +54,22 @@ AttentionCall<T> attention_call(const BlockContext<T>& ctx, BlockActs<T>& a) {
 }
 
 template <typename T>
-AttentionInputs<T> attention_inputs(BlockActs<T>& a) {
-  return AttentionInputs<T>{a.q, a.k, a.v, a.attn_norm};
+AttentionInputs<T> attention_inputs(const BlockContext<T>& ctx, BlockActs<T>& a) {
+  return AttentionInputs<T>{a.q, a.k, a.v, a.attn_norm, ctx.packed ? ctx.packed->gate : nullptr};
+}
+
+// out (N, OC) = inp (N, IC) · W, W stored (OC, IC) (trans) or (IC, OC): the packed copy's
+// batch-invariant product when the context has one, else mat_product (bf16 where given).
+template <typename T>
+void forward_product(const BlockContext<T>& ctx, T* out, MatOperand<T> inp, MatOperand<T> weight, const T* packed,
+                     bool trans, int64_t N, int IC, int OC) {
+  if (ctx.packed) {
+    step_gemm<T>(N, OC, IC, inp.x, packed, out, false, GemmThreads::pool);
+  } else if (trans) {
+    linear_product<T>(out, inp, weight, N, IC, OC);
+  } else {
+    mat_product<T>(false, false, N, OC, IC, inp, IC, weight, OC, T(0), out, OC);
+  }
 }
 
 }  // namespace
@@ -71,25 +86,28 @@ void block_forward(const BlockContext<T>& ctx, const BlockWeights<T>& w, BlockAc
     rmsnorm_forward(a.attn_norm, a.attn_rstd, a.resid_in, w.attn_norm, N, C, s.model.norm_eps);
   const BlockActsBf16 h = bf16_acts(ctx);  // null copies: products in T
   const BlockWeightsBf16 wh = bf16_weights(ctx);
+  const StepLayerWeights<T> p = ctx.packed ? *ctx.packed : StepLayerWeights<T>{};
   const MatOperand<T> n = mat_operand_bf16(a.attn_norm, h.attn_norm, N * C);
-  linear_product<T>(a.q, n, {w.wq, wh.wq}, N, C, C);
-  linear_product<T>(a.k, n, {w.wk, wh.wk}, N, C, C);
-  linear_product<T>(a.v, n, {w.wv, wh.wv}, N, C, C);
+  forward_product<T>(ctx, a.q, n, {w.wq, wh.wq}, p.wq, true, N, C, C);
+  forward_product<T>(ctx, a.k, n, {w.wk, wh.wk}, p.wk, true, N, C, C);
+  forward_product<T>(ctx, a.v, n, {w.wv, wh.wv}, p.wv, true, N, C, C);
   if (ctx.state)
-    attention_prefill(*ctx.attention, w.attn, *ctx.state, ctx.state_row0, a.attn_out, attention_inputs(a),
+    attention_prefill(*ctx.attention, w.attn, *ctx.state, ctx.state_row0, a.attn_out, attention_inputs(ctx, a),
                       attention_call(ctx, a));
   else
-    attention_forward(*ctx.attention, w.attn, a.attn_out, attention_inputs(a), attention_call(ctx, a));
+    attention_forward(*ctx.attention, w.attn, a.attn_out, attention_inputs(ctx, a), attention_call(ctx, a));
   // x_mid = x + Wo · attn_out
   // (the residual add fused into the FFN norm's row pass: one parallel region less)
-  linear_product<T>(a.resid_mid, mat_operand_bf16(a.attn_out, h.attn_out, N * C), {w.wo, wh.wo}, N, C, C);
+  forward_product<T>(ctx, a.resid_mid, mat_operand_bf16(a.attn_out, h.attn_out, N * C), {w.wo, wh.wo}, p.wo, true, N,
+                     C, C);
   residual_rmsnorm_forward(a.ffn_norm, a.ffn_rstd, a.resid_mid, a.resid_in, w.ffn_norm, N, C, s.model.norm_eps);
-  linear_product<T>(a.ffn_gate_up, mat_operand_bf16(a.ffn_norm, h.ffn_norm, N * C), {w.w13, wh.w13}, N, C, 2 * Hf);
+  forward_product<T>(ctx, a.ffn_gate_up, mat_operand_bf16(a.ffn_norm, h.ffn_norm, N * C), {w.w13, wh.w13}, p.w13,
+                     true, N, C, 2 * Hf);
   swiglu_forward(a.ffn_act, a.ffn_gate_up, N, Hf);
   // x_out = x_mid + W2 · act; the caller's next norm adds x_mid (see block.h).
   // W2 is stored (Hf, C), input-major: resid_out (N, C) = act (N, Hf) · W2 (Hf, C)
-  mat_product<T>(false, false, N, C, Hf, mat_operand_bf16(a.ffn_act, h.ffn_act, N * Hf), Hf, {w.w2, wh.w2}, C, T(0),
-                 resid_out, C);
+  forward_product<T>(ctx, resid_out, mat_operand_bf16(a.ffn_act, h.ffn_act, N * Hf), {w.w2, wh.w2}, p.w2, false, N,
+                     Hf, C);
 }
 
 template <typename T>
@@ -119,7 +137,7 @@ void block_backward(const BlockContext<T>& ctx, const BlockWeights<T>& w, const 
   // The attention overwrites dq, dk, dv (no zeroing: ~0.6 ms/step of memsets at the nano shape),
   // and dn when it reads n (the gate): then the projections add to it.
   const AttentionInputGrads<T> ag{g.dq, g.dk, g.dv, g.dnorm};
-  attention_backward(*ctx.attention, w.attn, dw.attn, ag, g.dattn_out, a.attn_out, attention_inputs(a),
+  attention_backward(*ctx.attention, w.attn, dw.attn, ag, g.dattn_out, a.attn_out, attention_inputs(ctx, a),
                      attention_call(ctx, a));
   const MatOperand<T> n{a.attn_norm, h.attn_norm};
   linear_grads<T>(g.dnorm, attention_reads_n(ctx.attention->spec()) ? add : set, dw.wq, mw, mat_operand_bf16(g.dq, dh, N * C), n,

@@ -47,6 +47,10 @@ struct BlockContext {
   // products, (B, T, max(2Hf, C)). All null: every product in T.
   const BlockWeightsBf16* wh = nullptr;
   BlockActsBf16* ah = nullptr;
+  // Decoder prefill (forward only, float products): the weight matrices packed for step_gemm
+  // (kernels/step_gemm.h), whose products are a row's alone whatever the rows beside it, and at a
+  // prompt chunk's few rows faster than sgemm. Null: mat_product.
+  const StepLayerWeights<T>* packed = nullptr;
   uint16_t* dout_bf16 = nullptr;
 };
 

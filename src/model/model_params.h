@@ -31,6 +31,15 @@ struct BlockWeights {
   T* w2 = nullptr;         // (Hf, C)  input-major, unlike the other matrices
 };
 
+// A block's weight matrices packed for the decoder's batch-invariant products
+// (kernels/step_gemm.h, decode/step_weights.h).
+template <typename T>
+struct StepLayerWeights {
+  const T *wq = nullptr, *wk = nullptr, *wv = nullptr, *wo = nullptr, *w13 = nullptr, *w2 = nullptr;  // null for
+                                                                                                     // StepPack::gates
+  const T* gate = nullptr;  // the output gate's W_g; null without one
+};
+
 template <typename T>
 struct ModelWeights {
   T* tok_embedding = nullptr;  // (V, C)
