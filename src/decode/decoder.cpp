@@ -233,7 +233,7 @@ void Decoder<T>::prefill_layers(const int32_t* tokens, int b0, int rows, int S) 
   const int64_t N = int64_t(rows) * S;
   BlockActs<T>& a = acts_;
   embedding_forward(a.resid_in, tokens, model_.w.tok_embedding, N, s.C);
-  const bool prefill_packed = step_weights_.lm_head() != nullptr;  // every matrix packed (fp32 with steps)
+  const bool prefill_packed = step_weights_.packs_all();  // fp32 with steps
   BlockContext<T> ctx;
   ctx.spec = &s;
   ctx.attn_scratch = scratch_;

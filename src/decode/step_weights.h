@@ -32,6 +32,7 @@ class StepWeights {
   int64_t elements() const { return arena_.size(); }
   const StepLayerWeights<T>& layer(int l) const { return layers_[static_cast<size_t>(l)]; }
   const T* lm_head() const { return lm_head_; }  // null for StepPack::gates
+  bool packs_all() const { return lm_head_ != nullptr; }  // StepPack::all: every product can read the copies
 
  private:
   Arena<T> arena_;
