@@ -83,15 +83,15 @@ void tile_of_width(int nv, const float* x, int64_t K, const float* w, int64_t P,
   tile<R, NV>(x, K, w, P, out, N, cols, accumulate);
 }
 
-// Rows [m0, m1) of the panel starting at column j0 (its width P floats, `width` columns real).
-void panel_rows(int64_t m0, int64_t m1, int64_t N, int64_t K, const float* x, const float* panel, int64_t P,
-                int64_t j0, int64_t width, float* out, bool accumulate) {
-  const int64_t vectors = P / kW;
+// Rows [m0, m1) by registers [v0, v1) of the panel starting at column j0 (its width P floats,
+// `width` columns real).
+void panel_rows(int64_t m0, int64_t m1, int64_t v0, int64_t v1, int64_t N, int64_t K, const float* x,
+                const float* panel, int64_t P, int64_t j0, int64_t width, float* out, bool accumulate) {
   const int64_t whole = m0 + (m1 - m0) / kRowsPerTile * kRowsPerTile;
   const int rest = static_cast<int>(m1 - whole);
   auto sweep = [&]<int R>(int64_t m, int64_t step, int64_t m_end, int per_tile) {
-    for (int64_t v = 0; v < vectors; v += per_tile) {
-      const int nv = static_cast<int>(std::min<int64_t>(per_tile, vectors - v));
+    for (int64_t v = v0; v < v1; v += per_tile) {
+      const int nv = static_cast<int>(std::min<int64_t>(per_tile, v1 - v));
       for (int64_t r = m; r < m_end; r += step)
         tile_of_width<R>(nv, x + r * K, K, panel + v * kW, P, out + r * N + j0 + v * kW, N, width - v * kW,
                          accumulate);
@@ -154,19 +154,30 @@ void step_gemm<float>(int64_t M, int64_t N, int64_t K, const float* x, const flo
   // Below kParallelMinWork multiply-adds (a 384 x 384 projection of one row) waking the pool
   // costs about what it saves.
   const bool fork = threads != GemmThreads::one && M * N * K >= kParallelMinWork;
-  // Tasks are (panel, block of rows) pairs: a panel is read from memory once per block, so
-  // blocks are as tall as still gives every thread two tasks (N 384 on AVX-512 is 3 panels:
-  // 2 blocks of 36 rows at M 64), in whole tiles. Below 4 tiles of rows the product is bound
-  // by reading W: one block (measured at 8 rows: two blocks were 1.2x slower).
+  // Tasks are (panel part, block of rows) pairs, as many as give every thread two, of equal
+  // size so that no thread waits on another (3 panels of 36 and 28 rows had one thread do 56% of
+  // a 64-row product). A panel is read from memory once per block, so rows are split only
+  // from 4 tiles (below that the product is bound by reading W: at 8 rows two blocks were 1.2x
+  // slower); fewer rows split the panels' registers in halves instead, each half still 8
+  // chains from 2 rows (one row keeps its 8 registers: latency-bound on 4).
   const int64_t panels = panels_of(N);
-  const int64_t blocks_wanted =
-      fork && M >= 4 * kRowsPerTile ? std::max<int64_t>(1, (2 * thread_count() + panels - 1) / panels) : 1;
-  const int64_t block = (((M + blocks_wanted - 1) / blocks_wanted) + kRowsPerTile - 1) / kRowsPerTile * kRowsPerTile;
-  const int64_t tasks = panels * ((M + block - 1) / block);
+  const int64_t wanted = fork ? 2 * thread_count() : 1;
+  const int64_t parts = fork && M >= 2 && M < 4 * kRowsPerTile && panels < wanted ? 2 : 1;
+  int64_t blocks = 1;
+  if (fork && M >= 4 * kRowsPerTile) {
+    blocks = (wanted + panels - 1) / panels;
+    if (panels * blocks % thread_count() != 0) ++blocks;  // 9 panels: 18 tasks, not 9 (5 against 4)
+    blocks = std::min<int64_t>(blocks, M / kRowsPerTile);
+  }
+  const int64_t part_vectors = kPanelVectors / parts;
+  const int64_t tasks = panels * parts * blocks;
   auto task = [&](int64_t t) {
-    const int64_t p = t % panels, m0 = t / panels * block, j0 = p * kPanel;
-    panel_rows(m0, std::min(M, m0 + block), N, K, x, packed + j0 * K, panel_width(N, p), j0, std::min(kPanel, N - j0),
-               out, accumulate);
+    const int64_t b = t / (panels * parts), p = t % (panels * parts) / parts, part = t % parts;
+    const int64_t j0 = p * kPanel, P = panel_width(N, p), vectors = P / kW;
+    const int64_t v0 = std::min(vectors, part * part_vectors), v1 = std::min(vectors, v0 + part_vectors);
+    // Block b holds rows [M b / blocks, M (b + 1) / blocks): sizes differ by at most one row.
+    panel_rows(M * b / blocks, M * (b + 1) / blocks, v0, v1, N, K, x, packed + j0 * K, P, j0,
+               std::min(kPanel, N - j0), out, accumulate);
   };
   if (!fork || tasks < 2) {
     for (int64_t t = 0; t < tasks; ++t) task(t);
