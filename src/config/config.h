@@ -133,6 +133,10 @@ struct OptimConfig {
   double weight_decay = 0.1;  // weight matrices only
   double grad_clip = 1.0;     // global norm; 0 = off
   double sigma_lr_scale = 1;  // the RFA kinds' sigma learn at lr times this (docs/recall.md)
+  // After every update each sigma element keeps |sigma| >= sigma_floor x min(1, t / sigma_floor_steps)
+  // (t: updates taken; steps 0 = the whole floor from the first). 0 = off (docs/recall.md).
+  double sigma_floor = 0;
+  int64_t sigma_floor_steps = 0;
 
   friend bool operator==(const OptimConfig&, const OptimConfig&) = default;
 };

@@ -135,6 +135,11 @@ const ConfigKey kKeys[] = {
     {RFA_FIELD(optim, sigma_lr_scale), above(0),
      "the RFA kinds' learned sigma (inverse kernel width) update at lr times this: a kernel that starts wide and "
      "sharpens fast (docs/recall.md)"},
+    {RFA_FIELD(optim, sigma_floor), at_least(0),
+     "the RFA kinds' |sigma| held at or above this after every update, reached linearly over "
+     "optim.sigma_floor_steps: a kernel forced to sharpen whatever the gradient says; 0 = off (docs/recall.md)"},
+    {RFA_FIELD(optim, sigma_floor_steps), at_least(0),
+     "updates over which optim.sigma_floor rises from 0 to its value; 0 = all of it from the first"},
 
     {RFA_FIELD(checkpoint, every), at_least(0), "steps between checkpoints; 0 = only at the end"},
     {RFA_FIELD(checkpoint, keep_last), at_least(1), "checkpoints kept besides the best"},

@@ -61,7 +61,10 @@ TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
     carry_out_ = carry_.data() + config.train.grad_accum * carry_slot_;
   }
   model_init(model_, config.train.seed);
-  for (const ParamEntry& e : model_.table.entries()) ranges_.push_back({e.name, e.offset, e.numel});
+  for (const ParamEntry& e : model_.table.entries()) {
+    ranges_.push_back({e.name, e.offset, e.numel});
+    if (e.name.ends_with(".sigma")) sigma_ranges_.push_back({e.name, e.offset, e.numel});
+  }
   if (config_preference(config.data)) {
     dpo_logp_.resize(static_cast<size_t>(config.train.batch_size));
     dpo_weights_.resize(static_cast<size_t>(config.train.batch_size) * spec.model.context_length);
@@ -238,8 +241,20 @@ void TrainSession::step_update(StepStats& st, int64_t step, double loss) {
   adamw_update(adamw_step_make(config_.optim, st.lr, steps_taken_ + 1), mask_, model_.params(), model_.grads(),
                adam_m(), adam_v(), model_.param_size());
   ++steps_taken_;
+  sigma_floor_apply(steps_taken_);
   st.optimizer_ms = timer.ms();
   st.tokens = int64_t(tc.batch_size) * model_.spec.model.context_length * tc.grad_accum * dist_size();
+}
+
+void TrainSession::sigma_floor_apply(int64_t taken) {
+  const OptimConfig& o = config_.optim;
+  if (o.sigma_floor <= 0) return;
+  const double ramp = o.sigma_floor_steps > 0 ? std::min(1.0, double(taken) / double(o.sigma_floor_steps)) : 1.0;
+  const float floor = static_cast<float>(o.sigma_floor * ramp);
+  float* p = model_.params();
+  for (const NamedRange& r : sigma_ranges_)  // the sign kept: the kernel depends on sigma squared
+    for (int64_t i = r.offset; i < r.offset + r.count; ++i)
+      if (std::abs(p[i]) < floor) p[i] = std::copysign(floor, p[i]);
 }
 
 PerplexityPlan TrainSession::eval_plan(int64_t tokens) const {

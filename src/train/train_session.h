@@ -118,6 +118,8 @@ class TrainSession {
   // of `loss` (this rank's share of the step's loss), clipping, AdamW; fills st's loss, norm, lr,
   // timings and tokens.
   void step_update(StepStats& st, int64_t step, double loss);
+  // optim.sigma_floor after update number `taken` (1 for the first): |sigma| raised to the floor.
+  void sigma_floor_apply(int64_t taken);
   // The answer log-probability of each row of the last forward (dpo_logp_): minus the sum of
   // its trained targets' losses.
   void row_logprobs();
@@ -128,6 +130,7 @@ class TrainSession {
   Arena<float> optim_;  // (2P): m then v
   DecayMask mask_;
   std::vector<NamedRange> ranges_;  // parameter names over the flat layout, for error messages
+  std::vector<NamedRange> sigma_ranges_;  // the RFA kinds' sigma tensors (optim.sigma_floor)
   TokenBatch batch_;
   int64_t steps_taken_ = 0;
   // train.stateful: (2, grad_accum, L, B, H, F, Dh+1): the entering states and the step's

@@ -49,6 +49,7 @@ TEST_CASE("config dump: parsing a dump gives back the same config") {
                                 "train.precision=bf16", "train.dpo_beta=0.25", "train.init_from=runs/p", "optim.lr=0.1", "optim.lr_min=0.01",
                                 "optim.warmup_steps=8", "optim.beta1=0.8", "optim.beta2=0.99",
                                 "optim.eps=1e-10", "optim.weight_decay=0.0", "optim.grad_clip=0.5", "optim.sigma_lr_scale=10",
+                                "optim.sigma_floor=3", "optim.sigma_floor_steps=500",
                                 "checkpoint.every=11", "checkpoint.keep_last=2", "checkpoint.keep_best=false"});
     // Each key above differs from its default, so a key the dump dropped would show. Not these,
     // which no valid config can change together with the rest: train.stateful and

@@ -89,22 +89,27 @@ TEST_CASE("train: a non-finite loss stops with the step (1-based, as logged) and
   CHECK_THROWS_WITH_AS(session.step(1, sampler), doctest::Contains("activation is resid_final["), Error);
 }
 
+// The parameters and their table after `steps` steps of config c on 4,000 random tokens; `before`
+// may change the initial parameters.
+std::pair<std::vector<float>, ParamTable> params_after(const Config& c, int64_t steps,
+                                                      void (*before)(Model<float>&) = nullptr) {
+  static const std::vector<uint16_t> tokens = random_tokens(4000, 3);
+  const TokenSplit split = split_of(tokens);
+  TrainSession session(c, model_spec_make(c.model, c.attention));
+  if (before) before(session.model());
+  BatchSampler sampler(split, c.train.batch_size, c.model.context_length, 5);
+  for (int64_t s = 0; s < steps; ++s) session.step(s, sampler);
+  const Model<float>& m = session.model();
+  return {std::vector<float>(m.params(), m.params() + m.table.size()), m.table};
+}
+
 TEST_CASE("train: optim.sigma_lr_scale moves sigma that many times as far; every other parameter the same bits") {
   Config c = tiny_config(AttentionKind::rfa_gate);
   c.optim.warmup_steps = 0;
-  std::vector<uint16_t> tokens = random_tokens(4000, 3);
-  TokenSplit split = split_of(tokens);
-  auto first_step = [&](double scale) {
-    Config ci = c;
-    ci.optim.sigma_lr_scale = scale;
-    TrainSession session(ci, model_spec_make(ci.model, ci.attention));
-    BatchSampler sampler(split, ci.train.batch_size, ci.model.context_length, 5);
-    session.step(0, sampler);
-    const Model<float>& m = session.model();
-    return std::pair{std::vector<float>(m.params(), m.params() + m.table.size()), m.table};
-  };
-  const auto [one, table] = first_step(1.0);
-  const auto [ten, table_ten] = first_step(10.0);
+  Config c10 = c;
+  c10.optim.sigma_lr_scale = 10;
+  const auto [one, table] = params_after(c, 1);
+  const auto [ten, table_ten] = params_after(c10, 1);
   int sigmas = 0;
   for (const ParamEntry& e : table.entries()) {
     CAPTURE(e.name);
@@ -117,6 +122,41 @@ TEST_CASE("train: optim.sigma_lr_scale moves sigma that many times as far; every
         const double d1 = std::abs(one[size_t(i)] - c.attention.sigma_init);
         const double d10 = std::abs(ten[size_t(i)] - c.attention.sigma_init);
         if (d1 > 0) REQUIRE(d10 == doctest::Approx(10 * d1).epsilon(1e-3));
+      }
+    }
+  }
+  CHECK(sigmas == c.model.n_layers);
+}
+
+TEST_CASE("train: optim.sigma_floor raises |sigma| to the floor on its ramp, sign kept; every other parameter the same bits") {
+  Config c = tiny_config(AttentionKind::rfa_gate);
+  c.optim.warmup_steps = 0;  // lr 1e-2 from the first step: sigma stays within 1 +- 0.03 over 2 steps
+  Config whole = c, ramp = c;
+  whole.optim.sigma_floor = ramp.optim.sigma_floor = 3;
+  ramp.optim.sigma_floor_steps = 4;  // floor 0.75 after the first update, 1.5 after the second
+  // One sigma starts negative: the floor keeps its sign (the kernel depends on sigma squared).
+  auto negative_first = [](Model<float>& m) { m.params()[m.table.get("layers.0.attn.sigma").offset] = -1.0f; };
+  const auto [free1, table] = params_after(c, 1, negative_first);
+  const auto [whole1, t1] = params_after(whole, 1, negative_first);
+  const auto [ramp1, t2] = params_after(ramp, 1, negative_first);
+  const auto [free2, t3] = params_after(c, 2, negative_first);
+  const auto [ramp2, t4] = params_after(ramp, 2, negative_first);
+  const int64_t first = table.get("layers.0.attn.sigma").offset;
+  int sigmas = 0;
+  for (const ParamEntry& e : table.entries()) {
+    CAPTURE(e.name);
+    const bool sigma = e.name.ends_with(".sigma");
+    sigmas += sigma;
+    for (int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+      const size_t j = size_t(i);
+      REQUIRE(ramp1[j] == free1[j]);  // a floor of 0.75 is below every |sigma|
+      if (!sigma) {
+        REQUIRE(whole1[j] == free1[j]);
+        REQUIRE(ramp2[j] == free2[j]);
+      } else {
+        REQUIRE(std::abs(free2[j]) > 0.9);
+        REQUIRE(whole1[j] == (i == first ? -3.0f : 3.0f));
+        REQUIRE(ramp2[j] == (i == first ? -1.5f : 1.5f));
       }
     }
   }
