@@ -4,11 +4,11 @@
 # fine-tuned (train.init_from) on 16 pairs at T 128, then on 64 pairs at T 256, each stage with
 # sigma held at or above SIGMA_FLOOR. Prints each stage's answer accuracy over its whole
 # validation split (rfa eval accuracy --json).
-# Usage: scripts/mqar-curriculum.sh [WORK]        (WORK default runs/mqar-curriculum; an hour or
-#        more on 2 cores: the three stages take about 6, 6 and 25 minutes on one Zen 5 core)
+# Usage: scripts/mqar-curriculum.sh [WORK]        (WORK default runs/mqar-curriculum; about half
+#        an hour: the three stages take about 6, 6 and 13 minutes on one Zen 5 core)
 #   env: RFA (build/rfa), THREADS (1), SEED (1), D (num_features, 32), SIGMA_FLOOR (3; 0 = off;
 #        stage 1 reaches it over its first 1500 updates, the fine-tunes hold it from the first),
-#        STEPS1 / STEPS2 / STEPS3 (3000 / 1500 / 3000), SETS (more --set KEY=VALUE, space-separated)
+#        STEPS1 / STEPS2 / STEPS3 (3000 / 1500 / 1500), SETS (more --set KEY=VALUE, space-separated)
 # Each stage's run directory is WORK/stage{1,2,3}; a stage whose checkpoint exists is not rerun.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,4 +56,4 @@ stage() {
 }
 stage 1 "$d1" "${STEPS1:-3000}"
 stage 2 "$d2" "${STEPS2:-1500}" "$work/stage1"
-stage 3 "$d3" "${STEPS3:-3000}" "$work/stage2"
+stage 3 "$d3" "${STEPS3:-1500}" "$work/stage2"
