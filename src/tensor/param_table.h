@@ -33,6 +33,9 @@ struct ParamEntry {
   bool decay = false;          // AdamW weight decay applies (weight matrices only)
   ParamInit init;              // how model_init fills it
   bool grad_by_gemm = false;   // a backward gemm writes its whole gradient (beta 0 can overwrite it)
+
+  // The RFA kinds' feature bandwidth (layers.{l}.attn.sigma): its own learning rate scale and floor.
+  bool is_sigma() const { return name.ends_with(".sigma"); }
 };
 
 class ParamTable {

@@ -23,8 +23,7 @@ DecayMask mask_from_table(const ParamTable& t, double sigma_lr_scale) {
   int64_t pos = 0;
   for (const ParamEntry& e : t.entries()) {
     if (e.offset > pos) ranges.push_back({pos, e.offset - pos, false});
-    const bool sigma = e.name.ends_with(".sigma");  // layers.{l}.attn.sigma of the RFA kinds
-    ranges.push_back({e.offset, e.numel, e.decay, sigma ? sigma_lr_scale : 1.0});
+    ranges.push_back({e.offset, e.numel, e.decay, e.is_sigma() ? sigma_lr_scale : 1.0});
     pos = e.offset + e.numel;
   }
   if (t.size() > pos) ranges.push_back({pos, t.size() - pos, false});
@@ -63,7 +62,7 @@ TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
   model_init(model_, config.train.seed);
   for (const ParamEntry& e : model_.table.entries()) {
     ranges_.push_back({e.name, e.offset, e.numel});
-    if (e.name.ends_with(".sigma")) sigma_ranges_.push_back({e.name, e.offset, e.numel});
+    if (e.is_sigma()) sigma_ranges_.push_back({e.name, e.offset, e.numel});
   }
   if (config_preference(config.data)) {
     dpo_logp_.resize(static_cast<size_t>(config.train.batch_size));

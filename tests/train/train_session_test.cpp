@@ -103,6 +103,19 @@ std::pair<std::vector<float>, ParamTable> params_after(const Config& c, int64_t 
   return {std::vector<float>(m.params(), m.params() + m.table.size()), m.table};
 }
 
+// Calls check(e, j) for every element j of every tensor e (padding skipped), the tensor's name
+// captured for the failure message; returns how many tensors are sigma.
+template <class Check>
+int each_element(const ParamTable& table, Check check) {
+  int sigmas = 0;
+  for (const ParamEntry& e : table.entries()) {
+    CAPTURE(e.name);
+    sigmas += e.is_sigma();
+    for (int64_t i = e.offset; i < e.offset + e.numel; ++i) check(e, size_t(i));
+  }
+  return sigmas;
+}
+
 TEST_CASE("train: optim.sigma_lr_scale moves sigma that many times as far; every other parameter the same bits") {
   Config c = tiny_config(AttentionKind::rfa_gate);
   c.optim.warmup_steps = 0;
@@ -110,21 +123,15 @@ TEST_CASE("train: optim.sigma_lr_scale moves sigma that many times as far; every
   c10.optim.sigma_lr_scale = 10;
   const auto [one, table] = params_after(c, 1);
   const auto [ten, table_ten] = params_after(c10, 1);
-  int sigmas = 0;
-  for (const ParamEntry& e : table.entries()) {
-    CAPTURE(e.name);
-    const bool sigma = e.name.ends_with(".sigma");
-    sigmas += sigma;
-    for (int64_t i = e.offset; i < e.offset + e.numel; ++i) {
-      if (!sigma) {
-        REQUIRE(one[size_t(i)] == ten[size_t(i)]);
-      } else {  // Adam's first step is lr * sign(g) (bias-corrected): sigma starts at sigma_init
-        const double d1 = std::abs(one[size_t(i)] - c.attention.sigma_init);
-        const double d10 = std::abs(ten[size_t(i)] - c.attention.sigma_init);
-        if (d1 > 0) REQUIRE(d10 == doctest::Approx(10 * d1).epsilon(1e-3));
-      }
+  const int sigmas = each_element(table, [&](const ParamEntry& e, size_t j) {
+    if (!e.is_sigma()) {
+      REQUIRE(one[j] == ten[j]);
+    } else {  // Adam's first step is lr * sign(g) (bias-corrected): sigma starts at sigma_init
+      const double d1 = std::abs(one[j] - c.attention.sigma_init);
+      const double d10 = std::abs(ten[j] - c.attention.sigma_init);
+      if (d1 > 0) REQUIRE(d10 == doctest::Approx(10 * d1).epsilon(1e-3));
     }
-  }
+  });
   CHECK(sigmas == c.model.n_layers);
 }
 
@@ -141,24 +148,17 @@ TEST_CASE("train: optim.sigma_floor raises |sigma| to the floor on its ramp, sig
   const auto [ramp1, t2] = params_after(ramp, 1, negative_first);
   const auto [free2, t3] = params_after(c, 2, negative_first);
   const auto [ramp2, t4] = params_after(ramp, 2, negative_first);
-  const int64_t first = table.get("layers.0.attn.sigma").offset;
-  int sigmas = 0;
-  for (const ParamEntry& e : table.entries()) {
-    CAPTURE(e.name);
-    const bool sigma = e.name.ends_with(".sigma");
-    sigmas += sigma;
-    for (int64_t i = e.offset; i < e.offset + e.numel; ++i) {
-      const size_t j = size_t(i);
-      REQUIRE(ramp1[j] == free1[j]);  // a floor of 0.75 is below every |sigma|
-      if (!sigma) {
-        REQUIRE(whole1[j] == free1[j]);
-        REQUIRE(ramp2[j] == free2[j]);
-      } else {
-        REQUIRE(std::abs(free2[j]) > 0.9);
-        REQUIRE(whole1[j] == (i == first ? -3.0f : 3.0f));
-        REQUIRE(ramp2[j] == (i == first ? -1.5f : 1.5f));
-      }
+  const size_t first = size_t(table.get("layers.0.attn.sigma").offset);
+  const int sigmas = each_element(table, [&](const ParamEntry& e, size_t j) {
+    REQUIRE(ramp1[j] == free1[j]);  // a floor of 0.75 is below every |sigma|
+    if (!e.is_sigma()) {
+      REQUIRE(whole1[j] == free1[j]);
+      REQUIRE(ramp2[j] == free2[j]);
+    } else {
+      REQUIRE(std::abs(free2[j]) > 0.9);
+      REQUIRE(whole1[j] == (j == first ? -3.0f : 3.0f));
+      REQUIRE(ramp2[j] == (j == first ? -1.5f : 1.5f));
     }
-  }
+  });
   CHECK(sigmas == c.model.n_layers);
 }
