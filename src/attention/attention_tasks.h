@@ -1,7 +1,11 @@
 #pragma once
 // Runs one task per (batch row, head) across the thread pool and hands each task
-// the per-thread slice of a caller-provided workspace. Static round-robin, so a
-// thread reuses its slice (kept hot in cache) for all of its tasks.
+// the per-thread slice of a caller-provided workspace. Static, in contiguous blocks
+// of tasks: a thread reuses its slice (kept hot in cache) for all of its tasks, and
+// takes whole batch rows one head after another, so the (B, T, C) rows it reads are
+// the ones the row-partitioned kernels before it left in its own cache (round-robin
+// gave each thread every row's alternate heads: half its reads came from the other
+// core's cache).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +23,8 @@ void attention_tasks_run(int64_t n_tasks, T* workspace, size_t per_thread, int m
     RFA_ASSERT(thread < max_threads, "thread {} but workspace sized for {} threads", thread, max_threads);
     T* scratch = workspace + static_cast<size_t>(thread) * per_thread;
     std::fill(scratch, scratch + per_thread, T(0));
-    for (int64_t task = thread; task < n_tasks; task += threads) body(task, scratch);
+    const int64_t first = n_tasks * thread / threads, last = n_tasks * (thread + 1) / threads;
+    for (int64_t task = first; task < last; ++task) body(task, scratch);
   });
 }
 

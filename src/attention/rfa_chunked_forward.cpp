@@ -98,13 +98,18 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
       std::copy(in.v + row, in.v + row + Dh, s.Vp + i * EP);
       s.Vp[i * EP + Dh] = T(1);
     }
-    // The next chunk's q, k and v rows (a head's Dh columns of rows C apart): request them into
-    // L2 now, this chunk's products hide the latency (the hardware prefetcher does not follow a
-    // stride that crosses a page every few rows).
-    const int next = std::min(Cc, d.T - (t0 + n));
+    // The next chunk's q, k and v rows (a head's Dh columns of rows C apart), or after the last
+    // chunk the next task's first (b, h + 1, or b + 1 and head 0): request them into L2 now,
+    // this chunk's products hide the latency (the hardware prefetcher does not follow a stride
+    // that crosses a page every few rows).
+    const bool last = t0 + n >= d.T;
+    const int64_t next_bh = last ? bh + 1 : bh;
+    if (next_bh >= int64_t(d.B) * d.H) return;
+    const int next = last ? std::min(Cc, d.T) : std::min(Cc, d.T - (t0 + n));
+    const size_t next_b = size_t(next_bh / d.H), next_h = size_t(next_bh % d.H), next_t0 = last ? 0 : t0 + n;
     for (int i = 0; i < next; ++i)
       for (int e = 0; e < Dh; e += 64 / int(sizeof(T))) {
-        const size_t row = row_of(n + i) + e;
+        const size_t row = (next_b * d.T + next_t0 + i) * d.C() + next_h * Dh + e;
         __builtin_prefetch(in.q + row, 0, 2);
         __builtin_prefetch(in.k + row, 0, 2);
         __builtin_prefetch(in.v + row, 0, 2);

@@ -179,9 +179,11 @@ void short_conv_apply(const AttentionSpec& s, const ShortConvCall<T>& a) {
   RFA_ASSERT(K >= 1 && a.ext != nullptr, "short conv of {} taps", K);
   const int64_t row_ext = int64_t(H + a.T_len) * C, hist = int64_t(H) * C;
   const int64_t work = int64_t(a.T_len) * C * K;
-  // Item (i, b): tensor i of row b, all in its own ext and output row.
+  // Item (b, i): tensor i of row b, all in its own ext and output row. Row-major, so that a thread
+  // takes whole batch rows, q, k and v together: the attention's tasks (attention_tasks.h) then
+  // find the rows they read in their own core's cache.
   parallel_for(3 * int64_t(a.B), parallel_grain(work), [&](int64_t item) {
-    const int i = static_cast<int>(item / a.B), b = static_cast<int>(item % a.B);
+    const int i = static_cast<int>(item % 3), b = static_cast<int>(item / 3);
     T* ext = a.ext + (int64_t(i) * a.B + b) * row_ext;
     T* x = a.x[i] + int64_t(b) * a.T_len * C;  // (T, C): the inputs, then the outputs
     const T* in = a.hist_in ? a.hist_in + b * a.hist_stride + i * hist : nullptr;
