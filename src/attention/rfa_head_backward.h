@@ -102,16 +102,29 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
         __builtin_prefetch(in.q + row_of(i) + e);
         __builtin_prefetch(in.k + row_of(i) + e);
       }
-    // The chunk before this one (the next to run) reads its dout, out, q, k and v rows and writes
-    // its dq, dk and dv rows, a head's Dh columns of rows C apart (a stride the hardware prefetcher
-    // does not follow across pages): request them into L2 now (they were the hottest misses).
-    if (ci > 0)
-      for (int i = -int(sd.Cc); i < 0; ++i)
+    // The chunk before this one (the next to run), or after the first chunk the next task's last
+    // (b, h + 1, or b + 1 and head 0), reads its dout, out, q, k and v rows and writes its dq, dk
+    // and dv rows, a head's Dh columns of rows C apart (a stride the hardware prefetcher does not
+    // follow across pages): request them into L2 now (they were the hottest misses).
+    const int64_t next_bh = ci > 0 ? bh : bh + 1;
+    if (next_bh < int64_t(d.B) * d.H) {
+      const int Cc = int(sd.Cc);
+      const int next_t0 = ci > 0 ? t0 - Cc : (L.n_chunks - 1) * Cc, next_n = std::min(Cc, d.T - next_t0);
+      const size_t next_b = size_t(next_bh / d.H), next_h = size_t(next_bh % d.H);
+      for (int i = 0; i < next_n; ++i)
         for (int e = 0; e < Dh; e += 64 / int(sizeof(T))) {
-          const size_t row = row_of(i) + e;
+          const size_t row = (next_b * d.T + next_t0 + i) * d.C() + next_h * Dh + e;
           for (const T* x : {dout, out, in.q, in.k, in.v}) __builtin_prefetch(x + row, 0, 2);
           for (T* x : {grads.dq, grads.dk, grads.dv}) __builtin_prefetch(x + row, 1, 2);
         }
+      // and its saved features and scores (written by the forward, long out of cache).
+      const size_t next_bht0 = size_t(next_bh) * d.T + next_t0, next_ci = size_t(next_t0 / Cc);
+      const T* saved_rows[] = {saved + L.phi_q + next_bht0 * L.F, saved + L.phi_k + next_bht0 * L.F,
+                               saved + L.P + (size_t(next_bh) * L.n_chunks + next_ci) * Cc * Cc};
+      const size_t saved_sizes[] = {size_t(next_n) * L.F, size_t(next_n) * L.F, size_t(Cc) * Cc};
+      for (int a = 0; a < 3; ++a)
+        for (size_t x = 0; x < saved_sizes[a]; x += 64 / sizeof(T)) __builtin_prefetch(saved_rows[a] + x, 0, 2);
+    }
     if constexpr (kFeature) {
       // So are the saved gate pre-activations and features (they were the hottest loads).
       for (int i = 0; i < n; ++i)
@@ -358,6 +371,11 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
   // Feature maps (as products), then per token: sigma, normalisation, values.
   void chunk_input_grads() {
     const int Cc = int(sd.Cc), Dh = d.Dh, D = c.num_features, E = L.E;
+    for (int i = 0; i < n; ++i)
+      for (int e = 0; e < Dh; e += 64 / int(sizeof(T))) {
+        __builtin_prefetch(in.q + row_of(i) + e);
+        __builtin_prefetch(in.k + row_of(i) + e);
+      }
     feature_map_backward_rows(s.Wq, s.DU, s.dQ, phiq, s.Wp, c.feature_map, n, D, Dh);
     feature_map_backward_rows(s.Wq + size_t(Cc) * Dh, s.DU, s.dK, phik, s.Wp, c.feature_map, n, D, Dh);
     for (int i = 0; i < n; ++i) {
