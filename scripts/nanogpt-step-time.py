@@ -12,9 +12,29 @@ its train.py does: forward with loss, backward, gradient clipping at 1.0, AdamW
 figure on a shared machine, with OMP_WAIT_POLICY=passive so idle threads do not spin.)
 """
 import argparse
+import os
 import statistics
 import sys
 import time
+
+
+def blas_check(torch):
+    """Refuses a comparison against the reference BLAS: Debian's python3-torch calls its products
+    through libblas.so.3, which is netlib's unoptimised BLAS unless an optimised one provides it.
+    Found on a fresh machine: nanoGPT ran 12x slower (758 ms a step at nano), a ratio that would
+    flatter rfa by as much."""
+    torch.ones(64, 64) @ torch.ones(64, 64)  # loads the BLAS if it is loaded lazily
+    with open("/proc/self/maps") as maps:
+        libs = {line.split()[-1] for line in maps if "blas" in line.split()[-1].lower()}
+    # netlib's libblas.so.3 lives in .../blas/; OpenBLAS's in .../openblas-*/ (its LAPACK may be
+    # loaded beside the reference BLAS, so the BLAS itself is what is checked).
+    reference = sorted(lib for lib in libs
+                       if os.path.basename(lib).startswith("libblas.so") and os.path.basename(os.path.dirname(lib)) == "blas")
+    if reference:
+        sys.exit("nanogpt-step-time: PyTorch's products run in the reference BLAS (" + ", ".join(reference)
+                 + "), not an optimised one, so nanoGPT would be timed many times too slow; install OpenBLAS "
+                 "(Debian: apt-get install libopenblas0-openmp) and run again")
+    print("blas=" + ",".join(sorted(libs)) if libs else "blas=(linked into torch)", file=sys.stderr)
 
 
 def main():
@@ -43,6 +63,7 @@ def main():
 
     torch.manual_seed(1337)
     torch.set_num_threads(a.threads)
+    blas_check(torch)
     config = GPTConfig(block_size=a.context, vocab_size=a.vocab, n_layer=a.layers, n_head=a.heads,
                        n_embd=a.width, dropout=0.0, bias=False)
     model = GPT(config)
