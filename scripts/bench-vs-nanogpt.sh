@@ -3,7 +3,7 @@
 # nanoGPT's CPU shape (4x128, T 64, B 12, V 65) and at 6x384 (T 256, B 16, V 2048),
 # rfa's `rfa bench train` (median ms/step) alternating with nanoGPT's step timed by
 # scripts/nanogpt-step-time.py (its model.py from a checkout you name; PyTorch from
-# Debian's python3-torch; nothing of nanoGPT is in this repository). Each pair runs
+# Debian's python3-torch with libopenblas0-openmp; nothing of nanoGPT is in this repository). Each pair runs
 # ROUNDS times, interleaved, so a busy neighbour slows both alike; the table gives
 # the medians and their ratio (nanoGPT ms / rfa ms: above 1, rfa is faster), by wall time and by
 # CPU time (all threads; it does not count the time other processes held the cores, so it is the
@@ -38,7 +38,7 @@ policies=${POLICIES:-default passive}
 
 [ -f "$nanogpt/model.py" ] || { echo "no nanoGPT model.py in $nanogpt" >&2; exit 2; }
 [ -x "$rfa" ] || { echo "no rfa binary at $rfa; build with scripts/build.sh" >&2; exit 2; }
-"$python" -c 'import torch' 2>/dev/null || { echo "PyTorch is missing: apt-get install python3-torch" >&2; exit 2; }
+"$python" -c 'import torch' 2>/dev/null || { echo "PyTorch is missing: apt-get install python3-torch libopenblas0-openmp (without OpenBLAS its products run in the reference BLAS)" >&2; exit 2; }
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
