@@ -85,8 +85,8 @@ void column_sum(T* acc, const T* prod, int64_t N, int C, int c0, int width) {
 // The gemm row's scope for one of the gate's three (N, C) x (C, C) products (2 N C² FLOPs; the
 // two (N, C) operands and W_g).
 template <typename T>
-ProfileScope product_profile(int64_t N, int C) {
-  return ProfileScope(ProfiledKernel::gemm, 2.0 * double(N) * C * C, sizeof(T) * (2.0 * double(N) * C + double(C) * C));
+ProfileScope product_profile(ProductShape shape, int64_t N, int C) {
+  return ProfileScope(shape, 2.0 * double(N) * C * C, sizeof(T) * (2.0 * double(N) * C + double(C) * C));
 }
 
 }  // namespace
@@ -131,7 +131,7 @@ void output_gate_apply(const AttentionSpec& s, const T* w_norm, const T* w_gate,
   const bool step = step_packed != nullptr;
   const int C = s.C();
   {  // z (N, C) = n (N, C) · W_gᵀ, W_g (C_out, C_in) as the projections are stored
-    ProfileScope profile = product_profile<T>(N, C);
+    ProfileScope profile = product_profile<T>({false, true, N, C, C}, N, C);
     if (step)
       step_gemm<T>(N, C, C, n, step_packed, z, false, threads);
     else
@@ -157,7 +157,7 @@ void output_gate_apply_backward(const AttentionSpec& s, const T* w_norm, T* dw_n
     output_gate_backward(d_o, dz, prod, dw_norm, dout, o, z, w_norm, N, s.H, s.Dh, s.norm_eps);
   }
   // dW_g (C, C) += dzᵀ (C, N) · n (N, C)
-  ProfileScope profile = product_profile<T>(N, C);
+  ProfileScope profile = product_profile<T>({true, false, C, C, N}, N, C);
   gemm<T>(true, false, C, C, N, T(1), dz, C, n, C, T(1), dw_gate, C);
 }
 
@@ -166,7 +166,7 @@ void output_gate_apply_backward_dn(const AttentionSpec& s, const T* w_gate, cons
                                    int64_t N) {
   const int C = s.C();
   // dn (N, C) (+)= dz (N, C) · W_g (C, C)
-  ProfileScope profile = product_profile<T>(N, C);
+  ProfileScope profile = product_profile<T>({false, false, N, C, C}, N, C);
   gemm<T>(false, false, N, C, C, T(1), scratch + N * C, C, w_gate, C, add ? T(1) : T(0), dn, C);
 }
 

@@ -1,6 +1,9 @@
 // rfa bench train --config F [--steps N] [--warmup N]: median ms/step,
 // tokens/s and achieved GFLOP/s of the training step, against the sgemm peak.
+#include <algorithm>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/cli_checks.h"
 #include "cli/commands.h"
@@ -28,6 +31,41 @@ struct BenchOptions {
   int warmup = 3;
   bool profile = false;
 };
+
+// --profile, the gemm row by product shape, slowest first: the shapes far below the sgemm peak are
+// where the products lose time (e.g. a product with 4 output columns, or one whose operands
+// come from the other core's cache). "A·Bᵀ" etc. name the operands' transposes (gemm.h).
+void bench_product_shapes_report(const TrainBenchResult& r) {
+  if (r.product_shapes.empty()) return;
+  const double steps = r.timed_steps;
+  std::vector<ProductProfileRow> rows = r.product_shapes;
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.row.ms > b.row.ms; });
+  // By wall time over the pool: a call of a few microseconds is too short for the process's CPU
+  // clock (Linux adds the other threads' time at ticks and switches), so per shape the per-core
+  // rate would read high; the wall rate counts a neighbour's interference instead.
+  log_info("bench", "  products by shape (C (M, N) = op(A) op(B)), the most time first; GFLOP/s by wall time over the "
+           "pool, against the sgemm peak over the pool {:.1f}:", r.gemm_peak_gflops);
+  log_info("bench", "  {:<9} {:>18} {:>6} {:>8} {:>6} {:>8} {:>7}", "product", "M x N x K", "calls", "ms", "share",
+           "GFLOP/s", "% peak");
+  double shown_ms = 0;
+  for (const ProductProfileRow& p : rows) {
+    const ProfileRow& row = p.row;
+    const double ms = row.ms / steps, rate = row.ms > 0 ? row.flop / (row.ms * 1e6) : 0;
+    shown_ms += ms;
+    const std::string op = fmt::format("A{}·B{}", p.shape.trans_a ? "ᵀ" : "", p.shape.trans_b ? "ᵀ" : "");
+    log_info("bench", "  {:<9} {:>18} {:>6.1f} {:>8.2f} {:>5.1f}% {:>8.1f} {:>7}", op,
+             fmt::format("{} x {} x {}", p.shape.M, p.shape.N, p.shape.K), double(row.calls) / steps, ms,
+             100 * ms / r.mean_ms, rate,
+             r.gemm_peak_gflops > 0 ? fmt::format("{:.0f}%", 100 * rate / r.gemm_peak_gflops) : "-");
+  }
+  if (r.other_shapes.calls > 0)
+    log_info("bench", "  {:<28} {:>6.1f} {:>8.2f}  (shapes past the table's {})", "other shapes",
+             double(r.other_shapes.calls) / steps, r.other_shapes.ms / steps, kProfiledShapes);
+  const ProfileRow& gemm = r.profile[size_t(ProfiledKernel::gemm)];
+  const double untagged = gemm.ms / steps - shown_ms - r.other_shapes.ms / steps;
+  if (untagged > 0.005 * gemm.ms / steps)
+    log_info("bench", "  {:<28} {:>6} {:>8.2f}  (products timed without a shape)", "unnamed", "", untagged);
+}
 
 // --profile: where the step's time goes, kernel by kernel (core/step_profile.h), each
 // against its roof: the products against the measured sgemm peak, the hand-written
@@ -70,6 +108,7 @@ void bench_profile_report(const TrainBenchResult& r) {
            "", other, 100 * other / r.mean_ms);
   log_info("bench", "  GF/core: GFLOP per CPU-second inside the calls; % peak: that against the per-core roof (sgemm's "
            "for gemm, the FMA's for the rest); GB/s by wall time, % bw against the y = a x + y roof");
+  bench_product_shapes_report(r);
   if (r.gemm_peak_gflops_per_core > 1.15 * r.fma_peak_gflops_per_core && r.vector_floats >= 16)
     log_warn("bench", "sgemm ran {:.1f} GFLOP/s per core, above the FMA peak {:.1f} of the same vectors: the FMA probe "
              "is wrong or the clocks moved between the probes", r.gemm_peak_gflops_per_core, r.fma_peak_gflops_per_core);

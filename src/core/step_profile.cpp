@@ -2,10 +2,23 @@
 
 #include <time.h>
 
+#include <initializer_list>
+
 namespace rfa {
 namespace {
 
 ProfileRow rows[kProfiledKernels];
+ProductProfileRow shape_rows[kProfiledShapes];
+int shape_count = 0;
+ProfileRow other_shapes;
+
+ProfileRow& shape_row(const ProductShape& shape) {
+  for (int i = 0; i < shape_count; ++i)
+    if (shape_rows[i].shape == shape) return shape_rows[i].row;
+  if (shape_count == kProfiledShapes) return other_shapes;
+  shape_rows[shape_count].shape = shape;
+  return shape_rows[shape_count++].row;
+}
 // The time of every call that ended so far inside some scope, each counted once: a scope's
 // inner calls are the growth of these over its life, and at its end its whole time replaces
 // theirs (its own scope, if any, subtracts it whole).
@@ -27,17 +40,21 @@ Stamp now() {
   return Stamp{clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_PROCESS_CPUTIME_ID), inner_wall_ns, inner_cpu_ns};
 }
 
-void add(ProfiledKernel k, const Stamp& start, double flop, double bytes) {
+void add(ProfiledKernel k, const Stamp& start, double flop, double bytes, const ProductShape* shape) {
   const Stamp end = now();
   const int64_t wall = end.wall_ns - start.wall_ns, cpu = end.cpu_ns - start.cpu_ns;
-  ProfileRow& r = rows[static_cast<int>(k)];
-  r.calls += 1;
-  r.ms += double(wall - (inner_wall_ns - start.inner_wall_ns)) * 1e-6;
-  r.cpu_ms += double(cpu - (inner_cpu_ns - start.inner_cpu_ns)) * 1e-6;
+  const double own_ms = double(wall - (inner_wall_ns - start.inner_wall_ns)) * 1e-6;
+  const double own_cpu_ms = double(cpu - (inner_cpu_ns - start.inner_cpu_ns)) * 1e-6;
   inner_wall_ns = start.inner_wall_ns + wall;
   inner_cpu_ns = start.inner_cpu_ns + cpu;
-  r.flop += flop;
-  r.bytes += bytes;
+  for (ProfileRow* r : {&rows[static_cast<int>(k)], shape ? &shape_row(*shape) : nullptr}) {
+    if (!r) continue;
+    r->calls += 1;
+    r->ms += own_ms;
+    r->cpu_ms += own_cpu_ms;
+    r->flop += flop;
+    r->bytes += bytes;
+  }
 }
 
 }  // namespace profile_detail
@@ -63,6 +80,9 @@ const char* profiled_kernel_name(ProfiledKernel k) {
 
 void step_profile_clear() {
   for (ProfileRow& r : rows) r = ProfileRow{};
+  for (ProductProfileRow& r : shape_rows) r = ProductProfileRow{};
+  shape_count = 0;
+  other_shapes = ProfileRow{};
 }
 
 void step_profile_enable(bool on) {
@@ -73,5 +93,9 @@ void step_profile_enable(bool on) {
 bool step_profile_enabled() { return profile_detail::enabled; }
 
 const ProfileRow& step_profile_row(ProfiledKernel k) { return rows[static_cast<int>(k)]; }
+
+int step_profile_shape_count() { return shape_count; }
+const ProductProfileRow& step_profile_shape(int i) { return shape_rows[i]; }
+const ProfileRow& step_profile_other_shapes() { return other_shapes; }
 
 }  // namespace rfa

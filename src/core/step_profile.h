@@ -40,6 +40,25 @@ struct ProfileRow {
 
 const char* profiled_kernel_name(ProfiledKernel k);
 
+// A matrix product's shape, for the products' own table: C (M, N) = op(A) · op(B), op a
+// transpose where trans_a / trans_b (gemm.h's layout).
+struct ProductShape {
+  bool trans_a = false, trans_b = false;
+  int64_t M = 0, N = 0, K = 0;
+  bool operator==(const ProductShape&) const = default;
+};
+struct ProductProfileRow {
+  ProductShape shape;
+  ProfileRow row;
+};
+// The first kProfiledShapes distinct shapes a step's products have, in the order first seen
+// (a fixed table: the step allocates nothing); products of further shapes sum in
+// step_profile_other_shapes(). A product with no shape given counts in the gemm row only.
+inline constexpr int kProfiledShapes = 64;
+int step_profile_shape_count();
+const ProductProfileRow& step_profile_shape(int i);
+const ProfileRow& step_profile_other_shapes();
+
 void step_profile_enable(bool on);  // also clears the rows
 void step_profile_clear();
 bool step_profile_enabled();
@@ -51,7 +70,7 @@ struct Stamp {
   int64_t wall_ns = -1, cpu_ns = 0;
   int64_t inner_wall_ns = 0, inner_cpu_ns = 0;  // the time of the calls inside scopes, at the start
 };
-void add(ProfiledKernel k, const Stamp& start, double flop, double bytes);
+void add(ProfiledKernel k, const Stamp& start, double flop, double bytes, const ProductShape* shape);
 Stamp now();
 }  // namespace profile_detail
 
@@ -62,8 +81,13 @@ class ProfileScope {
       : kernel_(kernel), flop_(flop), bytes_(bytes) {
     if (profile_detail::enabled) start_ = profile_detail::now();
   }
+  // A product, also counted in its shape's row.
+  ProfileScope(ProductShape shape, double flop, double bytes)
+      : kernel_(ProfiledKernel::gemm), flop_(flop), bytes_(bytes), shape_(shape), has_shape_(true) {
+    if (profile_detail::enabled) start_ = profile_detail::now();
+  }
   ~ProfileScope() {
-    if (start_.wall_ns >= 0) profile_detail::add(kernel_, start_, flop_, bytes_);
+    if (start_.wall_ns >= 0) profile_detail::add(kernel_, start_, flop_, bytes_, has_shape_ ? &shape_ : nullptr);
   }
   ProfileScope(const ProfileScope&) = delete;
   ProfileScope& operator=(const ProfileScope&) = delete;
@@ -71,6 +95,8 @@ class ProfileScope {
  private:
   ProfiledKernel kernel_;
   double flop_, bytes_;
+  ProductShape shape_;
+  bool has_shape_ = false;
   profile_detail::Stamp start_;
 };
 

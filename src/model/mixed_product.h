@@ -40,7 +40,7 @@ void mat_product(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, Ma
   RFA_ASSERT((A.h == nullptr) == (B.h == nullptr), "a bf16 product needs both operands in bf16");
   // A, B read once and C written (read too when beta is 1), in the operands' element size
   const double elements = double(M) * K + double(K) * N + double(M) * N * (beta == T(0) ? 1 : 2);
-  ProfileScope profile(ProfiledKernel::gemm, 2.0 * double(M) * N * K,
+  ProfileScope profile(ProductShape{trans_a, trans_b, M, N, K}, 2.0 * double(M) * N * K,
                        elements * (A.h ? 2.0 : double(sizeof(T))));
   if constexpr (std::is_same_v<T, float>) {
     if (A.h) {

@@ -100,6 +100,8 @@ TrainBenchResult train_bench(const Config& config, int steps, int warmup, bool p
   TrainBenchResult r;
   if (profile) {
     for (int k = 0; k < kProfiledKernels; ++k) r.profile[size_t(k)] = step_profile_row(static_cast<ProfiledKernel>(k));
+    for (int i = 0; i < step_profile_shape_count(); ++i) r.product_shapes.push_back(step_profile_shape(i));
+    r.other_shapes = step_profile_other_shapes();
     step_profile_enable(false);
     r.profiled = true;
     const FmaPeak peak = fma_peak_measure();

@@ -4,6 +4,7 @@
 // the machine's sgemm rate measured in the same process. Under mpirun (dist/dist.h)
 // every rank runs it and the step includes the gradient all-reduce.
 #include <array>
+#include <vector>
 #include <cstdint>
 
 #include "config/config.h"
@@ -32,6 +33,8 @@ struct TrainBenchResult {
   // step they divide into, and the FMA peak of this build's own vector kernels.
   bool profiled = false;
   std::array<ProfileRow, kProfiledKernels> profile{};
+  std::vector<ProductProfileRow> product_shapes;  // the gemm row by product shape, in the order first seen
+  ProfileRow other_shapes;                        // products past the shape table's capacity
   int timed_steps = 0;
   double mean_ms = 0;
   double fma_peak_gflops = 0;

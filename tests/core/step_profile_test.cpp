@@ -76,3 +76,36 @@ TEST_CASE("step profile: a scope inside another counts in its own row only; the 
   CHECK(m.ms >= m.cpu_ms * 0.95);
   step_profile_enable(false);
 }
+
+TEST_CASE("step profile: products by shape, in the order first seen, repeats summed, past the table in 'other'") {
+  step_profile_enable(true);
+  const ProductShape a{false, true, 768, 128, 128}, b{true, false, 128, 128, 768};
+  for (int i = 0; i < 3; ++i) {
+    ProfileScope s(a, 10, 1);
+  }
+  { ProfileScope s(b, 5, 2); }
+  { ProfileScope s(ProfiledKernel::gemm, 7, 0); }  // a product without a shape: the gemm row only
+  REQUIRE(step_profile_shape_count() == 2);
+  CHECK(step_profile_shape(0).shape == a);
+  CHECK(step_profile_shape(0).row.calls == 3);
+  CHECK(step_profile_shape(0).row.flop == doctest::Approx(30));
+  CHECK(step_profile_shape(1).shape == b);
+  CHECK(step_profile_shape(1).row.bytes == doctest::Approx(2));
+  const ProfileRow& gemm = step_profile_row(ProfiledKernel::gemm);
+  CHECK(gemm.calls == 5);
+  CHECK(gemm.flop == doctest::Approx(42));
+  CHECK(gemm.ms >= step_profile_shape(0).row.ms + step_profile_shape(1).row.ms);
+  // Fill the table: the shapes past it sum in one row, nothing is dropped or allocated.
+  for (int64_t m = 1; m <= kProfiledShapes; ++m) {
+    ProfileScope s(ProductShape{false, false, m, 1, 1}, 1, 0);
+  }
+  CHECK(step_profile_shape_count() == kProfiledShapes);
+  CHECK(step_profile_other_shapes().calls == 2);  // m = kProfiledShapes - 1 and kProfiledShapes
+  CHECK(step_profile_row(ProfiledKernel::gemm).calls == 5 + kProfiledShapes);
+  step_profile_clear();
+  CHECK(step_profile_shape_count() == 0);
+  CHECK(step_profile_other_shapes().calls == 0);
+  step_profile_enable(false);
+  { ProfileScope s(a, 1, 1); }  // off: nothing counted
+  CHECK(step_profile_shape_count() == 0);
+}
