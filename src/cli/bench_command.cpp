@@ -35,8 +35,11 @@ struct BenchOptions {
 // --profile, the gemm row by product shape, slowest first: the shapes far below the sgemm peak are
 // where the products lose time (e.g. a product with 4 output columns, or one whose operands
 // come from the other core's cache). "A·Bᵀ" etc. name the operands' transposes (gemm.h).
-void bench_product_shapes_report(const TrainBenchResult& r) {
+void bench_product_shapes_report(const TrainBenchResult& r, Precision precision) {
   if (r.product_shapes.empty()) return;
+  // bf16 products against the bf16 matmul peak (measured beside the sgemm one), fp32 against sgemm's.
+  const bool bf16 = precision == Precision::bf16 && r.gemm_bf16_peak_gflops > 0;
+  const double peak = bf16 ? r.gemm_bf16_peak_gflops : r.gemm_peak_gflops;
   const double steps = r.timed_steps;
   std::vector<ProductProfileRow> rows = r.product_shapes;
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.row.ms > b.row.ms; });
@@ -44,7 +47,7 @@ void bench_product_shapes_report(const TrainBenchResult& r) {
   // clock (Linux adds the other threads' time at ticks and switches), so per shape the per-core
   // rate would read high; the wall rate counts a neighbour's interference instead.
   log_info("bench", "  products by shape (C (M, N) = op(A) op(B)), the most time first; GFLOP/s by wall time over the "
-           "pool, against the sgemm peak over the pool {:.1f}:", r.gemm_peak_gflops);
+           "pool, against the {} peak over the pool {:.1f}:", bf16 ? "bf16 matmul" : "sgemm", peak);
   log_info("bench", "  {:<9} {:>18} {:>6} {:>8} {:>6} {:>8} {:>7}", "product", "M x N x K", "calls", "ms", "share",
            "GFLOP/s", "% peak");
   double shown_ms = 0;
@@ -56,7 +59,7 @@ void bench_product_shapes_report(const TrainBenchResult& r) {
     log_info("bench", "  {:<9} {:>18} {:>6.1f} {:>8.2f} {:>5.1f}% {:>8.1f} {:>7}", op,
              fmt::format("{} x {} x {}", p.shape.M, p.shape.N, p.shape.K), double(row.calls) / steps, ms,
              100 * ms / r.mean_ms, rate,
-             r.gemm_peak_gflops > 0 ? fmt::format("{:.0f}%", 100 * rate / r.gemm_peak_gflops) : "-");
+             peak > 0 ? fmt::format("{:.0f}%", 100 * rate / peak) : "-");
   }
   if (r.other_shapes.calls > 0)
     log_info("bench", "  {:<28} {:>6.1f} {:>8.2f}  (shapes past the table's {})", "other shapes",
@@ -74,7 +77,7 @@ void bench_product_shapes_report(const TrainBenchResult& r) {
 // time (the process's, inside the calls): what a kernel does with the cores while it
 // has them, which other processes on a shared machine do not change; wall-time
 // rates beside them.
-void bench_profile_report(const TrainBenchResult& r) {
+void bench_profile_report(const TrainBenchResult& r, Precision precision) {
   const double steps = r.timed_steps;
   log_info("bench", "profile over {} steps (mean {:.2f} ms/step), {} threads; roofs measured in this process: "
            "FMA of this build's {}-float vectors {:.1f} GFLOP/s per core ({:.1f} over the pool by wall time), "
@@ -108,7 +111,7 @@ void bench_profile_report(const TrainBenchResult& r) {
            "", other, 100 * other / r.mean_ms);
   log_info("bench", "  GF/core: GFLOP per CPU-second inside the calls; % peak: that against the per-core roof (sgemm's "
            "for gemm, the FMA's for the rest); GB/s by wall time, % bw against the y = a x + y roof");
-  bench_product_shapes_report(r);
+  bench_product_shapes_report(r, precision);
   if (r.gemm_peak_gflops_per_core > 1.15 * r.fma_peak_gflops_per_core && r.vector_floats >= 16)
     log_warn("bench", "sgemm ran {:.1f} GFLOP/s per core, above the FMA peak {:.1f} of the same vectors: the FMA probe "
              "is wrong or the clocks moved between the probes", r.gemm_peak_gflops_per_core, r.fma_peak_gflops_per_core);
@@ -156,7 +159,7 @@ void bench_train(Config config, const BenchOptions& o) {
              r.gemm_bf16_peak_gflops, r.gemm_bf16_peak_gflops / r.gemm_peak_gflops);
   log_info("bench", "memory: activation arena {}, AdamW m+v {}, peak RSS {}", bytes_text(double(r.activation_bytes)),
            bytes_text(double(r.optimizer_bytes)), bytes_text(double(r.peak_rss_bytes)));
-  if (r.profiled) bench_profile_report(r);
+  if (r.profiled) bench_profile_report(r, config.train.precision);
 }
 
 }  // namespace
