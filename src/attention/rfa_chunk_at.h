@@ -42,8 +42,10 @@ struct RfaChunkAt {
     return segment_position(in.segment_start + static_cast<size_t>(b) * d.T, t0 + j, in.pos0_of(b));
   }
   // Row i of the chunk in a (B, T, C) activation, at this head's columns.
-  size_t row_of(int i) const {
-    return (static_cast<size_t>(b) * d.T + t0 + i) * d.C() + static_cast<size_t>(h) * d.Dh;
+  size_t row_of(int i) const { return task_row(bh, t0 + i); }
+  // Row t of task bh = (b, h) (this one or another: the prefetches of the next), at its head's columns.
+  size_t task_row(int64_t task, int t) const {
+    return (static_cast<size_t>(task / d.H) * d.T + t) * d.C() + static_cast<size_t>(task % d.H) * d.Dh;
   }
   // A gate factor of row i, feature f: buf (n, W).
   T gate_at(const T* buf, int i, int f) const { return kFeature ? buf[size_t(i) * L.F + f] : buf[i]; }

@@ -36,7 +36,7 @@ template <typename T, bool kFeature>
 struct RfaHeadForward : RfaChunkAt<T, kFeature> {
   using At = RfaChunkAt<T, kFeature>;
   using At::c, At::d, At::L, At::sd, At::b, At::h, At::bh, At::ci, At::t0, At::n, At::bht0, At::chunk_at, At::row_of,
-      At::gate_at, At::gate_row, At::reset, At::reset_inner, At::position;
+      At::task_row, At::gate_at, At::gate_row, At::reset, At::reset_inner, At::position;
   // The problem (and in the base: the sizes, this (b, h), the chunk).
   const RfaInputs<T>& in;
   T* out;          // (B, T, C)
@@ -105,11 +105,10 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
     const bool last = t0 + n >= d.T;
     const int64_t next_bh = last ? bh + 1 : bh;
     if (next_bh >= int64_t(d.B) * d.H) return;
-    const int next = last ? std::min(Cc, d.T) : std::min(Cc, d.T - (t0 + n));
-    const size_t next_b = size_t(next_bh / d.H), next_h = size_t(next_bh % d.H), next_t0 = last ? 0 : t0 + n;
+    const int next_t0 = last ? 0 : t0 + n, next = std::min(Cc, d.T - next_t0);
     for (int i = 0; i < next; ++i)
       for (int e = 0; e < Dh; e += 64 / int(sizeof(T))) {
-        const size_t row = (next_b * d.T + next_t0 + i) * d.C() + next_h * Dh + e;
+        const size_t row = task_row(next_bh, next_t0 + i) + e;
         __builtin_prefetch(in.q + row, 0, 2);
         __builtin_prefetch(in.k + row, 0, 2);
         __builtin_prefetch(in.v + row, 0, 2);

@@ -58,7 +58,7 @@ template <typename T, bool kFeature>
 struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
   using At = RfaChunkAt<T, kFeature>;
   using At::c, At::d, At::L, At::sd, At::b, At::h, At::bh, At::ci, At::t0, At::n, At::bht0, At::chunk_at, At::row_of,
-      At::gate_at, At::gate_row, At::reset, At::reset_inner, At::position;
+      At::task_row, At::gate_at, At::gate_row, At::reset, At::reset_inner, At::position;
   // The problem (and in the base: the sizes, this (b, h), the chunk).
   const RfaInputGrads<T>& grads;
   const RfaInputs<T>& in;
@@ -95,13 +95,6 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
     const int Dh = d.Dh, F = L.F, E = L.E;
     const size_t FP = sd.FP, EP = sd.EP, CP = sd.CP;
     const T eps_d = T(c.eps_d);
-    // The chunk's q and k rows are read only at its end (x̄ = r x) and are long out of
-    // cache since the forward: request them now, the matmuls below hide the latency.
-    for (int i = 0; i < n; ++i)
-      for (int e = 0; e < Dh; e += 16) {
-        __builtin_prefetch(in.q + row_of(i) + e);
-        __builtin_prefetch(in.k + row_of(i) + e);
-      }
     // The chunk before this one (the next to run), or after the first chunk the next task's last
     // (b, h + 1, or b + 1 and head 0), reads its dout, out, q, k and v rows and writes its dq, dk
     // and dv rows, a head's Dh columns of rows C apart (a stride the hardware prefetcher does not
@@ -110,10 +103,9 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
     if (next_bh < int64_t(d.B) * d.H) {
       const int Cc = int(sd.Cc);
       const int next_t0 = ci > 0 ? t0 - Cc : (L.n_chunks - 1) * Cc, next_n = std::min(Cc, d.T - next_t0);
-      const size_t next_b = size_t(next_bh / d.H), next_h = size_t(next_bh % d.H);
       for (int i = 0; i < next_n; ++i)
         for (int e = 0; e < Dh; e += 64 / int(sizeof(T))) {
-          const size_t row = (next_b * d.T + next_t0 + i) * d.C() + next_h * Dh + e;
+          const size_t row = task_row(next_bh, next_t0 + i) + e;
           for (const T* x : {dout, out, in.q, in.k, in.v}) __builtin_prefetch(x + row, 0, 2);
           for (T* x : {grads.dq, grads.dk, grads.dv}) __builtin_prefetch(x + row, 1, 2);
         }
@@ -371,6 +363,9 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
   // Feature maps (as products), then per token: sigma, normalisation, values.
   void chunk_input_grads() {
     const int Cc = int(sd.Cc), Dh = d.Dh, D = c.num_features, E = L.E;
+    // The chunk's q and k rows are read only below (x̄ = r x), long out of cache since the forward
+    // (the first task of a thread had no task before it to request them): request them now, the
+    // feature maps' products hide the latency.
     for (int i = 0; i < n; ++i)
       for (int e = 0; e < Dh; e += 64 / int(sizeof(T))) {
         __builtin_prefetch(in.q + row_of(i) + e);

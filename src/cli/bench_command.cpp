@@ -32,7 +32,7 @@ struct BenchOptions {
   bool profile = false;
 };
 
-// --profile, the gemm row by product shape, slowest first: the shapes far below the sgemm peak are
+// --profile, the gemm row by product shape, the most time first: the shapes far below the peak are
 // where the products lose time (e.g. a product with 4 output columns, or one whose operands
 // come from the other core's cache). "A·Bᵀ" etc. name the operands' transposes (gemm.h).
 void bench_product_shapes_report(const TrainBenchResult& r, Precision precision) {
@@ -50,11 +50,9 @@ void bench_product_shapes_report(const TrainBenchResult& r, Precision precision)
            "pool, against the {} peak over the pool {:.1f}:", bf16 ? "bf16 matmul" : "sgemm", peak);
   log_info("bench", "  {:<9} {:>18} {:>6} {:>8} {:>6} {:>8} {:>7}", "product", "M x N x K", "calls", "ms", "share",
            "GFLOP/s", "% peak");
-  double shown_ms = 0;
   for (const ProductProfileRow& p : rows) {
     const ProfileRow& row = p.row;
     const double ms = row.ms / steps, rate = row.ms > 0 ? row.flop / (row.ms * 1e6) : 0;
-    shown_ms += ms;
     const std::string op = fmt::format("A{}·B{}", p.shape.trans_a ? "ᵀ" : "", p.shape.trans_b ? "ᵀ" : "");
     log_info("bench", "  {:<9} {:>18} {:>6.1f} {:>8.2f} {:>5.1f}% {:>8.1f} {:>7}", op,
              fmt::format("{} x {} x {}", p.shape.M, p.shape.N, p.shape.K), double(row.calls) / steps, ms,
@@ -64,10 +62,6 @@ void bench_product_shapes_report(const TrainBenchResult& r, Precision precision)
   if (r.other_shapes.calls > 0)
     log_info("bench", "  {:<28} {:>6.1f} {:>8.2f}  (shapes past the table's {})", "other shapes",
              double(r.other_shapes.calls) / steps, r.other_shapes.ms / steps, kProfiledShapes);
-  const ProfileRow& gemm = r.profile[size_t(ProfiledKernel::gemm)];
-  const double untagged = gemm.ms / steps - shown_ms - r.other_shapes.ms / steps;
-  if (untagged > 0.005 * gemm.ms / steps)
-    log_info("bench", "  {:<28} {:>6} {:>8.2f}  (products timed without a shape)", "unnamed", "", untagged);
 }
 
 // --profile: where the step's time goes, kernel by kernel (core/step_profile.h), each
