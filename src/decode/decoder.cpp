@@ -58,6 +58,7 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   has_logits_.assign(static_cast<size_t>(B_), 0);
   step_pos_.assign(static_cast<size_t>(B_), 0);
   step_rows_.assign(static_cast<size_t>(B_), 0);
+  pieces_.assign(static_cast<size_t>(B_), PrefillPiece{});
 
   int64_t scratch = 0;  // one prefill at a time: the largest layer's
   for (const AttentionSpec& a : layers)
@@ -175,11 +176,16 @@ const T* Decoder<T>::prefill(const int32_t* tokens, int S) {
 }
 
 template <typename T>
-const T* Decoder<T>::prefill_row(int b, const int32_t* tokens, int S) {
+void Decoder<T>::check_prefill_row(int b, const int32_t* tokens, int S) const {
   if (b < 0 || b >= B_) fail("decoder: row {} outside the batch of {}", b, B_);
   if (S <= 0 || S > S_max_) fail("decoder: segment of {} tokens; allowed 1..{} (max_segment)", S, S_max_);
   check_tokens(tokens, S);
   check_room(b, S);
+}
+
+template <typename T>
+const T* Decoder<T>::prefill_row(int b, const int32_t* tokens, int S) {
+  check_prefill_row(b, tokens, S);
   prefill_layers(tokens, b, 1, S);
   std::memcpy(last_ + int64_t(b) * spec_.V, logits_ + int64_t(S - 1) * spec_.V, sizeof(T) * spec_.V);
   pos_[static_cast<size_t>(b)] += S;
@@ -224,24 +230,77 @@ const T* Decoder<T>::step_rows(const int* rows, int n, const int32_t* tokens) {
   return logits_;
 }
 
-// The training block (model/block.h), every layer on the same buffers: a block's
-// output (without x_mid) goes back into resid_in, and the next norm adds x_mid
-// (resid_pending), as in model_forward. Rows [b0, b0 + rows) of the states.
+template <typename T>
+void Decoder<T>::prefill_pieces(std::span<const RowTokens> pieces) {
+  const int n = static_cast<int>(pieces.size());
+  if (n < 1 || n > B_) fail("decoder: a prefill of {} rows' pieces; allowed 1..{} (the batch)", n, B_);
+  const int64_t capacity = int64_t(P_) * S_max_;
+  int64_t N = 0;
+  std::fill(step_rows_.begin(), step_rows_.end(), 0);  // marks: each row at most once
+  for (const RowTokens& p : pieces) {
+    check_prefill_row(p.row, p.tokens, p.S);
+    if (step_rows_[static_cast<size_t>(p.row)]++) fail("decoder: row {} listed twice in one prefill", p.row);
+    N += p.S;
+  }
+  if (N > capacity)
+    fail("decoder: pieces of {} tokens together; at most {} (prefill_rows {} x max_segment {})", N, capacity, P_,
+         S_max_);
+  // The pieces one after another in the (1, N) buffers.
+  int64_t offset = 0;
+  for (int i = 0; i < n; ++i) {
+    const RowTokens& p = pieces[static_cast<size_t>(i)];
+    pieces_[static_cast<size_t>(i)] = PrefillPiece{p.row, position(p.row), offset, p.S};
+    std::memcpy(segment_tokens_.data() + offset, p.tokens, sizeof(int32_t) * static_cast<size_t>(p.S));
+    offset += p.S;
+  }
+  BlockContext<T> ctx;
+  ctx.B = 1;
+  ctx.T_len = static_cast<int>(N);
+  ctx.pieces = pieces_.data();
+  ctx.n_pieces = n;
+  prefill_blocks(segment_tokens_.data(), N, ctx);
+  // Only each piece's last row goes through the LM head: its normed row gathered into q's buffer.
+  const int64_t C = spec_.C, V = spec_.V;
+  BlockActs<T>& a = acts_;
+  for (int i = 0; i < n; ++i) {
+    const PrefillPiece& p = pieces_[static_cast<size_t>(i)];
+    std::memcpy(a.q + i * C, a.attn_norm + (p.offset + p.S - 1) * C, sizeof(T) * C);
+  }
+  prefill_logits(a.q, n, logits_);
+  for (int i = 0; i < n; ++i) {
+    const PrefillPiece& p = pieces_[static_cast<size_t>(i)];
+    std::memcpy(last_ + int64_t(p.state_row) * V, logits_ + i * V, sizeof(T) * V);
+    pos_[static_cast<size_t>(p.state_row)] += p.S;
+    has_logits_[static_cast<size_t>(p.state_row)] = 1;
+  }
+  any_logits_ = true;
+}
+
+// Rows [b0, b0 + rows) of the states, S tokens each, as one (rows, S) rectangle.
 template <typename T>
 void Decoder<T>::prefill_layers(const int32_t* tokens, int b0, int rows, int S) {
-  const ModelSpec& s = spec_;
-  const int64_t N = int64_t(rows) * S;
-  BlockActs<T>& a = acts_;
-  embedding_forward(a.resid_in, tokens, model_.w.tok_embedding, N, s.C);
-  const bool prefill_packed = step_weights_.packs_all();  // fp32 with steps
   BlockContext<T> ctx;
-  ctx.spec = &s;
-  ctx.attn_scratch = scratch_;
   ctx.B = rows;
   ctx.T_len = S;
   ctx.state_row0 = b0;
   ctx.row_pos0 = pos_.data() + b0;
   ctx.pos0 = position(b0);
+  const int64_t N = int64_t(rows) * S;
+  prefill_blocks(tokens, N, ctx);
+  prefill_logits(acts_.attn_norm, N, logits_);
+}
+
+// The training block (model/block.h), every layer on the same buffers: a block's
+// output (without x_mid) goes back into resid_in, and the next norm adds x_mid
+// (resid_pending), as in model_forward.
+template <typename T>
+void Decoder<T>::prefill_blocks(const int32_t* tokens, int64_t N, BlockContext<T>& ctx) {
+  const ModelSpec& s = spec_;
+  BlockActs<T>& a = acts_;
+  embedding_forward(a.resid_in, tokens, model_.w.tok_embedding, N, s.C);
+  const bool prefill_packed = step_weights_.packs_all();  // fp32 with steps
+  ctx.spec = &s;
+  ctx.attn_scratch = scratch_;
   for (int l = 0; l < s.L; ++l) {
     ctx.attention = &cores_[static_cast<size_t>(l)];
     ctx.random = model_.random_fixed() + model_.random_offset(l);
@@ -257,13 +316,18 @@ void Decoder<T>::prefill_layers(const int32_t* tokens, int b0, int rows, int S) 
   }
   residual_rmsnorm_forward(a.attn_norm, a.attn_rstd, a.resid_in, a.resid_mid, model_.w.final_norm, N, s.C,
                            s.model.norm_eps);
-  // logits (N, V) = n (N, C) · lm_headᵀ
-  const bool bf16 = acts_bf16_.attn_norm != nullptr;
-  if (prefill_packed)
-    step_gemm<T>(N, s.V, s.C, a.attn_norm, step_weights_.lm_head(), logits_, false, GemmThreads::pool);
-  else
-    mat_product<T>(false, true, N, s.V, s.C, mat_operand_bf16(a.attn_norm, acts_bf16_.attn_norm, N * s.C), s.C,
-                   {model_.w.lm_head, bf16 ? model_.wh.lm_head : nullptr}, s.C, T(0), logits_, s.V);
+}
+
+template <typename T>
+void Decoder<T>::prefill_logits(const T* nrm, int64_t N, T* logits) {
+  const ModelSpec& s = spec_;
+  if (step_weights_.packs_all()) {
+    step_gemm<T>(N, s.V, s.C, nrm, step_weights_.lm_head(), logits, false, GemmThreads::pool);
+    return;
+  }
+  const bool bf16 = acts_bf16_.attn_norm != nullptr;  // nrm's bf16 copy written into the (N, C) scratch
+  mat_product<T>(false, true, N, s.V, s.C, mat_operand_bf16(nrm, acts_bf16_.attn_norm, N * s.C), s.C,
+                 {model_.w.lm_head, bf16 ? model_.wh.lm_head : nullptr}, s.C, T(0), logits, s.V);
 }
 
 // The mirror of block_forward (model/block.cpp) for one token per row, with the

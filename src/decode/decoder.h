@@ -20,11 +20,13 @@
 // change to the weights.
 // Everything is allocated by the constructor; no other member function allocates.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "attention/attention_core.h"
 #include "decode/step_weights.h"
 #include "model/activations.h"
+#include "model/block.h"
 #include "model/model.h"
 #include "tensor/arena.h"
 
@@ -75,6 +77,22 @@ class Decoder {
   // One token for each of the n listed rows (distinct), at their own positions; the other
   // rows stay idle. tokens: (n). Returns the logits (n, V), row i's at i * V.
   const T* step_rows(const int* rows, int n, const int32_t* tokens);
+  // Several rows' prompt pieces in one pass (rfa serve's prefill tick): distinct rows, each
+  // 1..max_segment tokens, together at most prefill_rows * max_segment. The products run over
+  // all their rows at once, the attention piece by piece; each row ends with its last
+  // position's logits (row_logits) and no other logits are computed. Everything is checked
+  // before anything changes (Error). When prefill_batch_invariant(), a row's state and logits
+  // are prefill_row's bit for bit, whatever pieces run beside it.
+  struct RowTokens {
+    int row = 0;
+    const int32_t* tokens = nullptr;
+    int S = 0;
+  };
+  void prefill_pieces(std::span<const RowTokens> pieces);
+  // Throws the Error prefill_row(row, tokens, S) would throw before changing anything; else nothing.
+  void check_prefill_row(int row, const int32_t* tokens, int S) const;
+  // The prefill's products are the packed, batch-invariant ones (fp32 with steps; not bf16).
+  bool prefill_batch_invariant() const { return step_weights_.packs_all(); }
   // Logits (V) of row b's last position; null when the row has none (reset, never run).
   const T* row_logits(int b) const;
   // Puts back row b's last-position logits (V), e.g. from a saved generation.
@@ -122,6 +140,11 @@ class Decoder {
   void check_room(int b, int S) const;  // row b may take S more positions
   // Runs S tokens of `rows` rows from state row b0 on (rows at pos_[b0..]); logits into logits_.
   void prefill_layers(const int32_t* tokens, int b0, int rows, int S);
+  // The embedding, every block (ctx set up by the caller but for its per-layer fields) and the
+  // final norm over N rows; the normed rows end in acts_.attn_norm.
+  void prefill_blocks(const int32_t* tokens, int64_t N, BlockContext<T>& ctx);
+  // logits (N, V) = nrm (N, C) · lm_headᵀ
+  void prefill_logits(const T* nrm, int64_t N, T* logits);
   void step_layers(const int32_t* tokens, int n, const int* rows, const int64_t* pos, T* logits);
   void pack_step_weights_bf16();  // fills step_bf16_
 
@@ -151,6 +174,7 @@ class Decoder {
   T* last_ = nullptr;     // (B, V) each row's last-position logits
   Workspace<T> scratch_;  // the attention's prefill scratch (RFA chunked form or softmax scores)
   std::vector<int32_t> segment_tokens_;  // (P, S) staging for prefill_all with B > 1
+  std::vector<PrefillPiece> pieces_;     // (B) prefill_pieces' pieces
   std::vector<int64_t> step_pos_;        // (B) a step's rows' positions
   std::vector<int> step_rows_;           // (B) marks: a row listed in this step
 };

@@ -72,6 +72,28 @@ void forward_product(const BlockContext<T>& ctx, T* out, MatOperand<T> inp, MatO
   }
 }
 
+// The attention of a prefill in pieces (BlockContext::pieces): each piece as a one-row prefill
+// of its own rows, so a piece's result does not depend on the pieces beside it.
+template <typename T>
+void attention_prefill_pieces(const BlockContext<T>& ctx, const BlockWeights<T>& w, BlockActs<T>& a) {
+  const int64_t C = ctx.spec->C;
+  for (int i = 0; i < ctx.n_pieces; ++i) {
+    const PrefillPiece& p = ctx.pieces[i];
+    AttentionCall<T> call = attention_call(ctx, a);
+    call.B = 1;
+    call.T_len = p.S;
+    call.pos0 = p.pos;
+    call.row_pos0 = &p.pos;
+    AttentionInputs<T> in = attention_inputs(ctx, a);
+    const int64_t at = p.offset * C;
+    in.q += at;
+    in.k += at;
+    in.v += at;
+    if (in.n) in.n += at;
+    attention_prefill(*ctx.attention, w.attn, *ctx.state, p.state_row, a.attn_out + at, in, call);
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -91,7 +113,9 @@ void block_forward(const BlockContext<T>& ctx, const BlockWeights<T>& w, BlockAc
   forward_product<T>(ctx, a.q, n, {w.wq, wh.wq}, p.wq, true, N, C, C);
   forward_product<T>(ctx, a.k, n, {w.wk, wh.wk}, p.wk, true, N, C, C);
   forward_product<T>(ctx, a.v, n, {w.wv, wh.wv}, p.wv, true, N, C, C);
-  if (ctx.state)
+  if (ctx.pieces)
+    attention_prefill_pieces(ctx, w, a);
+  else if (ctx.state)
     attention_prefill(*ctx.attention, w.attn, *ctx.state, ctx.state_row0, a.attn_out, attention_inputs(ctx, a),
                       attention_call(ctx, a));
   else

@@ -15,6 +15,15 @@
 
 namespace rfa {
 
+// One row's piece of a prefill of several rows at once (Decoder::prefill_pieces): rows
+// [offset, offset + S) of the block buffers continue state row `state_row` at position `pos`.
+struct PrefillPiece {
+  int state_row = 0;
+  int64_t pos = 0;
+  int64_t offset = 0;
+  int S = 0;
+};
+
 template <typename T>
 struct BlockContext {
   const ModelSpec* spec = nullptr;
@@ -32,6 +41,11 @@ struct BlockContext {
   int state_row0 = 0;
   const int64_t* row_pos0 = nullptr;
   int64_t pos0 = 0;
+  // Decoder prefill of several rows' pieces (with state; B 1, T_len their total): the row-wise
+  // parts run over all the rows, the attention piece by piece, each as the one-row prefill of
+  // its S rows alone (the call prefill_row makes). Null: the (B, T) rectangle above.
+  const PrefillPiece* pieces = nullptr;
+  int n_pieces = 0;
   // Stateful training: this layer's entering state and where its final state goes
   // (AttentionCall::state_in / state_out, attention_carry_size elements each), or null.
   const T* carry_in = nullptr;

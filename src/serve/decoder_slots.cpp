@@ -1,7 +1,9 @@
 // SequenceBackend over one Decoder<float> whose rows are the slots (sequence_backend.h):
-// each row at its own position, prefilled alone (prefill_rows = 1, so the prefill buffers
-// are one row's), and every tick's tokens one batched step (Decoder::step_rows), where the
-// weight products are (n, C) x (C, N) matrix products over the n stepping slots.
+// each row at its own position; a tick's prompt pieces prefilled in one pass
+// (Decoder::prefill_pieces; prefill buffers of 2 x prefill_chunk rows) and its tokens one
+// batched step (Decoder::step_rows), where the weight products are (n, C) x (C, N) matrix
+// products over the n stepping slots.
+#include <algorithm>
 #include <cstring>
 
 #include "attention/attention_core.h"
@@ -19,7 +21,9 @@ namespace {
 DecoderOptions decoder_options(const BackendOptions& o) {
   DecoderOptions d;
   d.batch = o.slots;
-  d.prefill_rows = 1;  // a prompt is prefilled into its slot alone, in chunks of prefill_chunk
+  // A tick's pieces (engine.h: up to 2 x prefill_chunk tokens) in one prefill; a piece is at most
+  // prefill_chunk tokens.
+  d.prefill_rows = std::min(2, o.slots);
   d.max_segment = o.prefill_chunk;
   d.max_positions = o.max_positions;
   d.window = 0;  // softmax: a linear cache of max_positions, bounded by the context
@@ -32,6 +36,7 @@ class DecoderSlots final : public SequenceBackend {
   DecoderSlots(Model<float>& model, const BackendOptions& o)
       : model_(model), options_(o), decoder_(model, decoder_options(o)) {
     in_use_.assign(static_cast<size_t>(o.slots), false);
+    pieces_.reserve(static_cast<size_t>(o.slots));
     rows_.assign(static_cast<size_t>(o.slots), 0);
     tokens_.assign(static_cast<size_t>(o.slots), 0);
   }
@@ -76,6 +81,28 @@ class DecoderSlots final : public SequenceBackend {
     const int b = static_cast<int>(checked(slot));
     decoder_.prefill_row(b, tokens.data(), static_cast<int>(tokens.size()));
     return decoder_.row_logits(b);
+  }
+
+  void prefill_batch(std::span<const SlotPrefill> pieces, std::span<const float*> logits) override {
+    RFA_ASSERT(pieces.size() == logits.size() && pieces.size() <= rows_.size(), "{} pieces, {} logits, {} slots",
+               pieces.size(), logits.size(), rows_.size());
+    if (pieces.empty()) return;
+    // bf16's prefill products (oneDNN's) are not batch-invariant: there each piece runs alone.
+    if (pieces.size() == 1 || !decoder_.prefill_batch_invariant()) {
+      for (const SlotPrefill& p : pieces)  // all checked before any runs: a throw changes nothing
+        decoder_.check_prefill_row(static_cast<int>(checked(p.slot)), p.tokens.data(),
+                                   static_cast<int>(p.tokens.size()));
+      for (size_t i = 0; i < pieces.size(); ++i) logits[i] = prefill(pieces[i].slot, pieces[i].tokens);
+      return;
+    }
+    pieces_.clear();  // reserved for every slot: no allocation
+    for (const SlotPrefill& p : pieces) {
+      RFA_ASSERT(!p.tokens.empty() && static_cast<int>(p.tokens.size()) <= options_.prefill_chunk,
+                 "prefill of {} tokens", p.tokens.size());
+      pieces_.push_back({static_cast<int>(checked(p.slot)), p.tokens.data(), static_cast<int>(p.tokens.size())});
+    }
+    decoder_.prefill_pieces(pieces_);
+    for (size_t i = 0; i < pieces.size(); ++i) logits[i] = decoder_.row_logits(pieces_[i].row);
   }
 
   void step(std::span<const SlotToken> batch, std::span<const float*> logits) override {
@@ -128,6 +155,7 @@ class DecoderSlots final : public SequenceBackend {
   std::vector<bool> in_use_;
   std::vector<int> rows_;         // (slots) a step's rows
   std::vector<int32_t> tokens_;   // (slots) a step's tokens
+  std::vector<Decoder<float>::RowTokens> pieces_;  // a prefill_batch's pieces
 };
 
 }  // namespace

@@ -50,6 +50,9 @@ Engine::Engine(SequenceBackend& backend, const Tokenizer& tokenizer, StateCache*
   batch_.reserve(static_cast<size_t>(slot_count_));
   batch_owner_.reserve(static_cast<size_t>(slot_count_));
   batch_logits_.reserve(static_cast<size_t>(slot_count_));
+  pieces_.reserve(static_cast<size_t>(slot_count_));
+  piece_owner_.reserve(static_cast<size_t>(slot_count_));
+  piece_logits_.reserve(static_cast<size_t>(slot_count_));
   // Every parallel region from now on is the scheduler's: the creating thread's idle workers
   // would make libgomp sleep at each of its barriers instead of spinning (core/parallel.h).
   parallel_pool_release();
@@ -256,41 +259,64 @@ void Engine::prefill_tick() {
   const int chunk = backend_.prefill_chunk();
   int budget = chunk;
   const size_t count = active_.size();
+  pieces_.clear();  // reserved for every slot: no allocation
+  piece_owner_.clear();
   for (size_t k = 0; k < count && budget > 0; ++k) {
     Active& a = *active_[(prefill_next_ + k) % count];
     if (!a.prefilling || a.unfinished == 0) continue;
+    // A whole chunk counted from the request's first uncached token: boundaries never depend
+    // on what else runs. (A piece shorter than a chunk ends its prompt, so a request has at
+    // most one piece a tick, and the pieces come to less than 2 chunks.)
     const std::vector<int32_t>& prompt = a.request.prompt;
-    const int64_t total = static_cast<int64_t>(prompt.size());
-    try {
-      const float* logits = nullptr;
-      while (budget > 0 && a.cursor < total) {
-        // Whole chunks counted from the request's first uncached token: boundaries never
-        // depend on what else runs.
-        const int n = static_cast<int>(std::min<int64_t>(chunk, total - a.cursor));
-        logits = backend_.prefill(a.choices[0].slot, std::span<const int32_t>(prompt).subspan(
-                                                          static_cast<size_t>(a.cursor), static_cast<size_t>(n)));
-        a.cursor += n;
-        budget -= n;
-        std::lock_guard<std::mutex> lock(mutex_);
-        stats_.prefilled_tokens += n;
-      }
-      if (a.cursor < total) continue;
-      a.prefilling = false;
-      if (cache_ || a.choices.size() > 1) {
-        auto entry = std::make_shared<CacheEntry>();
-        entry->tokens = prompt;
-        backend_.save(a.choices[0].slot, entry->state);
-        for (size_t c = 1; c < a.choices.size(); ++c) backend_.restore(a.choices[c].slot, entry->state);
-        for (size_t c = 0; c < a.choices.size(); ++c) sample(a, static_cast<int>(c), entry->state.logits.data());
-        if (cache_) cache_->insert(std::move(entry));
-      } else {
-        sample(a, 0, logits);
-      }
-    } catch (const std::exception& e) {
-      fail_request(a, e.what());
-    }
+    const int n = static_cast<int>(std::min<int64_t>(chunk, static_cast<int64_t>(prompt.size()) - a.cursor));
+    pieces_.push_back({a.choices[0].slot, std::span<const int32_t>(prompt).subspan(static_cast<size_t>(a.cursor),
+                                                                                    static_cast<size_t>(n))});
+    piece_owner_.push_back(&a);
+    budget -= n;
   }
   if (count > 0) prefill_next_ = (prefill_next_ + 1) % count;
+  if (pieces_.empty()) return;
+  piece_logits_.assign(pieces_.size(), nullptr);
+  try {
+    backend_.prefill_batch(pieces_, piece_logits_);  // one pass (a throw changed nothing)
+  } catch (const std::exception&) {
+    // Some piece cannot run: each alone, so that only its own request fails.
+    for (size_t i = 0; i < pieces_.size(); ++i) {
+      try {
+        piece_logits_[i] = backend_.prefill(pieces_[i].slot, pieces_[i].tokens);
+      } catch (const std::exception& e) {
+        fail_request(*piece_owner_[i], e.what());
+      }
+    }
+  }
+  for (size_t i = 0; i < pieces_.size(); ++i)
+    if (piece_logits_[i]) prefilled(*piece_owner_[i], static_cast<int>(pieces_[i].tokens.size()), piece_logits_[i]);
+}
+
+// A request's piece of n prompt tokens has run, ending in `logits`: at the prompt's end its
+// state is cloned into the other choices (and cached) and each choice samples its first token.
+void Engine::prefilled(Active& a, int n, const float* logits) {
+  a.cursor += n;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.prefilled_tokens += n;
+  }
+  if (a.cursor < static_cast<int64_t>(a.request.prompt.size())) return;
+  try {
+    a.prefilling = false;
+    if (cache_ || a.choices.size() > 1) {
+      auto entry = std::make_shared<CacheEntry>();
+      entry->tokens = a.request.prompt;
+      backend_.save(a.choices[0].slot, entry->state);
+      for (size_t c = 1; c < a.choices.size(); ++c) backend_.restore(a.choices[c].slot, entry->state);
+      for (size_t c = 0; c < a.choices.size(); ++c) sample(a, static_cast<int>(c), entry->state.logits.data());
+      if (cache_) cache_->insert(std::move(entry));
+    } else {
+      sample(a, 0, logits);
+    }
+  } catch (const std::exception& e) {
+    fail_request(a, e.what());
+  }
 }
 
 void Engine::sample(Active& a, int choice, const float* logits) {

@@ -4,9 +4,10 @@
 //   1. drops cancelled requests (a client that went away) and frees their slots;
 //   2. admits waiting requests in arrival order while slots are free (n slots for n
 //      choices), restoring the longest cached prefix of the prompt (state_cache.h);
-//   3. prefills whole chunks of prompts, round robin, until the tick has run
-//      prefill_chunk tokens (at least one chunk): a long prompt never stalls the
-//      streams already decoding for more than about one chunk per token;
+//   3. prefills whole chunks of prompts, round robin, until the tick has taken
+//      prefill_chunk tokens (at least one chunk), all in one pass (prefill_batch): a long
+//      prompt never stalls the streams already decoding for more than about one chunk
+//      per token;
 //   4. handles each decoding choice's sampled token (EOS, stop strings, max_tokens, the
 //      position limit), then runs one step over every choice that goes on, and samples
 //      each one's next token from its own seeded Sampler row.
@@ -145,6 +146,7 @@ class Engine {
   void run();
   void admit();
   void prefill_tick();
+  void prefilled(Active& a, int n, const float* logits);
   void decode_tick();
   void finish(Active& a, int choice, FinishReason reason, const std::string& message = "");
   void fail_request(Active& a, const std::string& message);
@@ -175,6 +177,9 @@ class Engine {
   std::vector<SlotToken> batch_;
   std::vector<std::pair<Active*, int>> batch_owner_;
   std::vector<const float*> batch_logits_;
+  std::vector<SlotPrefill> pieces_;  // a prefill tick's pieces, one pass (SequenceBackend::prefill_batch)
+  std::vector<Active*> piece_owner_;
+  std::vector<const float*> piece_logits_;
   std::thread thread_;
 };
 

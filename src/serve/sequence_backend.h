@@ -3,11 +3,9 @@
 // state (its position, recurrent state or KV cache, and last logits). Only the scheduler
 // (engine.h) calls it, always from its one thread; nothing here is thread safe.
 //
-// The implementation today (decoder_slots.cpp) keeps one Decoder<float> of batch 1 per slot
-// and step() runs them one after another: not yet one batched product. When the decoder's
-// rows get independent positions (issue 20), one batched Decoder implements this same
-// interface and step() becomes one (B, C) · (C, N) product per weight matrix; only
-// decoder_slots.cpp (and sequence_backend_create) change. docs/serving.md, "The backend".
+// The implementation (decoder_slots.cpp) is one Decoder<float> whose rows are the slots:
+// step() is one (n, C) · (C, N) product per weight matrix over the n stepping slots, and
+// prefill_batch() one pass over several prompts' pieces. docs/serving.md, "The backend".
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -21,6 +19,12 @@ namespace rfa {
 struct SlotToken {
   int slot = 0;
   int32_t token = 0;
+};
+
+// One slot's piece of a prompt for prefill_batch.
+struct SlotPrefill {
+  int slot = 0;
+  std::span<const int32_t> tokens;
 };
 
 // One slot's state copied out: what the state cache and state files hold. The layout of
@@ -57,6 +61,11 @@ class SequenceBackend {
 
   // Runs 1..prefill_chunk() tokens into the slot; returns the logits (V) after the last.
   virtual const float* prefill(int slot, std::span<const int32_t> tokens) = 0;
+  // Several slots' pieces (distinct slots, each 1..prefill_chunk() tokens, together at most
+  // 2 * prefill_chunk()), in one pass where the backend can batch them; logits[i] (V) after
+  // piece i's last token, valid until the slot runs again. A piece's results are what prefill()
+  // gives it alone. Either every piece runs, or it throws (Error) having changed nothing.
+  virtual void prefill_batch(std::span<const SlotPrefill> pieces, std::span<const float*> logits) = 0;
   // One token for each listed slot (distinct slots); logits[i] (V) is batch[i]'s next-token
   // logits, valid until the next call. Never allocates.
   virtual void step(std::span<const SlotToken> batch, std::span<const float*> logits) = 0;

@@ -60,10 +60,24 @@ class ScriptBackend final : public SequenceBackend {
   int64_t position(int slot) const override { return position_[size_t(slot)]; }
   const float* prefill(int slot, std::span<const int32_t> tokens) override {
     REQUIRE(static_cast<int>(tokens.size()) <= chunk_);
+    if (std::find(tokens.begin(), tokens.end(), poison) != tokens.end()) fail("token {} cannot be prefilled", poison);
     calls.push_back("prefill " + std::to_string(tokens.size()));
     prefilled += static_cast<int64_t>(tokens.size());
     position_[size_t(slot)] += static_cast<int64_t>(tokens.size());
     return next(slot);
+  }
+  // Logs "batch k", then each piece as prefill() would; a piece holding `poison` fails the batch
+  // before anything runs (and fails alone in prefill()).
+  void prefill_batch(std::span<const SlotPrefill> pieces, std::span<const float*> logits) override {
+    REQUIRE(pieces.size() == logits.size());
+    calls.push_back("batch " + std::to_string(pieces.size()));
+    int total = 0;
+    for (const SlotPrefill& p : pieces) {
+      total += static_cast<int>(p.tokens.size());
+      if (std::find(p.tokens.begin(), p.tokens.end(), poison) != p.tokens.end()) fail("poisoned piece");
+    }
+    REQUIRE(total < 2 * chunk_);
+    for (size_t i = 0; i < pieces.size(); ++i) logits[i] = prefill(pieces[i].slot, pieces[i].tokens);
   }
   void step(std::span<const SlotToken> batch, std::span<const float*> logits) override {
     calls.push_back("step " + std::to_string(batch.size()));
@@ -86,6 +100,7 @@ class ScriptBackend final : public SequenceBackend {
 
   std::vector<std::string> calls;
   int64_t prefilled = 0;
+  int32_t poison = -1;  // a token prefill refuses (Error)
   std::chrono::microseconds step_time{50};
 
  private:
@@ -233,6 +248,42 @@ TEST_CASE("engine: a long prompt is prefilled a chunk per tick while another rep
     }
   }
   CHECK(chunks == 10);
+}
+
+TEST_CASE("engine: prompts that arrive together are prefilled in one pass; a piece that fails fails its request alone") {
+  ScriptBackend backend(script_after(3, "abcdefghij"), 6, 8);
+  backend.step_time = std::chrono::milliseconds(20);  // the next prompts arrive during a step
+  backend.poison = ids("z")[0];
+  Engine engine(backend, tokenizer(), nullptr, {});
+  auto first = engine.submit(endless_request());
+  std::thread reader([&] { collect(*first); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Four prompts of 3, 8, 2 and 1 tokens arrive during one step: the next tick takes whole pieces
+  // round robin until the chunk of 8 is used (a piece is never cut for the others), all in one pass.
+  std::vector<std::shared_ptr<RequestHandle>> h;
+  for (const char* p : {"xxx", "xxxxxxxx", "xx", "x"}) h.push_back(engine.submit(request(p, 2)));
+  std::vector<Reply> replies;
+  for (auto& r : h) replies.push_back(collect(*r));
+  int passes = 0;
+  for (const std::string& c : backend.calls) passes += c.rfind("batch ", 0) == 0 && c != "batch 1";
+  CHECK(passes >= 1);
+  CHECK(backend.prefilled == 1 + 3 + 8 + 2 + 1);
+  CHECK(replies[0].text[0] == "ab");  // the script after 3 positions
+  CHECK(replies[1].text[0] == "fg");
+  CHECK(replies[2].text[0] == "xa");
+  CHECK(replies[3].text[0] == "xx");
+  // A poisoned prompt in a pass: the pass runs nothing, each piece then goes alone, and only the
+  // poisoned request fails.
+  const size_t before = backend.calls.size();
+  auto good = engine.submit(request("xxx", 2)), bad = engine.submit(request("xzx", 2));
+  const Reply g = collect(*good), b = collect(*bad);
+  CHECK(g.text[0] == "ab");
+  CHECK(b.reason[0] == FinishReason::error);
+  CHECK(b.error.find("cannot be prefilled") != std::string::npos);
+  const std::vector<std::string> tail(backend.calls.begin() + static_cast<std::ptrdiff_t>(before), backend.calls.end());
+  CHECK(std::find(tail.begin(), tail.end(), "batch 2") != tail.end());
+  first->cancel();
+  reader.join();
 }
 
 TEST_CASE("engine: cancelled requests free their slots; a full queue is a 503; n clones the prompt's state") {
