@@ -77,7 +77,8 @@ class RequestHandle {
   // its timeouts instead of once per token.
   void wake_on_text(bool on) { wake_on_text_.store(on); }
   // Text events are delivered to a waiting `wait` n at a time (a finish event, 256 unread
-  // events or the wait's timeout deliver what there is); the engine sets it each tick.
+  // events or the wait's timeout deliver what there is), but for the first, which wakes it at
+  // once (the time to first token is not batched); the engine sets n each tick.
   void wake_every(int n) { wake_every_.store(n < 1 ? 1 : n); }
 
   // Valid once the first event arrived (prompt) or the choice finished (the others).
@@ -99,6 +100,7 @@ class RequestHandle {
   std::atomic<bool> wake_on_text_{true};
   std::atomic<int> wake_every_{1};
   int unread_text_ = 0, unread_finished_ = 0;  // events_'s kinds, under mutex_
+  bool text_delivered_ = false;                 // a `wait` has taken a text event, under mutex_
   bool ready() const;  // under mutex_: whether `wait` returns before its timeout
   int finished_ = 0;
   int64_t prompt_tokens_ = 0, cached_tokens_ = 0;

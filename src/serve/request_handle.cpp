@@ -19,7 +19,7 @@ const char* finish_reason_name(FinishReason r) {
 
 bool RequestHandle::ready() const {
   if (unread_finished_ > 0 || events_.size() >= 256) return true;  // 256: well before the engine's backlog bound
-  return wake_on_text_.load() && unread_text_ > 0 && unread_text_ >= wake_every_.load();
+  return wake_on_text_.load() && unread_text_ > 0 && (!text_delivered_ || unread_text_ >= wake_every_.load());
 }
 
 void RequestHandle::push(ReplyEvent e) {
@@ -45,6 +45,7 @@ void RequestHandle::wait(std::vector<ReplyEvent>& out, std::chrono::milliseconds
     out.push_back(std::move(events_.front()));
     events_.pop_front();
   }
+  if (unread_text_ > 0) text_delivered_ = true;
   unread_text_ = unread_finished_ = 0;
 }
 

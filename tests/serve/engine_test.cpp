@@ -421,7 +421,7 @@ TEST_CASE("engine: a reader slower than the decoding pauses its reply instead of
   collect(*h);
 }
 
-TEST_CASE("engine: stream_batch N wakes a waiting reader every N tokens (and at the end); auto wakes one stream every token") {
+TEST_CASE("engine: stream_batch N wakes a waiting reader every N tokens (and at the end; the first at once); auto wakes one stream every token") {
   // Steps of 6 ms: a reader woken for a token is back waiting long before the next one.
   for (int batch : {0, 4}) {
     CAPTURE(batch);
@@ -451,8 +451,9 @@ TEST_CASE("engine: stream_batch N wakes a waiting reader every N tokens (and at 
     }
     CHECK(text == "abcdefghijklmnopqrstuv");
     REQUIRE(!texts_per_wake.empty());
-    if (batch == 4) {
-      for (int n : texts_per_wake) CHECK(n >= 4);
+    if (batch == 4) {  // but for the first token, which is not held back (the time to first token)
+      CHECK(texts_per_wake[0] < 4);
+      for (size_t i = 1; i < texts_per_wake.size(); ++i) CHECK(texts_per_wake[i] >= 4);
     } else {  // one stream decoding: auto is every token
       CHECK(*std::min_element(texts_per_wake.begin(), texts_per_wake.end()) < 4);
     }
