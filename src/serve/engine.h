@@ -153,7 +153,8 @@ class Engine {
   void finish(Active& a, int choice, FinishReason reason, const std::string& message = "");
   void fail_request(Active& a, const std::string& message);
   void sample(Active& a, int choice, const float* logits);
-  void store(const Active& a, int choice);
+  // Caches the choice's state under the tokens it consumed; final: its reply's last (consumed()).
+  void store(const Active& a, int choice, bool final);
   bool handle_token(Active& a, int choice);  // true when the choice goes on (its token is fed)
 
   SequenceBackend& backend_;

@@ -213,7 +213,10 @@ TEST_CASE("engine: a stop string ends the reply before it; the cached state hold
   const std::vector<int32_t> consumed = h->consumed(0);
   CHECK(tokenizer().decode(consumed) == "abcdhello world\nUser:");
   CHECK(cache.find_exact(consumed));
-  CHECK(cache.find_exact(ids("abcd")));  // the prompt's own state too
+  // The prompt's own state too (stored after its first token went out, before the step fed it).
+  const auto prompt_entry = cache.find_exact(ids("abcd"));
+  REQUIRE(prompt_entry);
+  CHECK(prompt_entry->state.position == 4);
   // The next turn prefills only its own tokens.
   g.prompt = consumed;
   for (int32_t t : ids(" next")) g.prompt.push_back(t);
