@@ -73,6 +73,7 @@ const char* profiled_kernel_name(ProfiledKernel k) {
     case ProfiledKernel::bf16_copy: return "bf16 copies";
     case ProfiledKernel::optimizer: return "adamw";
     case ProfiledKernel::grad_norm: return "grad norm/clip";
+    case ProfiledKernel::random_features: return "random features";
     case ProfiledKernel::count: break;
   }
   return "?";

@@ -25,6 +25,7 @@ enum class ProfiledKernel : int {
   bf16_copy,           // bf16 copies of operands (train.precision bf16)
   optimizer,           // AdamW
   grad_norm,           // the global norm, clipping and the finiteness checks
+  random_features,     // the RFA kinds' random matrices, redrawn every step (model_draw_random)
   count
 };
 inline constexpr int kProfiledKernels = static_cast<int>(ProfiledKernel::count);

@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "core/parallel.h"
+#include "core/step_profile.h"
 #include "core/rng.h"
 #include "kernels/bf16.h"
 #include "model/model.h"
@@ -69,6 +70,9 @@ void model_draw_random(const ModelSpec& s, uint64_t seed, uint64_t step, T* out)
   int64_t total = 0;
   for (const AttentionSpec& a : s.attn) total += attention_random_size(a);
   if (total == 0) return;
+  // Time only: its work is libm's log and sincos (Box-Muller in double) and Gram-Schmidt, neither
+  // FMA- nor bandwidth-bound, so no roof applies.
+  ProfileScope profile(ProfiledKernel::random_features, 0, 0);
   parallel_for(s.L, [&](int64_t l) {
     int64_t offset = 0;
     for (int64_t k = 0; k < l; ++k) offset += attention_random_size(s.attn[static_cast<size_t>(k)]);

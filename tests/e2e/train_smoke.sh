@@ -41,7 +41,7 @@ expect_in "$tmp/bench.log" "kernels: "
 "$rfa" --threads 2 bench train --config "$tmp/rfa_gate.yaml" --set model.vocab_size=50 --steps 2 --warmup 1 --profile \
   2>"$tmp/bench_p.log" || { cat "$tmp/bench_p.log" >&2; fail "bench --profile"; }
 for row in "gemm " "attention forward" "attention backward" "rmsnorm" "swiglu" "cross-entropy" "embedding" "adamw" \
-           "grad norm/clip" "other" "FMA of this build's" "products by shape" "A·Bᵀ"; do
+           "grad norm/clip" "random features" "other" "FMA of this build's" "products by shape" "A·Bᵀ"; do
   expect_in "$tmp/bench_p.log" "$row"
 done
 # Any vocabulary a run may have (token ids past 16 bits), and stateful streams past the 64 windows
