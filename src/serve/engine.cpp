@@ -55,6 +55,7 @@ Engine::Engine(SequenceBackend& backend, const Tokenizer& tokenizer, StateCache*
   pieces_.reserve(static_cast<size_t>(slot_count_));
   piece_owner_.reserve(static_cast<size_t>(slot_count_));
   piece_logits_.reserve(static_cast<size_t>(slot_count_));
+  prefill_order_.reserve(static_cast<size_t>(slot_count_));
   // Every parallel region from now on is the scheduler's: the creating thread's idle workers
   // would make libgomp sleep at each of its barriers instead of spinning (core/parallel.h).
   parallel_pool_release();
@@ -260,12 +261,21 @@ void Engine::admit() {
 void Engine::prefill_tick() {
   const int chunk = backend_.prefill_chunk();
   int budget = chunk;
-  const size_t count = active_.size();
-  pieces_.clear();  // reserved for every slot: no allocation
+  pieces_.clear();  // these three reserved for every slot: no allocation
   piece_owner_.clear();
-  for (size_t k = 0; k < count && budget > 0; ++k) {
-    Active& a = *active_[(prefill_next_ + k) % count];
-    if (!a.prefilling || a.unfinished == 0) continue;
+  prefill_order_.clear();
+  // The prompts with the fewest tokens left go first, ties in admission order (active_'s): the
+  // mean time to a first token is least so, a short prompt never waits behind a long one's
+  // chunks, and prompts of one length finish one after another instead of all together at the end.
+  for (size_t i = 0; i < active_.size(); ++i) {
+    const Active& a = *active_[i];
+    if (a.prefilling && a.unfinished > 0)
+      prefill_order_.push_back({static_cast<int64_t>(a.request.prompt.size()) - a.cursor, i});
+  }
+  std::sort(prefill_order_.begin(), prefill_order_.end());
+  for (const auto& [left, i] : prefill_order_) {
+    if (budget <= 0) break;
+    Active& a = *active_[i];
     // A whole chunk counted from the request's first uncached token: boundaries never depend
     // on what else runs. (A piece shorter than a chunk ends its prompt, so a request has at
     // most one piece a tick, and the pieces come to less than 2 chunks.)
@@ -276,7 +286,6 @@ void Engine::prefill_tick() {
     piece_owner_.push_back(&a);
     budget -= n;
   }
-  if (count > 0) prefill_next_ = (prefill_next_ + 1) % count;
   if (pieces_.empty()) return;
   piece_logits_.assign(pieces_.size(), nullptr);
   try {

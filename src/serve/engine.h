@@ -4,10 +4,10 @@
 //   1. drops cancelled requests (a client that went away) and frees their slots;
 //   2. admits waiting requests in arrival order while slots are free (n slots for n
 //      choices), restoring the longest cached prefix of the prompt (state_cache.h);
-//   3. prefills whole chunks of prompts, round robin, until the tick has taken
-//      prefill_chunk tokens (at least one chunk), all in one pass (prefill_batch): a long
-//      prompt never stalls the streams already decoding for more than about one chunk
-//      per token;
+//   3. prefills whole chunks of prompts, those with the fewest tokens left first, until the
+//      tick has taken prefill_chunk tokens (at least one chunk), all in one pass
+//      (prefill_batch): a long prompt never stalls the streams already decoding for more
+//      than about one chunk per token, nor a shorter prompt at all;
 //   4. handles each decoding choice's sampled token (EOS, stop strings, max_tokens, the
 //      position limit), then runs one step over every choice that goes on, and samples
 //      each one's next token from its own seeded Sampler row.
@@ -26,6 +26,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "decode/sampler.h"
@@ -176,13 +177,13 @@ class Engine {
   // Scheduler thread only.
   std::deque<std::unique_ptr<Active>> waiting_;
   std::vector<std::unique_ptr<Active>> active_;
-  size_t prefill_next_ = 0;  // round robin over active_
   std::vector<SlotToken> batch_;
   std::vector<std::pair<Active*, int>> batch_owner_;
   std::vector<const float*> batch_logits_;
   std::vector<SlotPrefill> pieces_;  // a prefill tick's pieces, one pass (SequenceBackend::prefill_batch)
   std::vector<Active*> piece_owner_;
   std::vector<const float*> piece_logits_;
+  std::vector<std::pair<int64_t, size_t>> prefill_order_;  // (prompt tokens left, index in active_)
   std::thread thread_;
 };
 

@@ -62,6 +62,7 @@ class ScriptBackend final : public SequenceBackend {
     REQUIRE(static_cast<int>(tokens.size()) <= chunk_);
     if (std::find(tokens.begin(), tokens.end(), poison) != tokens.end()) fail("token {} cannot be prefilled", poison);
     calls.push_back("prefill " + std::to_string(tokens.size()));
+    prefill_slots.push_back(slot);
     prefilled += static_cast<int64_t>(tokens.size());
     position_[size_t(slot)] += static_cast<int64_t>(tokens.size());
     return next(slot);
@@ -99,6 +100,7 @@ class ScriptBackend final : public SequenceBackend {
   }
 
   std::vector<std::string> calls;
+  std::vector<int> prefill_slots;  // the slot of each prefill, in order
   int64_t prefilled = 0;
   int32_t poison = -1;  // a token prefill refuses (Error)
   std::chrono::microseconds step_time{50};
@@ -261,8 +263,9 @@ TEST_CASE("engine: prompts that arrive together are prefilled in one pass; a pie
   auto first = engine.submit(endless_request());
   std::thread reader([&] { collect(*first); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  // Four prompts of 3, 8, 2 and 1 tokens arrive during one step: the next tick takes whole pieces
-  // round robin until the chunk of 8 is used (a piece is never cut for the others), all in one pass.
+  // Four prompts of 3, 8, 2 and 1 tokens arrive during one step: the next tick takes whole pieces,
+  // the fewest tokens left first, until the chunk of 8 is used (a piece is never cut for the
+  // others: here all four, 14 tokens), all in one pass.
   std::vector<std::shared_ptr<RequestHandle>> h;
   for (const char* p : {"xxx", "xxxxxxxx", "xx", "x"}) h.push_back(engine.submit(request(p, 2)));
   std::vector<Reply> replies;
@@ -287,6 +290,33 @@ TEST_CASE("engine: prompts that arrive together are prefilled in one pass; a pie
   CHECK(std::find(tail.begin(), tail.end(), "batch 2") != tail.end());
   first->cancel();
   reader.join();
+}
+
+TEST_CASE("engine: the prompts with the fewest tokens left are prefilled first, one after another") {
+  ScriptBackend backend(script_after(12, "abcdefghij"), 5, 4);
+  backend.step_time = std::chrono::milliseconds(20);  // the next prompts arrive during a step
+  Engine engine(backend, tokenizer(), nullptr, {});
+  auto first = engine.submit(endless_request());  // slot 0
+  std::thread reader([&] { collect(*first); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Three prompts of 12 tokens (slots 1-3, 3 chunks each) and one of 2 (slot 4).
+  std::vector<std::shared_ptr<RequestHandle>> h;
+  for (const char* p : {"xxxxxxxxxxxx", "xxxxxxxxxxxx", "xxxxxxxxxxxx", "xx"}) h.push_back(engine.submit(request(p, 1)));
+  for (auto& r : h) collect(*r);
+  first->cancel();
+  reader.join();
+  // The long prompts one after another (round robin gave 1 2 3 1 2 3 1 2 3, all three done at the end),
+  // and the short one before the second long one starts.
+  std::vector<int> longs;
+  size_t short_at = 0, second_at = 0;
+  for (size_t i = 0; i < backend.prefill_slots.size(); ++i) {
+    const int slot = backend.prefill_slots[i];
+    if (slot == 4) short_at = i;
+    if (slot == 2 && second_at == 0) second_at = i;
+    if (slot >= 1 && slot <= 3) longs.push_back(slot);
+  }
+  CHECK(longs == std::vector<int>{1, 1, 1, 2, 2, 2, 3, 3, 3});
+  CHECK(short_at < second_at);
 }
 
 TEST_CASE("engine: cancelled requests free their slots; a full queue is a 503; n clones the prompt's state") {
