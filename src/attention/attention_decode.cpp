@@ -121,6 +121,7 @@ void AttentionState<T>::row_save_in_use(int b, int64_t pos, T* out) const {
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const SlotBlocks s = slot_blocks(tensors_[i], pos);
     const T* row = tensor_row(int(i), b);
+    if (s.used == 0) continue;  // a cache with nothing in it: no bytes (and out may be null)
     for (int64_t o = 0; o < s.outer; ++o) {
       const size_t n = static_cast<size_t>(s.used * s.inner);
       std::memcpy(out, row + o * s.slots * s.inner, sizeof(T) * n);
@@ -134,6 +135,7 @@ void AttentionState<T>::row_restore_in_use(int b, int64_t pos, const T* in) {
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const SlotBlocks s = slot_blocks(tensors_[i], pos);
     T* row = tensor_row(int(i), b);
+    if (s.used == 0) continue;  // nothing in use (and in may be null)
     for (int64_t o = 0; o < s.outer; ++o) {
       const size_t n = static_cast<size_t>(s.used * s.inner);
       std::memcpy(row + o * s.slots * s.inner, in, sizeof(T) * n);

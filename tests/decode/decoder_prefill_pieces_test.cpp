@@ -44,7 +44,7 @@ void check_same(const Decoder<float>& a, const Decoder<float>& b) {
     std::vector<float> sa(n), sb(n);
     a.row_state_save(r, sa.data());
     b.row_state_save(r, sb.data());
-    CHECK(std::memcmp(sa.data(), sb.data(), sizeof(float) * n) == 0);
+    CHECK((n == 0 || std::memcmp(sa.data(), sb.data(), sizeof(float) * n) == 0));  // (an empty KV cache: none)
   }
 }
 
