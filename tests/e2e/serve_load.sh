@@ -52,7 +52,13 @@ limit=$(metric rfa_cache_limit_bytes)
 [ "$bytes" -le "$limit" ] || fail "the state cache holds $bytes bytes, over its bound of $limit"
 [ "$(metric rfa_cache_evictions_total)" -gt 0 ] || fail "3500 distinct prompts evicted nothing from a 1 MiB cache"
 echo "resident memory after 500 requests ${before} KiB, after 3500 ${after} KiB" >&2
-[ $((after - before)) -lt 8192 ] || fail "resident memory grew from $before KiB to $after KiB over 3000 requests"
+# Not under AddressSanitizer (scripts/test.sh --sanitize): its allocator keeps freed memory (about
+# 190 MB more over these requests, with the code of 057457b as with today's).
+if ldd "$rfa" | grep -q libasan; then
+  echo "resident memory not checked: an AddressSanitizer build" >&2
+else
+  [ $((after - before)) -lt 8192 ] || fail "resident memory grew from $before KiB to $after KiB over 3000 requests"
+fi
 serve_stop
 
 # A full queue: 2 running, 1 waiting, the next one refused with 503 and Retry-After.
