@@ -143,6 +143,7 @@ int64_t TokenFileWriter::bytes_of(int64_t begin, int64_t end, const Tokenizer& t
 }
 
 void TokenFileWriter::append_raw(const void* data, size_t bytes) {
+  if (bytes == 0) return;  // an empty part (data may be null: fwrite's pointer must not be)
   if (std::fseek(file_.get(), 0, SEEK_END) != 0 || std::fwrite(data, 1, bytes, file_.get()) != bytes)
     fail("cannot write {} bytes to {}: {} (disk full?)", bytes, temp_, std::strerror(errno));
 }
