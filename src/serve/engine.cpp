@@ -5,43 +5,11 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "serve/engine_active.h"
 #include "serve/reply_text.h"
 #include "serve/serve_error.h"
 
 namespace rfa {
-
-// ---- The scheduler's records ----------------------------------------------------------
-
-namespace {
-
-constexpr size_t kMaxBacklog = 1024;  // unread events a request may have before its choices pause
-
-struct Choice {
-  int slot = -1;
-  ReplyText text;
-  std::vector<int32_t> generated;  // sampled tokens, EOS excluded
-  int64_t fed = 0;                 // of them, consumed by the state
-  int64_t sampled = 0;             // tokens sampled (EOS included): usage.completion_tokens
-  int32_t pending = -1;            // sampled, not yet handled
-  bool finished = false;
-  bool final_feed = false;         // fed for the cache, then finished with `reason`
-  FinishReason reason = FinishReason::stop;
-};
-
-}  // namespace
-
-struct Engine::Active {
-  std::shared_ptr<RequestHandle> handle;
-  GenerationRequest request;
-  std::optional<Sampler> sampler;
-  std::vector<Choice> choices;
-  int64_t cursor = 0;        // prompt tokens in choice 0's state
-  bool prefilling = true;
-  bool restored_whole = false;  // the whole prompt came from the cache
-  // The state after the prompt is to be cached, once the first token has gone out (decode_tick).
-  bool store_prompt = false;
-  int unfinished = 0;
-};
 
 Engine::Engine(SequenceBackend& backend, const Tokenizer& tokenizer, StateCache* cache, const EngineOptions& options)
     : backend_(backend), tokenizer_(tokenizer), cache_(cache), options_(options) {
@@ -105,7 +73,7 @@ std::shared_ptr<RequestHandle> Engine::submit(GenerationRequest r) {
   a->handle = std::make_shared<RequestHandle>(r.params.n);
   a->sampler.emplace(backend_.vocab(), r.params.sampler);
   a->choices.resize(static_cast<size_t>(r.params.n));
-  for (Choice& c : a->choices) c.text = ReplyText(r.params.stop);
+  for (ActiveChoice& c : a->choices) c.text = ReplyText(r.params.stop);
   a->unfinished = r.params.n;
   a->request = std::move(r);
   std::shared_ptr<RequestHandle> handle = a->handle;
@@ -206,7 +174,7 @@ void Engine::run() {
 void Engine::admit() {
   int free = 0;
   for (const auto& a : active_)
-    for (const Choice& c : a->choices) free += c.slot >= 0 ? 1 : 0;
+    for (const ActiveChoice& c : a->choices) free += c.slot >= 0 ? 1 : 0;
   free = slot_count_ - free;
   while (!waiting_.empty()) {
     Active& a = *waiting_.front();
@@ -220,7 +188,7 @@ void Engine::admit() {
     const int n = a.request.params.n;
     if (free < n) break;
     free -= n;
-    for (Choice& c : a.choices) {
+    for (ActiveChoice& c : a.choices) {
       c.slot = backend_.acquire();
       RFA_ASSERT(c.slot >= 0, "no free slot though {} were counted free", free + n);
     }
@@ -258,81 +226,8 @@ void Engine::admit() {
   }
 }
 
-void Engine::prefill_tick() {
-  const int chunk = backend_.prefill_chunk();
-  int budget = chunk;
-  pieces_.clear();  // these three reserved for every slot: no allocation
-  piece_owner_.clear();
-  prefill_order_.clear();
-  // The prompts with the fewest tokens left go first, ties in admission order (active_'s): the
-  // mean time to a first token is least so, a short prompt never waits behind a long one's
-  // chunks, and prompts of one length finish one after another instead of all together at the end.
-  for (size_t i = 0; i < active_.size(); ++i) {
-    const Active& a = *active_[i];
-    if (a.prefilling && a.unfinished > 0)
-      prefill_order_.push_back({static_cast<int64_t>(a.request.prompt.size()) - a.cursor, i});
-  }
-  std::sort(prefill_order_.begin(), prefill_order_.end());
-  for (const auto& [left, i] : prefill_order_) {
-    if (budget <= 0) break;
-    Active& a = *active_[i];
-    // A whole chunk counted from the request's first uncached token: boundaries never depend
-    // on what else runs. (A piece shorter than a chunk ends its prompt, so a request has at
-    // most one piece a tick, and the pieces come to less than 2 chunks.)
-    const std::vector<int32_t>& prompt = a.request.prompt;
-    const int n = static_cast<int>(std::min<int64_t>(chunk, static_cast<int64_t>(prompt.size()) - a.cursor));
-    pieces_.push_back({a.choices[0].slot, std::span<const int32_t>(prompt).subspan(static_cast<size_t>(a.cursor),
-                                                                                    static_cast<size_t>(n))});
-    piece_owner_.push_back(&a);
-    budget -= n;
-  }
-  if (pieces_.empty()) return;
-  piece_logits_.assign(pieces_.size(), nullptr);
-  try {
-    backend_.prefill_batch(pieces_, piece_logits_);  // one pass (a throw changed nothing)
-  } catch (const std::exception&) {
-    // Some piece cannot run: each alone, so that only its own request fails.
-    for (size_t i = 0; i < pieces_.size(); ++i) {
-      try {
-        piece_logits_[i] = backend_.prefill(pieces_[i].slot, pieces_[i].tokens);
-      } catch (const std::exception& e) {
-        fail_request(*piece_owner_[i], e.what());
-      }
-    }
-  }
-  for (size_t i = 0; i < pieces_.size(); ++i)
-    if (piece_logits_[i]) prefilled(*piece_owner_[i], static_cast<int>(pieces_[i].tokens.size()), piece_logits_[i]);
-}
-
-// A request's piece of n prompt tokens has run, ending in `logits`: at the prompt's end its
-// state is cloned into the other choices (and cached) and each choice samples its first token.
-void Engine::prefilled(Active& a, int n, const float* logits) {
-  a.cursor += n;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats_.prefilled_tokens += n;
-  }
-  if (a.cursor < static_cast<int64_t>(a.request.prompt.size())) return;
-  try {
-    a.prefilling = false;
-    if (a.choices.size() > 1) {
-      auto entry = std::make_shared<CacheEntry>();
-      entry->tokens = a.request.prompt;
-      backend_.save(a.choices[0].slot, entry->state);
-      for (size_t c = 1; c < a.choices.size(); ++c) backend_.restore(a.choices[c].slot, entry->state);
-      for (size_t c = 0; c < a.choices.size(); ++c) sample(a, static_cast<int>(c), entry->state.logits.data());
-      if (cache_) cache_->insert(std::move(entry));
-    } else {
-      sample(a, 0, logits);
-      a.store_prompt = cache_ != nullptr;
-    }
-  } catch (const std::exception& e) {
-    fail_request(a, e.what());
-  }
-}
-
 void Engine::sample(Active& a, int choice, const float* logits) {
-  Choice& c = a.choices[static_cast<size_t>(choice)];
+  ActiveChoice& c = a.choices[static_cast<size_t>(choice)];
   c.pending = a.sampler->sample(logits, static_cast<uint64_t>(choice), backend_.position(c.slot));
 }
 
@@ -340,7 +235,7 @@ void Engine::sample(Active& a, int choice, const float* logits) {
 // (stop string, max_tokens, no position left) or goes on. A reply that ends on text is fed
 // its last token first when there is a cache, so the stored state holds the whole reply.
 bool Engine::handle_token(Active& a, int choice) {
-  Choice& c = a.choices[static_cast<size_t>(choice)];
+  ActiveChoice& c = a.choices[static_cast<size_t>(choice)];
   const int32_t token = c.pending;
   c.pending = -1;
   ++c.sampled;
@@ -383,7 +278,7 @@ void Engine::decode_tick() {
     Active& a = *ap;
     if (a.prefilling) continue;
     for (size_t c = 0; c < a.choices.size(); ++c) {
-      Choice& ch = a.choices[c];
+      ActiveChoice& ch = a.choices[c];
       if (ch.finished || ch.pending < 0) continue;
       // A client that reads slower than we decode: its choice waits (its text stays the same)
       // rather than its unread events growing without bound.
@@ -399,7 +294,7 @@ void Engine::decode_tick() {
   for (auto& ap : active_) {
     if (!ap->store_prompt) continue;
     ap->store_prompt = false;
-    const Choice& c = ap->choices[0];
+    const ActiveChoice& c = ap->choices[0];
     if (!c.finished && c.slot >= 0 && c.fed == 0) store(*ap, 0, false);
   }
   if (batch_.empty()) return;
@@ -413,7 +308,7 @@ void Engine::decode_tick() {
   }
   for (size_t i = 0; i < batch_owner_.size(); ++i) {
     auto [a, c] = batch_owner_[i];
-    Choice& ch = a->choices[static_cast<size_t>(c)];
+    ActiveChoice& ch = a->choices[static_cast<size_t>(c)];
     ++ch.fed;
     if (ch.final_feed) {
       finish(*a, c, ch.reason);
@@ -428,7 +323,7 @@ void Engine::decode_tick() {
 }
 
 void Engine::store(const Active& a, int choice, bool final) {
-  const Choice& c = a.choices[static_cast<size_t>(choice)];
+  const ActiveChoice& c = a.choices[static_cast<size_t>(choice)];
   auto entry = std::make_shared<CacheEntry>();
   entry->tokens = a.request.prompt;
   entry->tokens.insert(entry->tokens.end(), c.generated.begin(), c.generated.begin() + c.fed);
@@ -443,7 +338,7 @@ void Engine::store(const Active& a, int choice, bool final) {
 }
 
 void Engine::finish(Active& a, int choice, FinishReason reason, const std::string& message) {
-  Choice& c = a.choices[static_cast<size_t>(choice)];
+  ActiveChoice& c = a.choices[static_cast<size_t>(choice)];
   RFA_ASSERT(!c.finished, "choice {} finished twice", choice);
   const bool clean = reason == FinishReason::stop || reason == FinishReason::length;
   if (clean) {
