@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/timer.h"
 #include "serve/engine_active.h"
 #include "serve/reply_text.h"
 #include "serve/serve_error.h"
@@ -147,6 +148,8 @@ void Engine::run() {
       waiting_.clear();
       return;
     }
+    const bool busy = !active_.empty() || !waiting_.empty();
+    const Timer tick;
     for (auto& a : active_) {
       const bool stop = a->handle->stop_requested() && !a->prefilling;
       if (!stop && !a->handle->cancelled() && !a->handle->stop_requested()) continue;
@@ -160,6 +163,11 @@ void Engine::run() {
     } catch (const std::exception& e) {
       // Not a request's own failure (those end only their request, above): end them all, and go on.
       for (auto& a : active_) fail_request(*a, fmt::format("internal error: {}", e.what()));
+    }
+    if (busy) times_.busy += tick.seconds();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stats_.times = times_;
     }
     std::erase_if(active_, [this](const std::unique_ptr<Active>& a) {
       if (a->unfinished > 0) return false;
@@ -299,6 +307,7 @@ void Engine::decode_tick() {
   }
   if (batch_.empty()) return;
   batch_logits_.assign(batch_.size(), nullptr);
+  const Timer step;
   try {
     backend_.step(batch_, batch_logits_);
   } catch (const std::exception& e) {
@@ -306,6 +315,9 @@ void Engine::decode_tick() {
       if (!a->choices[static_cast<size_t>(c)].finished) fail_request(*a, e.what());
     return;
   }
+  times_.decode += step.seconds();
+  ++times_.decode_steps;
+  times_.decode_rows += static_cast<int64_t>(batch_.size());
   for (size_t i = 0; i < batch_owner_.size(); ++i) {
     auto [a, c] = batch_owner_[i];
     ActiveChoice& ch = a->choices[static_cast<size_t>(c)];
@@ -323,6 +335,7 @@ void Engine::decode_tick() {
 }
 
 void Engine::store(const Active& a, int choice, bool final) {
+  const Timer timer;
   const ActiveChoice& c = a.choices[static_cast<size_t>(choice)];
   auto entry = std::make_shared<CacheEntry>();
   entry->tokens = a.request.prompt;
@@ -335,6 +348,7 @@ void Engine::store(const Active& a, int choice, bool final) {
     a.handle->consumed_[static_cast<size_t>(choice)] = entry->tokens;
   }
   cache_->insert(std::move(entry));
+  times_.store += timer.seconds();
 }
 
 void Engine::finish(Active& a, int choice, FinishReason reason, const std::string& message) {

@@ -119,10 +119,20 @@ struct EngineOptions {
   int stream_batch = 0;
 };
 
+// Where the scheduler's time goes (wall seconds, summed over ticks; published once a tick):
+// busy holds every tick that had a request to run, and within it the batched decode steps, the
+// prompt passes and the cache stores; what busy holds beyond them is the scheduler's own work
+// (sampling, stop strings, events) and its waits. decode_rows / decode_steps is the mean batch.
+struct SchedulerTimes {
+  int64_t decode_steps = 0, decode_rows = 0;
+  double busy = 0, decode = 0, prefill = 0, store = 0;
+};
+
 struct EngineStats {
   int64_t active = 0, queued = 0, slots = 0;
   int64_t prompt_tokens = 0, cached_tokens = 0, prefilled_tokens = 0, completion_tokens = 0;
   int64_t finished = 0, cancelled = 0, rejected = 0, errors = 0, ticks = 0;
+  SchedulerTimes times;
 };
 
 class Engine {
@@ -175,6 +185,7 @@ class Engine {
   std::atomic<int64_t> in_flight_{0};  // submitted and not yet finished
 
   // Scheduler thread only.
+  SchedulerTimes times_;  // copied into stats_ at the end of each tick
   std::deque<std::unique_ptr<Active>> waiting_;
   std::vector<std::unique_ptr<Active>> active_;
   std::vector<SlotToken> batch_;

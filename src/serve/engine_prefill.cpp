@@ -2,6 +2,7 @@
 // first, in one pass over the backend; then each finished prompt's first token.
 #include <algorithm>
 
+#include "core/timer.h"
 #include "serve/engine.h"
 #include "serve/engine_active.h"
 
@@ -37,6 +38,7 @@ void Engine::prefill_tick() {
   }
   if (pieces_.empty()) return;
   piece_logits_.assign(pieces_.size(), nullptr);
+  const Timer pass;
   try {
     backend_.prefill_batch(pieces_, piece_logits_);  // one pass (a throw changed nothing)
   } catch (const std::exception&) {
@@ -49,6 +51,7 @@ void Engine::prefill_tick() {
       }
     }
   }
+  times_.prefill += pass.seconds();
   for (size_t i = 0; i < pieces_.size(); ++i)
     if (piece_logits_[i]) prefilled(*piece_owner_[i], static_cast<int>(pieces_[i].tokens.size()), piece_logits_[i]);
 }

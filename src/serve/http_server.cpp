@@ -208,8 +208,17 @@ struct HttpServer::Impl {
              {"rfa_cache_entries", "gauge", "states in the cache", c.entries},
              {"rfa_cache_hits_total", "counter", "requests that found a cached prefix", c.hits},
              {"rfa_cache_misses_total", "counter", "requests that found none", c.misses},
-             {"rfa_cache_evictions_total", "counter", "states dropped to stay within the bound", c.evictions}})
+             {"rfa_cache_evictions_total", "counter", "states dropped to stay within the bound", c.evictions},
+             {"rfa_decode_steps_total", "counter", "batched decode steps run", s.times.decode_steps},
+             {"rfa_decode_rows_total", "counter", "sequences fed over those steps (per step: the batch)",
+              s.times.decode_rows}})
       m.metric(r.name, r.type, r.help, r.value);
+    // Where the scheduler's time goes (engine.h, SchedulerTimes).
+    m.metric("rfa_scheduler_busy_seconds_total", "counter", "wall time of scheduler ticks with requests to run",
+             s.times.busy);
+    m.metric("rfa_decode_seconds_total", "counter", "wall time in batched decode steps", s.times.decode);
+    m.metric("rfa_prefill_seconds_total", "counter", "wall time in prompt prefill passes", s.times.prefill);
+    m.metric("rfa_cache_store_seconds_total", "counter", "wall time storing states in the cache", s.times.store);
     res.set_content(m.text(), "text/plain; version=0.0.4");
   }
 

@@ -15,7 +15,12 @@ class MetricsText {
   void sample(const std::string& name, int64_t value, const std::string& labels = "") {
     text_ += labels.empty() ? fmt::format("{} {}\n", name, value) : fmt::format("{}{{{}}} {}\n", name, labels, value);
   }
+  void sample(const std::string& name, double value) { text_ += fmt::format("{} {}\n", name, value); }
   void metric(const std::string& name, const char* type, const char* help, int64_t value) {
+    this->type(name, type, help);
+    sample(name, value);
+  }
+  void metric(const std::string& name, const char* type, const char* help, double value) {
     this->type(name, type, help);
     sample(name, value);
   }

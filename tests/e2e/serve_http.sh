@@ -128,6 +128,12 @@ exec 7<&-
 post /v1/completions '{"prompt": "Line 7", "max_tokens": 5, "temperature": 0}'
 expect_status 200 "a request after the malformed ones"
 [ "$(metric rfa_requests_active)" = 0 ] || fail "requests still active: $(curl -s "$base/metrics")"
+# The scheduler's time: steps and rows counted, and the busy time holds the steps' time.
+steps=$(metric rfa_decode_steps_total) rows=$(metric rfa_decode_rows_total)
+busy=$(metric rfa_scheduler_busy_seconds_total) decode=$(metric rfa_decode_seconds_total)
+[ "${steps:-0}" -gt 0 ] && [ "${rows:-0}" -ge "$steps" ] || fail "decode steps $steps, rows $rows: $(curl -s "$base/metrics")"
+awk -v b="$busy" -v d="$decode" -v p="$(metric rfa_prefill_seconds_total)" 'BEGIN { exit !(d > 0 && p > 0 && b >= d + p) }' ||
+  fail "scheduler busy $busy s, decode $decode s: $(curl -s "$base/metrics")"
 serve_stop
 expect_in "$tmp/serve.log" "stopped"
 

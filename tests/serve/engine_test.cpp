@@ -76,6 +76,33 @@ TEST_CASE("engine: a stop string ends the reply before it; the cached state hold
   CHECK(backend.prefilled - before == 5);
 }
 
+TEST_CASE("engine: the scheduler's times count its steps and rows, and hold its passes and stores") {
+  ScriptBackend backend(script_after(4, "hello world"), 2, 8);
+  backend.step_time = std::chrono::microseconds(300);
+  StateCache cache(1 << 20);
+  Engine engine(backend, tokenizer(), &cache, {});
+  auto a = engine.submit(request("abcd", 6)), b = engine.submit(request("abce", 9));
+  collect(*a);
+  collect(*b);
+  for (int i = 0; i < 100 && engine.stats().active > 0; ++i)  // published at the end of the tick
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const SchedulerTimes t = engine.stats().times;
+  int64_t steps = 0, rows = 0;
+  for (const std::string& call : backend.calls)
+    if (call.rfind("step ", 0) == 0) {
+      ++steps;
+      rows += std::stoi(call.substr(5));
+    }
+  CHECK(steps >= 8);  // the longer reply's tokens after its first
+  CHECK(t.decode_steps == steps);
+  CHECK(t.decode_rows == rows);
+  CHECK(rows > steps);  // the two replies shared steps
+  CHECK(t.decode >= 300e-6 * double(steps));
+  CHECK(t.prefill > 0);
+  CHECK(t.store > 0);  // two prompts and two replies
+  CHECK(t.busy >= t.decode + t.prefill + t.store);
+}
+
 TEST_CASE("engine: cancelled requests free their slots; a full queue is a 503; n clones the prompt's state") {
   ScriptBackend backend(script_after(1, "abcdefghij"), 2, 8);
   EngineOptions o;
