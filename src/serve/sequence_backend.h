@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "serve/state_pool.h"
 
 namespace rfa {
 
@@ -33,7 +34,7 @@ struct SlotPrefill {
 //   softmax:   per layer l, K (H, position, Dh) then V (H, position, Dh).
 struct SlotState {
   int64_t position = 0;        // tokens the state has consumed
-  std::vector<float> state;
+  StateFloats state;            // in the state pool's huge pages when it is on (serve/state_pool.h)
   std::vector<float> logits;   // (V) after the last of those tokens
 };
 

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "decode/decoder_state_io.h"
+#include "serve/state_pool.h"
 
 namespace rfa {
 namespace {
@@ -45,7 +46,12 @@ std::unique_ptr<ServeSetup> serve_setup(const ServeSetupOptions& o) {
   b.max_positions = s->max_positions;
   b.precision = o.precision;
   s->backend = sequence_backend_create(model, b);
-  if (o.cache_mib > 0) s->cache = std::make_unique<StateCache>(o.cache_mib << 20);
+  if (o.cache_mib > 0) {
+    s->cache = std::make_unique<StateCache>(o.cache_mib << 20);
+    // The cached states' memory in huge pages, up to the cache's bound and two regions more
+    // (a new entry is made before the one it evicts is freed; a request may hold an evicted one).
+    StatePool::shared().set_limit(static_cast<size_t>(o.cache_mib << 20) + 2 * StatePool::kRegionBytes);
+  }
   if (!o.state_dir.empty()) {
     if (!s->cache) fail("--state-dir needs the state cache (states are saved from it); drop --cache-mib 0");
     s->files = std::make_unique<StateFiles>(o.state_dir, model_checksum(model), s->backend->state_layout(),

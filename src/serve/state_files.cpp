@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <span>
 
 #include "checkpoint/safetensors.h"
 #include "core/error.h"
@@ -93,8 +94,8 @@ StateFile StateFiles::load(const std::string& name) const {
   tensor_copy_to(*state, entry->state.state.data(), state->shape[0]);
   entry->state.logits.resize(static_cast<size_t>(vocab_));
   tensor_copy_to(*logits, entry->state.logits.data(), vocab_);
-  for (const std::vector<float>* v : {&entry->state.state, &entry->state.logits})
-    for (float x : *v)
+  for (std::span<const float> v : {std::span<const float>(entry->state.state), std::span<const float>(entry->state.logits)})
+    for (float x : v)
       if (!std::isfinite(x)) fail("{}: holds {}; a saved state is finite, so the file is corrupt", p, x);
   StateFile out;
   out.entry = std::move(entry);
