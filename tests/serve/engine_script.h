@@ -156,6 +156,12 @@ GenerationRequest request(const std::string& prompt, int64_t max_tokens, double 
 }
 
 // A reply that never ends by itself (no EOS, no max_tokens to speak of): the test cancels it.
+// Waits (up to a second) for the engine to drop its finished requests, which it does at the end
+// of a tick, after publishing the tick's counters.
+void wait_until_idle(const Engine& engine) {
+  for (int i = 0; i < 100 && engine.stats().active > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
 GenerationRequest endless_request() {
   GenerationRequest g = request("a", 1000000);
   g.params.stop_at_eos = false;

@@ -84,8 +84,7 @@ TEST_CASE("engine: the scheduler's times count its steps and rows, and hold its 
   auto a = engine.submit(request("abcd", 6)), b = engine.submit(request("abce", 9));
   collect(*a);
   collect(*b);
-  for (int i = 0; i < 100 && engine.stats().active > 0; ++i)  // published at the end of the tick
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  wait_until_idle(engine);  // the counters are published at the end of the tick
   const SchedulerTimes t = engine.stats().times;
   int64_t steps = 0, rows = 0;
   for (const std::string& call : backend.calls)
@@ -128,8 +127,7 @@ TEST_CASE("engine: cancelled requests free their slots; a full queue is a 503; n
   two.params.n = 3;
   CHECK_THROWS_AS(engine.submit(two), ServeError);  // more choices than slots
   CHECK(engine.stats().cancelled == 3);
-  for (int i = 0; i < 100 && engine.stats().active > 0; ++i)  // removed at the end of the tick
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  wait_until_idle(engine);
   CHECK(engine.stats().active == 0);
 }
 
