@@ -57,6 +57,18 @@ inline void single_threaded(Body&& body) {
   }
 }
 
+// Runs body(thread_index, thread_count) once per thread, each with OpenMP's thread count 1 for
+// the code it calls: for calls into oneDNN that should run serially side by side, one per
+// thread (kernels/gemm.cpp splits some products so). Not inside a parallel region.
+template <typename Body>
+inline void parallel_region_serial_calls(Body&& body) {
+#pragma omp parallel
+  {
+    omp_set_num_threads(1);  // this thread's nested count, ends with the region (as single_threaded)
+    body(omp_get_thread_num(), omp_get_num_threads());
+  }
+}
+
 inline int thread_count() { return omp_get_max_threads(); }
 void thread_count_set(int n);  // n <= 0: physical cores
 

@@ -2,6 +2,8 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include <atomic>
+
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/onednn_call_scope.h"
@@ -19,6 +21,24 @@ void scale_c(int64_t M, int64_t N, T beta, T* C, int64_t ldc) {
 }
 
 }  // namespace
+
+// Only on oneDNN's AVX2 kernels: there oneDNN 2.6 splits Aᵀ B products (the weight gradients
+// dW = dYᵀ X, K the tokens) poorly, 1.45-1.65x on 2 threads where its other products reach 1.9x,
+// and split by rows they run 8-13% faster (768 tokens: M 64-704, N 128; docs/cpu-targets.md). Not
+// past 2^28 multiply-adds: at 4096 tokens and N 384 the split measured +7% at M 384 but -44% at
+// M 1024 (A's rows 4 KiB apart) and nothing at 2048; not below 64 rows a thread. With AVX-512
+// oneDNN's own split is as fast.
+bool gemm_splits_rows_over_threads(int64_t M, int64_t N, int64_t K, int threads) {
+#if defined(__x86_64__)
+  static const bool avx2_kernels = [] {  // read at the first product, after kernels/cpu_target.h's cap
+    const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return isa == dnnl_cpu_isa_avx2 || isa == dnnl_cpu_isa_avx2_vnni;
+  }();
+#else
+  constexpr bool avx2_kernels = false;  // (other ports return their own codes through this enum)
+#endif
+  return avx2_kernels && threads > 1 && M >= 64 * int64_t(threads) && double(M) * double(N) * double(K) <= 0x1p28;
+}
 
 void gemm_isa_cap(GemmIsa isa) {
   dnnl_cpu_isa_t cap = dnnl_cpu_isa_all;
@@ -79,14 +99,27 @@ void gemm<float>(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, fl
   if (M == 0 || N == 0) return;
   if (K == 0) return scale_c(M, N, beta, C, ldc);
   dnnl_status_t status = dnnl_success;
+  std::atomic<dnnl_status_t> split_status{dnnl_success};
   auto product = [&] {
     const OnednnCallScope in_onednn;  // its own allocations (kernels/onednn_call_scope.h)
     status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   };
-  if (threads == GemmThreads::one)
+  if (threads == GemmThreads::one) {
     single_threaded(product);
-  else
+  } else if (const int pool = thread_count(); trans_a && !trans_b && gemm_splits_rows_over_threads(M, N, K, pool)) {
+    // Each thread a serial product on its own rows of C (a multiple of 16, the last takes the rest):
+    // every entry summed over the whole K by one thread, so the result depends on the thread count
+    // only, as oneDNN's own split does.
+    parallel_region_serial_calls([&](int t, int nt) {
+      const int64_t m0 = M * t / nt / 16 * 16, m1 = t == nt - 1 ? M : M * (t + 1) / nt / 16 * 16;
+      const OnednnCallScope in_onednn;
+      const dnnl_status_t s = dnnl_sgemm('T', 'N', m1 - m0, N, K, alpha, A + m0, lda, B, ldb, beta, C + m0 * ldc, ldc);
+      if (s != dnnl_success) split_status.store(s);
+    });
+    status = split_status.load();
+  } else {
     product();
+  }
   RFA_ASSERT(status == dnnl_success, "dnnl_sgemm status {} for trans_a {} trans_b {} M {} N {} K {} lda {} ldb {} ldc {}",
              static_cast<int>(status), trans_a, trans_b, M, N, K, lda, ldb, ldc);
 }

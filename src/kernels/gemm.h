@@ -28,6 +28,11 @@ bool gemm_isa_allows_bf16();
 // decode step's products are step_gemm's, which forks by work: step_gemm.h.)
 enum class GemmThreads { pool, one };
 
+// Whether gemm<float> runs C = Aᵀ B (M, N, over K) as one serial oneDNN product per thread, each on
+// its own rows of C, instead of oneDNN's own split (gemm.cpp says when and why). Each entry is
+// then summed by one thread over the whole K: the result depends on the thread count only.
+bool gemm_splits_rows_over_threads(int64_t M, int64_t N, int64_t K, int threads);
+
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
           const T* B, int64_t ldb, T beta, T* C, int64_t ldc, GemmThreads threads = GemmThreads::pool);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/parallel.h"
 #include "support/gradcheck.h"
 
 using rfa::test::check_close;
@@ -109,4 +110,28 @@ TEST_CASE("gemm: double runs the reference exactly; batched equals a loop of sin
     rfa::gemm_reference<float>(false, true, 4, 5, 6, 1.0f, Af.data() + 24 * b, 6, Bf.data() + 30 * b, 6, 0.0f,
                                reff.data() + 20 * b, 5);
   check_close("batched float", Cf.data(), reff.data(), Cf.size(), 1e-5, 1e-5);
+}
+
+TEST_CASE("gemm: Aᵀ B split by rows over the threads (oneDNN's AVX2 kernels) matches the reference, repeatably") {
+  // The decision: taken exactly where gemm.cpp says on the x86-64-v3 build, never with AVX-512.
+  const bool avx2 = rfa::gemm_isa_effective().rfind("avx2", 0) == 0;
+  INFO("oneDNN ISA ", rfa::gemm_isa_effective());
+  CHECK(rfa::gemm_splits_rows_over_threads(704, 128, 768, 2) == avx2);  // the nano model's dW shapes
+  CHECK(rfa::gemm_splits_rows_over_threads(128, 128, 768, 2) == avx2);
+  CHECK_FALSE(rfa::gemm_splits_rows_over_threads(704, 128, 768, 1));    // one thread: nothing to split
+  CHECK_FALSE(rfa::gemm_splits_rows_over_threads(127, 128, 768, 2));    // under 64 rows a thread
+  CHECK_FALSE(rfa::gemm_splits_rows_over_threads(1024, 384, 4096, 2));  // past 2^28 multiply-adds
+  // The product itself on 2 threads (the split path when avx2), rows not a multiple of 32 so the
+  // last thread's share is ragged, beta 1 so C's prior values count: equal to the reference, and
+  // bit for bit to itself on a second run.
+  const int before = rfa::thread_count();
+  rfa::thread_count_set(2);
+  for (float beta : {0.0f, 1.0f}) check_gemm_shape(true, false, 181, 65, 300, 1.0f, beta);
+  const int64_t M = 181, N = 65, K = 300;
+  auto A = random_vector<float>(K * M, 31), B = random_vector<float>(K * N, 32);
+  std::vector<float> first(M * N), second(M * N);
+  rfa::gemm<float>(true, false, M, N, K, 1.0f, A.data(), M, B.data(), N, 0.0f, first.data(), N);
+  rfa::gemm<float>(true, false, M, N, K, 1.0f, A.data(), M, B.data(), N, 0.0f, second.data(), N);
+  CHECK(first == second);
+  rfa::thread_count_set(before);
 }
