@@ -69,6 +69,12 @@ inline void parallel_region_serial_calls(Body&& body) {
   }
 }
 
+// Inside parallel_region / parallel_region_serial_calls: every thread of the region waits here
+// until all have arrived (and what each wrote before is visible to all after).
+inline void parallel_barrier() {
+#pragma omp barrier
+}
+
 inline int thread_count() { return omp_get_max_threads(); }
 void thread_count_set(int n);  // n <= 0: physical cores
 

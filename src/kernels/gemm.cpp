@@ -2,11 +2,13 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/onednn_call_scope.h"
+#include "kernels/vector_math.h"
 
 namespace rfa {
 
@@ -22,22 +24,71 @@ void scale_c(int64_t M, int64_t N, T beta, T* C, int64_t ldc) {
 
 }  // namespace
 
-// Only on oneDNN's AVX2 kernels: there oneDNN 2.6 splits Aᵀ B products (the weight gradients
-// dW = dYᵀ X, K the tokens) poorly, 1.45-1.65x on 2 threads where its other products reach 1.9x,
-// and split by rows they run 8-13% faster (768 tokens: M 64-704, N 128; docs/cpu-targets.md). Not
-// past 2^28 multiply-adds: at 4096 tokens and N 384 the split measured +7% at M 384 but -44% at
-// M 1024 (A's rows 4 KiB apart) and nothing at 2048; not below 64 rows a thread. With AVX-512
-// oneDNN's own split is as fast.
-bool gemm_splits_rows_over_threads(int64_t M, int64_t N, int64_t K, int threads) {
+namespace {
+
+// The k_sums split's partials bound on this thread (GemmPartialsScope).
+thread_local float* t_partials = nullptr;
+thread_local int64_t t_partials_floats = 0;
+
+// Products up to this many multiply-adds split by the rules of gemm_split_of; larger ones go to
+// oneDNN whole, which runs them as fast or faster.
+constexpr double kSplitMaxWork = 0x1p28;
+// Rows (or tokens) a thread needs at least for a split.
+constexpr int64_t kSplitMinRows = 64;
+
+bool onednn_runs_avx2() {
 #if defined(__x86_64__)
-  static const bool avx2_kernels = [] {  // read at the first product, after kernels/cpu_target.h's cap
+  static const bool avx2 = [] {  // read at the first product, after kernels/cpu_target.h's cap
     const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     return isa == dnnl_cpu_isa_avx2 || isa == dnnl_cpu_isa_avx2_vnni;
   }();
+  return avx2;
 #else
-  constexpr bool avx2_kernels = false;  // (other ports return their own codes through this enum)
+  return false;  // (other ports return their own codes through this enum)
 #endif
-  return avx2_kernels && threads > 1 && M >= 64 * int64_t(threads) && double(M) * double(N) * double(K) <= 0x1p28;
+}
+
+}  // namespace
+
+// Measured on 2 threads of a Zen 5 VM whose two cores are ~200 ns apart (one cache line there and
+// back), nano model (768 tokens, C 128, Hf 352; docs/cpu-targets.md "Products split by rows"):
+// - oneDNN 2.6 splits the small products its own way, so a row the rmsnorm, SwiGLU or attention
+//   wrote on one core was often read or overwritten on the other. `rows` keeps each row on its
+//   core; `k_sums` keeps each token's activations and gradients on theirs, only the partial
+//   weight gradients (M N floats, not K (M + N)) cross. Together the step 5-7% faster (both ISAs).
+// - Past 2^28 multiply-adds oneDNN's split is as good or better (2048 x 2048 x 128: 2.4x slower by
+//   rows), and a leading dimension of a multiple of 4 KiB made a serial product 44% slower
+//   (cache sets): both stay with oneDNN.
+// - Aᵀ B without partials (no scope bound): by rows on oneDNN's AVX2 kernels, where its own split
+//   of these products reached 1.45-1.65x on 2 threads (by rows 8-13% faster); else oneDNN's.
+GemmSplit gemm_split_of(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
+                        int64_t ldc, int threads, int64_t partials_floats) {
+  auto page_strided = [](int64_t ld) { return ld >= 1024 && ld % 1024 == 0; };
+  if (threads < 2 || double(M) * double(N) * double(K) > kSplitMaxWork) return GemmSplit::onednn;
+  if (page_strided(lda) || page_strided(ldb) || page_strided(ldc)) return GemmSplit::onednn;
+  const bool rows_fit = M >= kSplitMinRows * threads;
+  if (!trans_a) return rows_fit ? GemmSplit::rows : GemmSplit::onednn;
+  if (trans_b) return GemmSplit::onednn;
+  if (K >= kSplitMinRows * threads && double(threads - 1) * double(M) * double(N) <= double(partials_floats))
+    return GemmSplit::k_sums;
+  return rows_fit && onednn_runs_avx2() ? GemmSplit::rows : GemmSplit::onednn;
+}
+
+int64_t gemm_partials_floats(int64_t largest, int64_t tokens, int threads) {
+  if (threads < 2 || tokens <= 0) return 0;
+  const int64_t cap = static_cast<int64_t>(kSplitMaxWork) / tokens;  // M N of a split product over `tokens`
+  return int64_t(threads - 1) * std::min(largest, cap);
+}
+
+GemmPartialsScope::GemmPartialsScope(float* data, int64_t floats)
+    : previous_data_(t_partials), previous_floats_(t_partials_floats) {
+  t_partials = data;
+  t_partials_floats = data ? floats : 0;
+}
+
+GemmPartialsScope::~GemmPartialsScope() {
+  t_partials = previous_data_;
+  t_partials_floats = previous_floats_;
 }
 
 void gemm_isa_cap(GemmIsa isa) {
@@ -104,17 +155,37 @@ void gemm<float>(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, fl
     const OnednnCallScope in_onednn;  // its own allocations (kernels/onednn_call_scope.h)
     status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   };
+  const int pool = threads == GemmThreads::one ? 1 : thread_count();
+  const GemmSplit split = gemm_split_of(trans_a, trans_b, M, N, K, lda, ldb, ldc, pool, t_partials_floats);
   if (threads == GemmThreads::one) {
     single_threaded(product);
-  } else if (const int pool = thread_count(); trans_a && !trans_b && gemm_splits_rows_over_threads(M, N, K, pool)) {
-    // Each thread a serial product on its own rows of C (a multiple of 16, the last takes the rest):
-    // every entry summed over the whole K by one thread, so the result depends on the thread count
-    // only, as oneDNN's own split does.
+  } else if (split == GemmSplit::rows) {
+    // Rows [M t / nt, M (t + 1) / nt) of C: parallel_for's static partition of M rows.
     parallel_region_serial_calls([&](int t, int nt) {
-      const int64_t m0 = M * t / nt / 16 * 16, m1 = t == nt - 1 ? M : M * (t + 1) / nt / 16 * 16;
+      const int64_t m0 = M * t / nt, m1 = M * (t + 1) / nt;
       const OnednnCallScope in_onednn;
-      const dnnl_status_t s = dnnl_sgemm('T', 'N', m1 - m0, N, K, alpha, A + m0, lda, B, ldb, beta, C + m0 * ldc, ldc);
+      const float* a = trans_a ? A + m0 : A + m0 * lda;  // op(A)'s rows m0..: A's columns or its rows
+      const dnnl_status_t s = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m1 - m0, N, K, alpha, a, lda,
+                                         B, ldb, beta, C + m0 * ldc, ldc);
       if (s != dnnl_success) split_status.store(s);
+    });
+    status = split_status.load();
+  } else if (split == GemmSplit::k_sums) {
+    float* partials = t_partials;  // (nt - 1) blocks of (M, N), thread t >= 1 writes block t - 1
+    parallel_region_serial_calls([&](int t, int nt) {
+      const int64_t k0 = K * t / nt, k1 = K * (t + 1) / nt;  // this thread's tokens
+      {
+        const OnednnCallScope in_onednn;
+        const dnnl_status_t s =
+            t == 0 ? dnnl_sgemm('T', 'N', M, N, k1 - k0, alpha, A, lda, B, ldb, beta, C, ldc)
+                   : dnnl_sgemm('T', 'N', M, N, k1 - k0, alpha, A + k0 * lda, lda, B + k0 * ldb, ldb, 0.0f,
+                                partials + (t - 1) * M * N, N);
+        if (s != dnnl_success) split_status.store(s);
+      }
+      parallel_barrier();
+      const int64_t m0 = M * t / nt, m1 = M * (t + 1) / nt;  // then C's rows m0.. += every partial's, in order
+      for (int u = 1; u < nt; ++u)
+        for (int64_t i = m0; i < m1; ++i) axpy(C + i * ldc, 1.0f, partials + (u - 1) * M * N + i * N, N);
     });
     status = split_status.load();
   } else {

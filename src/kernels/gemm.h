@@ -28,10 +28,38 @@ bool gemm_isa_allows_bf16();
 // decode step's products are step_gemm's, which forks by work: step_gemm.h.)
 enum class GemmThreads { pool, one };
 
-// Whether gemm<float> runs C = Aᵀ B (M, N, over K) as one serial oneDNN product per thread, each on
-// its own rows of C, instead of oneDNN's own split (gemm.cpp says when and why). Each entry is
-// then summed by one thread over the whole K: the result depends on the thread count only.
-bool gemm_splits_rows_over_threads(int64_t M, int64_t N, int64_t K, int threads);
+// How gemm<float> spreads one product over the pool's threads (gemm.cpp says when and why):
+//   onednn  oneDNN's own split;
+//   rows    one serial oneDNN product per thread, each on its own block of C's rows, in the static
+//           partition of the row kernels (core/parallel.h): row r of every activation (N, C) is
+//           written and read by the same core through the step;
+//   k_sums  C = Aᵀ B (the weight gradients, K the tokens): thread t sums its own block of K,
+//           thread 0 into C, the others into the bound GemmPartialsScope, then each thread adds
+//           the partials into its block of C's rows.
+// Every entry is summed in an order fixed by the thread count: results depend on it only.
+enum class GemmSplit { onednn, rows, k_sums };
+GemmSplit gemm_split_of(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
+                        int64_t ldc, int threads, int64_t partials_floats);
+
+// Floats of partials the k_sums split needs on `threads` threads for Aᵀ B products of at most
+// `largest` entries of C over `tokens` rows: 0 on one thread, else (threads - 1) copies of the
+// largest C a split product can have (gemm.cpp: at most 2^28 multiply-adds).
+int64_t gemm_partials_floats(int64_t largest, int64_t tokens, int threads);
+
+// Binds `floats` floats at `data` as the k_sums split's partials for gemm<float> calls on the
+// calling thread while it lives (the previous binding comes back after); without one, or too
+// small, Aᵀ B products split otherwise. A model's Activations carry them (GradScratch).
+class GemmPartialsScope {
+ public:
+  GemmPartialsScope(float* data, int64_t floats);
+  ~GemmPartialsScope();
+  GemmPartialsScope(const GemmPartialsScope&) = delete;
+  GemmPartialsScope& operator=(const GemmPartialsScope&) = delete;
+
+ private:
+  float* previous_data_;
+  int64_t previous_floats_;
+};
 
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,

@@ -6,8 +6,14 @@
 
 #include "core/parallel.h"
 #include "attention/attention_core.h"
+#include "kernels/gemm.h"
 
 namespace rfa {
+
+int64_t activation_gemm_partials(const ModelSpec& s, int B, int T_len, int threads) {
+  const int64_t largest = std::max({int64_t(2) * s.Hf, int64_t(s.V), int64_t(s.C)}) * s.C;
+  return gemm_partials_floats(largest, int64_t(B) * T_len, threads);
+}
 
 template <typename T>
 Activations<T>::Activations(const ModelSpec& s, int B_, int T_, Precision precision) : B(B_), T_len(T_) {
@@ -67,6 +73,10 @@ Activations<T>::Activations(const ModelSpec& s, int B_, int T_, Precision precis
   for (const AttentionSpec& a : s.attn)  // one layer's attention at a time: the largest layer's
     attn_scratch_size_ = std::max(attn_scratch_size_, attention_scratch_size(a, B, T_len, thread_count()));
   take(&g.attn_scratch, "", {attn_scratch_size_});
+  if constexpr (std::is_same_v<T, float>) {
+    g.gemm_partials_size = activation_gemm_partials(s, B, T_len, thread_count());
+    take(&g.gemm_partials, "", {g.gemm_partials_size});
+  }
   // bf16 copies: n uint16 in ceil(n / 2) floats (not dumped: they repeat the float tensors).
   struct HalfSlot {
     uint16_t** ptr;

@@ -43,7 +43,16 @@ struct GradScratch {
   T* dlogits = nullptr;    // (B, T, V)
   T* dlosses = nullptr;    // (B, T)
   T* attn_scratch = nullptr;  // attention core's backward scratch
+  // The weight gradients' partial sums over the threads' tokens (kernels/gemm.h, GemmSplit::k_sums;
+  // float only, else empty), bound for the backward by model_forward.cpp.
+  T* gemm_partials = nullptr;
+  int64_t gemm_partials_size = 0;
 };
+
+// Elements of GradScratch::gemm_partials: (threads - 1) copies of the largest weight gradient a
+// split product can write (kernels/gemm.h), the largest being the FFN's (2 Hf, C), the head's
+// (V, C) or a (C, C) projection.
+int64_t activation_gemm_partials(const ModelSpec& spec, int B, int T_len, int threads);
 
 // bf16 copies of the activations that feed a matrix product (train.precision bf16):
 // written by the forward, read again by the weight gradients of the backward.

@@ -7,6 +7,7 @@
 
 #include "attention/attention_core.h"
 #include "attention/attention_memory.h"
+#include "model/activations.h"
 
 namespace rfa {
 namespace {
@@ -70,7 +71,8 @@ double memory_activation_elements(const ModelSpec& s, int B, int T, int threads,
   }
   const double layer = 8 * slice(N * C) + 2 * slice(N) + slice(2 * N * Hf) + slice(N * Hf);
   const double final = 2 * slice(N * C) + 2 * slice(N) + 2 * slice(N * V);
-  const double grads = 6 * slice(N * C) + slice(2 * N * Hf) + slice(N * Hf) + slice(N * V) + slice(N) + slice(scratch);
+  const double grads = 6 * slice(N * C) + slice(2 * N * Hf) + slice(N * Hf) + slice(N * V) + slice(N) + slice(scratch) +
+                       slice(double(activation_gemm_partials(s, B, T, threads)));
   double bf16 = 0;  // n bf16 values take ceil(n / 2) float elements
   if (precision == Precision::bf16) {
     auto half = [](double n) { return slice(std::ceil(n / 2)); };

@@ -1,7 +1,9 @@
 #include "model/model_forward.h"
 
 #include <cstring>
+#include <type_traits>
 
+#include "kernels/gemm.h"
 #include "layers/cross_entropy.h"
 #include "layers/embedding.h"
 #include "layers/rmsnorm.h"
@@ -96,12 +98,21 @@ double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, cons
 namespace {
 
 // The backward from the cross-entropy down, once g.dlosses (N) holds d(loss)/d(losses[i]).
+// GradScratch's partials for gemm<float> (the double model's products are the reference: none).
+template <typename T>
+float* gemm_partials_of(GradScratch<T>& g) {
+  if constexpr (std::is_same_v<T, float>) return g.gemm_partials;
+  return nullptr;
+}
+
 template <typename T>
 void backward_from_losses(Model<T>& m, Activations<T>& a, const int32_t* inputs, const int32_t* targets,
                           const T* random, GradWrite write) {
   const ModelSpec& s = m.spec;
   const int64_t N = int64_t(a.B) * a.T_len;
   GradScratch<T>& g = a.grad;
+  // The weight gradients' products may sum each thread's tokens apart (kernels/gemm.h).
+  const GemmPartialsScope partials(gemm_partials_of(g), g.gemm_partials_size);
   const bool overwrite = write == GradWrite::overwrite;
   // Overwrite: the weight matrices' gemms write with beta 0 (lm_head first, so a
   // tied embedding's scatter-add at the end adds onto it); the rest are zeroed here.

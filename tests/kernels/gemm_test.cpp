@@ -112,26 +112,61 @@ TEST_CASE("gemm: double runs the reference exactly; batched equals a loop of sin
   check_close("batched float", Cf.data(), reff.data(), Cf.size(), 1e-5, 1e-5);
 }
 
-TEST_CASE("gemm: Aᵀ B split by rows over the threads (oneDNN's AVX2 kernels) matches the reference, repeatably") {
-  // The decision: taken exactly where gemm.cpp says on the x86-64-v3 build, never with AVX-512.
+TEST_CASE("gemm: how a product is spread over the threads follows the rules of gemm.cpp") {
+  using rfa::GemmSplit;
   const bool avx2 = rfa::gemm_isa_effective().rfind("avx2", 0) == 0;
   INFO("oneDNN ISA ", rfa::gemm_isa_effective());
-  CHECK(rfa::gemm_splits_rows_over_threads(704, 128, 768, 2) == avx2);  // the nano model's dW shapes
-  CHECK(rfa::gemm_splits_rows_over_threads(128, 128, 768, 2) == avx2);
-  CHECK_FALSE(rfa::gemm_splits_rows_over_threads(704, 128, 768, 1));    // one thread: nothing to split
-  CHECK_FALSE(rfa::gemm_splits_rows_over_threads(127, 128, 768, 2));    // under 64 rows a thread
-  CHECK_FALSE(rfa::gemm_splits_rows_over_threads(1024, 384, 4096, 2));  // past 2^28 multiply-adds
-  // The product itself on 2 threads (the split path when avx2), rows not a multiple of 32 so the
-  // last thread's share is ragged, beta 1 so C's prior values count: equal to the reference, and
-  // bit for bit to itself on a second run.
+  auto split = [](bool ta, bool tb, int64_t M, int64_t N, int64_t K, int threads, int64_t partials) {
+    return rfa::gemm_split_of(ta, tb, M, N, K, ta ? M : K, tb ? K : N, N, threads, partials);
+  };
+  // The nano model's products (768 tokens): forward and input gradients by rows, weight gradients
+  // by the threads' tokens when partials are bound, else by rows on AVX2 and oneDNN's otherwise.
+  CHECK(split(false, true, 768, 704, 128, 2, 0) == GemmSplit::rows);
+  CHECK(split(false, false, 768, 128, 704, 2, 0) == GemmSplit::rows);
+  CHECK(split(true, false, 704, 128, 768, 2, 704 * 128) == GemmSplit::k_sums);
+  CHECK(split(true, false, 704, 128, 768, 2, 704 * 128 - 1) == (avx2 ? GemmSplit::rows : GemmSplit::onednn));
+  CHECK(split(true, false, 704, 128, 768, 3, 704 * 128) == (avx2 ? GemmSplit::rows : GemmSplit::onednn));
+  CHECK(split(true, false, 704, 128, 768, 3, 2 * 704 * 128) == GemmSplit::k_sums);
+  CHECK(split(true, true, 704, 128, 768, 2, 704 * 128) == GemmSplit::onednn);
+  // Not split: one thread, too few rows or tokens a thread (too few tokens: by rows on AVX2), past
+  // 2^28 multiply-adds, 4 KiB strides.
+  CHECK(split(false, true, 768, 704, 128, 1, 0) == GemmSplit::onednn);
+  CHECK(split(false, true, 127, 704, 128, 2, 0) == GemmSplit::onednn);
+  CHECK(split(true, false, 704, 128, 127, 2, 704 * 128) == (avx2 ? GemmSplit::rows : GemmSplit::onednn));
+  CHECK(split(true, false, 127, 128, 127, 2, 704 * 128) == GemmSplit::onednn);
+  CHECK(split(false, true, 2048, 2048, 128, 2, 0) == GemmSplit::onednn);
+  CHECK(split(true, false, 1024, 384, 4096, 2, 1 << 30) == GemmSplit::onednn);
+  CHECK(rfa::gemm_split_of(false, true, 768, 1024, 128, 128, 128, 1024, 2, 0) == GemmSplit::onednn);
+  // The partials a model needs: none on one thread, else (threads - 1) of the largest C that can split.
+  CHECK(rfa::gemm_partials_floats(704 * 128, 768, 1) == 0);
+  CHECK(rfa::gemm_partials_floats(704 * 128, 768, 2) == 704 * 128);
+  CHECK(rfa::gemm_partials_floats(704 * 128, 768, 3) == 2 * 704 * 128);
+  CHECK(rfa::gemm_partials_floats(2048 * 384, 4096, 2) == (int64_t(1) << 28) / 4096);
+}
+
+TEST_CASE("gemm: products split by rows and by the threads' tokens match the reference, repeatably") {
   const int before = rfa::thread_count();
   rfa::thread_count_set(2);
-  for (float beta : {0.0f, 1.0f}) check_gemm_shape(true, false, 181, 65, 300, 1.0f, beta);
-  const int64_t M = 181, N = 65, K = 300;
-  auto A = random_vector<float>(K * M, 31), B = random_vector<float>(K * N, 32);
-  std::vector<float> first(M * N), second(M * N);
-  rfa::gemm<float>(true, false, M, N, K, 1.0f, A.data(), M, B.data(), N, 0.0f, first.data(), N);
-  rfa::gemm<float>(true, false, M, N, K, 1.0f, A.data(), M, B.data(), N, 0.0f, second.data(), N);
-  CHECK(first == second);
+  // Rows not a multiple of 16 (ragged blocks), beta 1 (C's prior values count), padded leading
+  // dimensions (check_gemm_shape keeps C's padding): by rows without partials bound...
+  for (float beta : {0.0f, 1.0f}) {
+    check_gemm_shape(false, true, 181, 65, 300, 1.0f, beta);
+    check_gemm_shape(false, false, 181, 65, 300, 0.5f, beta);
+    check_gemm_shape(true, false, 181, 65, 300, 1.0f, beta);
+  }
+  // ...and Aᵀ B by tokens with them (the partials' contents before do not matter).
+  std::vector<float> partials(181 * 65, 1e30f);
+  {
+    const rfa::GemmPartialsScope bound(partials.data(), int64_t(partials.size()));
+    REQUIRE(rfa::gemm_split_of(true, false, 181, 65, 300, 184, 68, 68, 2, int64_t(partials.size())) ==
+            rfa::GemmSplit::k_sums);
+    for (float beta : {0.0f, 1.0f}) check_gemm_shape(true, false, 181, 65, 300, 0.75f, beta);
+    const int64_t M = 181, N = 65, K = 300;
+    auto A = random_vector<float>(K * M, 31), B = random_vector<float>(K * N, 32);
+    std::vector<float> first(M * N), second(M * N);
+    rfa::gemm<float>(true, false, M, N, K, 1.0f, A.data(), M, B.data(), N, 0.0f, first.data(), N);
+    rfa::gemm<float>(true, false, M, N, K, 1.0f, A.data(), M, B.data(), N, 0.0f, second.data(), N);
+    CHECK(first == second);
+  }
   rfa::thread_count_set(before);
 }
