@@ -68,12 +68,13 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
     phiq = saved ? saved + L.phi_q + bht0 * F : s.phiq_scratch;
     phik = saved ? saved + L.phi_k + bht0 * F : s.phik_scratch;
     P = saved ? saved + L.P + (static_cast<size_t>(bh) * L.n_chunks + ci) * Cc * Cc : s.P_scratch;
-    if (saved) {  // the chunk-entry state, for the backward
+    // The chunk-entry state, for the backward. It never reads the first chunk's when no state
+    // entered (flag 0: chunk_state_in_grads), so that one is not written (8 KiB a (b, h) at nano).
+    if (saved && (ci > 0 || saved[L.state_flags + bh] != T(0))) {
       T* entry = saved + L.states + (static_cast<size_t>(bh) * L.n_chunks + ci) * FE;
-      for (int f = 0; f < F; ++f) {
-        if (state_zero) std::fill_n(entry + size_t(f) * E, E, T(0));
-        else std::copy_n(s.S + f * EP, E, entry + size_t(f) * E);
-      }
+      if (state_zero) std::fill_n(entry, FE, T(0));
+      else
+        for (int f = 0; f < F; ++f) std::copy_n(s.S + f * EP, E, entry + size_t(f) * E);
     }
   }
 
