@@ -52,6 +52,8 @@ case $target in
 esac
 echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); rfa kernels: $target"
 echo "# PyTorch $("$python" -c 'import torch; print(torch.__version__)') ${torch_env[*]:-(its own dispatch)}; $threads threads; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# cores ns: how far apart rfa's two threads ran, one way, per rfa run (min-max of the rounds; rfa bench"
+echo "# train measures it). A VM's cores can move between runs; rows at different distances do not compare."
 
 shape_args() {  # shape_args SHAPE -> "CONFIG L H C T B V"
   case $1 in
@@ -63,14 +65,14 @@ shape_args() {  # shape_args SHAPE -> "CONFIG L H C T B V"
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
-printf '%-6s %-8s %-9s %12s %14s %12s %13s %15s %12s\n' shape "OMP wait" rfa "rfa ms/step" "nanoGPT ms/st" "nanoGPT/rfa" \
-  "rfa CPU ms" "nanoGPT CPU ms" "CPU ratio"
+printf '%-6s %-8s %-9s %12s %14s %12s %13s %15s %12s %10s\n' shape "OMP wait" rfa "rfa ms/step" "nanoGPT ms/st" "nanoGPT/rfa" \
+  "rfa CPU ms" "nanoGPT CPU ms" "CPU ratio" "cores ns"
 for policy in $policies; do
   policy_env=(env -u OMP_WAIT_POLICY)
   [ "$policy" = default ] || policy_env=(env OMP_WAIT_POLICY="$policy")
   for shape in $shapes; do
     read -r config L H C T B V <<<"$(shape_args "$shape")"
-    declare -A rfa_ms=() rfa_cpu=()
+    declare -A rfa_ms=() rfa_cpu=() rfa_ns=()
     nano_ms=() nano_cpu=()
     for r in $(seq 1 "$rounds"); do
       for kind in $kinds; do
@@ -78,6 +80,7 @@ for policy in $policies; do
           --set attention.kind="$kind" --set attention.short_conv=0 --set attention.output_gate=false --steps "$steps" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
         rfa_ms[$kind]+="$(sed -n 's/.*median \([0-9.]*\) ms\/step.*/\1/p' "$log") "
         rfa_cpu[$kind]+="$(sed -n 's/.*CPU time \([0-9.]*\) ms\/step.*/\1/p' "$log") "
+        rfa_ns[$kind]+="$(sed -n 's/.*threads 0 and 1 are \([0-9]*\) ns apart.*/\1/p' "$log") "
       done
       "${policy_env[@]}" "${torch_env[@]}" "$python" scripts/nanogpt-step-time.py "$nanogpt" --layers "$L" --heads "$H" --width "$C" \
         --context "$T" --batch "$B" --vocab "$V" --steps "$steps" --threads "$threads" >"$log" 2>&1 ||
@@ -90,9 +93,10 @@ for policy in $policies; do
     for kind in $kinds; do
       m=$(printf '%s\n' ${rfa_ms[$kind]} | median)
       mc=$(printf '%s\n' ${rfa_cpu[$kind]} | median)
-      printf '%-6s %-8s %-9s %12.2f %14.2f %11.2fx %13.2f %15.2f %11.2fx\n' "$shape" "$policy" "$kind" "$m" "$n" \
-        "$(awk -v a="$n" -v b="$m" 'BEGIN { print a / b }')" "$mc" "$nc" "$(awk -v a="$nc" -v b="$mc" 'BEGIN { print a / b }')"
+      ns=$(printf '%s\n' ${rfa_ns[$kind]} | sort -g | sed -n '1p;$p' | paste -sd- -)
+      printf '%-6s %-8s %-9s %12.2f %14.2f %11.2fx %13.2f %15.2f %11.2fx %10s\n' "$shape" "$policy" "$kind" "$m" "$n" \
+        "$(awk -v a="$n" -v b="$m" 'BEGIN { print a / b }')" "$mc" "$nc" "$(awk -v a="$nc" -v b="$mc" 'BEGIN { print a / b }')" "${ns:--}"
     done
-    unset rfa_ms rfa_cpu
+    unset rfa_ms rfa_cpu rfa_ns
   done
 done

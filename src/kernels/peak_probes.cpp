@@ -113,4 +113,34 @@ BandwidthPeak bandwidth_peak_measure(int64_t bytes, int repeats) {
   return peak;
 }
 
+double core_to_core_ns(int repeats, int round_trips) {
+  if (thread_count() < 2 || round_trips < 1) return 0;
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    // Thread 0 writes an odd value and waits for thread 1's even answer: 2 hand-overs a trip.
+    alignas(64) std::atomic<int64_t> flag{0};
+    double seconds = 0;
+    parallel_region([&](int t, int nt) {
+      if (nt < 2) return;  // (a region given fewer threads: no partner to wait for)
+      if (t == 0) {
+        Timer timer;
+        for (int64_t i = 0; i < round_trips; ++i) {
+          flag.store(2 * i + 1, std::memory_order_release);
+          while (flag.load(std::memory_order_acquire) != 2 * i + 2) {
+          }
+        }
+        seconds = timer.seconds();
+      } else if (t == 1) {
+        for (int64_t i = 0; i < round_trips; ++i) {
+          while (flag.load(std::memory_order_acquire) != 2 * i + 1) {
+          }
+          flag.store(2 * i + 2, std::memory_order_release);
+        }
+      }
+    });
+    best = std::min(best, seconds / (2.0 * round_trips));
+  }
+  return best > 0 && best < 1e30 ? best * 1e9 : 0;
+}
+
 }  // namespace rfa

@@ -30,4 +30,12 @@ struct BandwidthPeak {
 // kernel over tensors of that size can reach (in cache for small ones, DRAM for large).
 BandwidthPeak bandwidth_peak_measure(int64_t bytes, int repeats = 5);
 
+// How far apart the pool's first two threads' cores are: the one-way time of handing a cache line
+// from one to the other (a flag bounced `round_trips` times, best of `repeats`), in ns; 0 with
+// one thread. About 20-60 ns between cores sharing a last-level cache, 100-250 ns across dies
+// or where a VM's cores land apart; the same machine can change between runs (a VM's cores are
+// moved). Every product and row kernel hands rows between the threads, so results measured at
+// different distances do not compare: `rfa bench train` prints it (docs/cpu-targets.md).
+double core_to_core_ns(int repeats = 3, int round_trips = 20000);
+
 }  // namespace rfa

@@ -26,3 +26,14 @@ TEST_CASE("bandwidth peak: both buffers of the asked size, a positive rate") {
   CHECK(b.gbs > 0);
   CHECK(bandwidth_peak_measure(16, 1).bytes == 1024 * 4);  // at least 1024 floats
 }
+
+TEST_CASE("core-to-core distance: a positive time with two threads, 0 with one") {
+  const int before = thread_count();
+  thread_count_set(2);
+  const double ns = core_to_core_ns(2, 2000);
+  CHECK(ns > 0);     // a hand-over takes time
+  CHECK(ns < 1e6);   // and not a millisecond (a trip's two hand-overs are each counted once)
+  thread_count_set(1);
+  CHECK(core_to_core_ns(2, 2000) == 0);
+  thread_count_set(before);
+}
