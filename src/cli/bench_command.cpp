@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench_machine.h"
 #include "cli/cli_checks.h"
 #include "cli/commands.h"
 #include "cli/config_options.h"
@@ -14,7 +15,6 @@
 #include "core/memory_check.h"
 #include "core/step_profile.h"
 #include "kernels/cpu_target.h"
-#include "kernels/peak_probes.h"
 #include "model/memory_estimate.h"
 #include "model/model_flops.h"
 #include "tokenizer/tokenizer.h"
@@ -129,10 +129,7 @@ void bench_train(Config config, const BenchOptions& o) {
            config.train.grad_accum,
            table.count(), table.size() * 4.0 / 1e6, thread_count(), o.steps, o.warmup);
   log_info("bench", "kernels: {}", cpu_target_description());
-  if (thread_count() > 1)
-    log_info("bench", "threads 0 and 1 are {:.0f} ns apart (a cache line handed over one way; 20-60 on one die, "
-             "100-250 across dies or a VM's distant cores: compare only runs at the same distance)",
-             core_to_core_ns());
+  bench_log_core_distance();
   TrainBenchResult r = train_bench(config, o.steps, o.warmup, o.profile);
   FlopCount f = model_train_flops(spec, int64_t(B) * config.train.grad_accum * r.ranks, T);
   log_info("bench", "median {:.2f} ms/step (min {:.2f}): forward {:.2f}, backward {:.2f}, optimizer {:.2f}",

@@ -9,6 +9,7 @@
 
 #include "io/json.h"
 #include "cli/bench_decode.h"
+#include "cli/bench_machine.h"
 #include "cli/cli_checks.h"
 #include "cli/commands.h"
 #include "config/config_enums.h"
@@ -148,6 +149,7 @@ void run_bench_decode(const BenchDecodeArgs& a) {
            "products",
            m.n_layers, m.d_model, m.n_heads, a.vocab, cfg.attention.num_features, thread_count(), a.steps, a.repeats,
            enum_name(a.precision));
+  bench_log_core_distance();
   if (!a.batch.empty()) return bench_decode_rows(cfg, a);
   // The recurrent column: the config's kind when it is a recurrent one (rfa_delta, rfa), else rfa_gate. The
   // JSON keeps its rfa_gate_* keys for that column and names the kind in "rfa_kind".
