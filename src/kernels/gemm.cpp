@@ -75,7 +75,7 @@ GemmSplit gemm_split_of(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
 }
 
 int64_t gemm_partials_floats(int64_t largest, int64_t tokens, int threads) {
-  if (threads < 2 || tokens <= 0) return 0;
+  if (threads < 2 || tokens < kSplitMinRows * threads) return 0;  // no product over `tokens` sums them apart
   const int64_t cap = static_cast<int64_t>(kSplitMaxWork) / tokens;  // M N of a split product over `tokens`
   return int64_t(threads - 1) * std::min(largest, cap);
 }

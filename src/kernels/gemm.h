@@ -42,8 +42,8 @@ GemmSplit gemm_split_of(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
                         int64_t ldc, int threads, int64_t partials_floats);
 
 // Floats of partials the k_sums split needs on `threads` threads for Aᵀ B products of at most
-// `largest` entries of C over `tokens` rows: 0 on one thread, else (threads - 1) copies of the
-// largest C a split product can have (gemm.cpp: at most 2^28 multiply-adds).
+// `largest` entries of C over `tokens` rows: 0 on one thread or too few tokens a thread to split,
+// else (threads - 1) copies of the largest C a split product can have (at most 2^28 multiply-adds).
 int64_t gemm_partials_floats(int64_t largest, int64_t tokens, int threads);
 
 // Binds `floats` floats at `data` as the k_sums split's partials for gemm<float> calls on the

@@ -141,6 +141,7 @@ TEST_CASE("gemm: how a product is spread over the threads follows the rules of g
   CHECK(rfa::gemm_partials_floats(704 * 128, 768, 1) == 0);
   CHECK(rfa::gemm_partials_floats(704 * 128, 768, 2) == 704 * 128);
   CHECK(rfa::gemm_partials_floats(704 * 128, 768, 3) == 2 * 704 * 128);
+  CHECK(rfa::gemm_partials_floats(704 * 128, 768, 16) == 0);  // 48 tokens a thread: never summed apart
   CHECK(rfa::gemm_partials_floats(2048 * 384, 4096, 2) == (int64_t(1) << 28) / 4096);
 }
 
