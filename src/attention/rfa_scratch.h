@@ -56,7 +56,7 @@ class ScratchCarver {
 // take nothing.
 template <typename T>
 struct RfaForwardScratch {
-  T* xbar;          // (Dh)
+  T* rn;            // (2c)       r = (|x|² + eps)^(-1/2) of the q rows, then the k rows
   T* SX;            // (2c, Dh)   sigma ⊙ x̄ for q rows, then k rows
   T* U;             // (2c, D)    W (sigma ⊙ x̄)
   T* phiq_scratch;  // (c, F)     q̂ when nothing is saved
@@ -83,7 +83,7 @@ struct RfaForwardScratch {
   size_t carve(T* base, const RfaScratchDims& s) {
     ScratchCarver<T> k(base);
     const size_t cF = s.Cc * s.F, cW = s.Cc * s.W_gate, scalar = s.W_gate == 1 ? 1 : 0, feature = 1 - scalar;
-    k.take(xbar, s.Dh);
+    k.take(rn, 2 * s.Cc);
     k.take(SX, 2 * s.Cc * s.Dh);
     k.take(U, 2 * s.Cc * s.D);
     k.take(phiq_scratch, cF);
