@@ -88,8 +88,8 @@ struct VectorOps {
 #endif
 
 // The raw kernel over [begin, end) with one decay multiplier. Explicit vector
-// instructions: std::sqrt keeps a scalar errno check per element (we build without
-// -fno-math-errno), so the plain loop never vectorises. Both paths compute
+// instructions, written when std::sqrt's errno check kept the plain loop scalar
+// (the build now has -fno-math-errno). Both paths compute
 //   m = fma(b1, m, (1-b1) g),  v = fma(b2, v, ((1-b2) g) g),
 //   p = fma(p, keep, -(step m) / fma(sqrt(v), inv_sqrt_bc2, eps))
 // with the same roundings (the vector sqrt rounds like the scalar one), so the
