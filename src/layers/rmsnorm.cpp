@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "core/parallel.h"
 #include "core/step_profile.h"
@@ -29,22 +30,43 @@ void dweight_block(T* acc, const T* dout, const T* inp, const T* rstd, int64_t N
   }
 }
 
+// Rows per block of the forward: every row's sum of squares in the block first, then the
+// roots and divisions, then the scaling. One row at a time, each row's sum -> sqrt -> divide ->
+// scale chain stalled the next (a throwaway harness, one thread, x86-64-v3: 384 rows of 128
+// 9.4 -> 6.8 µs, 2048 rows of 384 182 -> 114 µs; the same bits).
+constexpr int kNormBlock = 16;
+
 // Row kernels take their pointers as parameters: read through a lambda's
 // captures inside the OpenMP outlined body, `weight[c]` compiled to a gather.
-template <typename T>
-void forward_row(T* y, T* rstd, const T* x, const T* weight, int C, double eps) {
-  T r = static_cast<T>(1.0 / std::sqrt(static_cast<double>(row_sum_squares(x, C)) / C + eps));
-  *rstd = r;
-  RFA_OMP_SIMD_FULL  // (kernels/vector_math.h: the whole register; y never overlaps x or weight)
-  for (int c = 0; c < C; ++c) y[c] = x[c] * r * weight[c];
-}
-
-// x += residual, then y = x r w: the residual add fused into the norm's row pass.
-template <typename T>
-void residual_forward_row(T* y, T* rstd, T* x, const T* residual, const T* weight, int C, double eps) {
-  RFA_OMP_SIMD_FULL
-  for (int c = 0; c < C; ++c) x[c] += residual[c];
-  forward_row(y, rstd, x, weight, C, eps);
+// y = x r w for rows [begin, end), r = (mean_j x_j^2 + eps)^(-1/2) (in double, as rstd).
+// X = T (a writable x): x += residual first, the residual add fused into the norm's row pass;
+// X = const T: no residual.
+template <typename T, typename X>
+void forward_rows(T* y, T* rstd, X* x, const T* residual, const T* weight, int64_t begin, int64_t end, int C,
+                  double eps) {
+  constexpr bool kResidual = !std::is_const_v<X>;
+  double sums[kNormBlock];
+  for (int64_t n0 = begin; n0 < end; n0 += kNormBlock) {
+    const int m = static_cast<int>(std::min<int64_t>(kNormBlock, end - n0));
+    for (int i = 0; i < m; ++i) {
+      X* xi = x + (n0 + i) * C;
+      if constexpr (kResidual) {
+        const T* ri = residual + (n0 + i) * C;
+        RFA_OMP_SIMD_FULL
+        for (int c = 0; c < C; ++c) xi[c] += ri[c];
+      }
+      sums[i] = static_cast<double>(row_sum_squares(xi, C));
+    }
+#pragma omp simd  // (-fno-math-errno: the vector sqrt, the same bits as one at a time)
+    for (int i = 0; i < m; ++i) rstd[n0 + i] = static_cast<T>(1.0 / std::sqrt(sums[i] / C + eps));
+    for (int i = 0; i < m; ++i) {
+      const T r = rstd[n0 + i];
+      const T* xi = x + (n0 + i) * C;
+      T* yi = y + (n0 + i) * C;
+      RFA_OMP_SIMD_FULL  // (kernels/vector_math.h: the whole register; y never overlaps x or weight)
+      for (int c = 0; c < C; ++c) yi[c] = xi[c] * r * weight[c];
+    }
+  }
 }
 
 template <typename T, bool kOverwrite>
@@ -90,11 +112,15 @@ void backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight,
 
 }  // namespace
 
+// Thread t takes rows [N t / nt, N (t + 1) / nt): the static partition of the products
+// split by rows (kernels/gemm.h) and of the backward, so a row stays on its core.
 template <typename T>
 void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int64_t N, int C, double eps) {
   // reads inp, writes out: 2 N C elements; 4 flop per element (square-add, scale twice)
   ProfileScope profile(ProfiledKernel::rmsnorm, 4.0 * double(N) * C, sizeof(T) * 2.0 * double(N) * C);
-  parallel_for(N, [&](int64_t n) { forward_row(out + n * C, rstd + n, inp + n * C, weight, C, eps); });
+  parallel_region([&](int t, int nt) {
+    forward_rows<T, const T>(out, rstd, inp, nullptr, weight, N * t / nt, N * (t + 1) / nt, C, eps);
+  });
 }
 
 template <typename T>
@@ -102,8 +128,8 @@ void residual_rmsnorm_forward(T* out, T* rstd, T* inp, const T* residual, const 
                               double eps) {
   // reads inp and residual, writes inp and out: 4 N C elements
   ProfileScope profile(ProfiledKernel::rmsnorm, 5.0 * double(N) * C, sizeof(T) * 4.0 * double(N) * C);
-  parallel_for(N, [&](int64_t n) {
-    residual_forward_row(out + n * C, rstd + n, inp + n * C, residual + n * C, weight, C, eps);
+  parallel_region([&](int t, int nt) {
+    forward_rows<T, T>(out, rstd, inp, residual, weight, N * t / nt, N * (t + 1) / nt, C, eps);
   });
 }
 
