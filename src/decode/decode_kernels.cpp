@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/parallel.h"
 #include "kernels/fast_exp.h"
 #include "kernels/vector_math.h"
 
@@ -17,18 +18,20 @@ void rmsnorm_rows(T* out, const T* x, const T* weight, int B, int C, double eps)
   }
 }
 
+// Rows split over the pool from a few tens of rows (an exp costs about 16 multiply-adds' time:
+// 64 rows of Hf 1024 took 35 us on one core, Zen 5); a row's values do not depend on the split.
 template <typename T>
 void swiglu_rows(T* out, const T* gate_up, int B, int Hf) {
-  for (int b = 0; b < B; ++b) {
-    const T* gate = gate_up + int64_t(b) * 2 * Hf;
+  parallel_for(B, parallel_grain(int64_t(16) * Hf), [&](int64_t b) {
+    const T* gate = gate_up + b * 2 * Hf;
     const T* up = gate + Hf;
-    T* y = out + int64_t(b) * Hf;
+    T* y = out + b * Hf;
 #pragma omp simd
     for (int i = 0; i < Hf; ++i) {
       const T g = gate[i];
       y[i] = g / (T(1) + exp_of(-g)) * up[i];
     }
-  }
+  });
 }
 
 #define RFA_INSTANTIATE(T)                                                              \

@@ -1,9 +1,10 @@
 #pragma once
-// Row kernels of the one-token decoding step. A step over B = 1 row is tiny
-// (~1 MFLOP for the reference model): an OpenMP fork/join costs as much as the
-// work, so these run on the calling thread. Plain loops written so -O3 vectorises them (omp simd
-// reductions, no -ffast-math). The layer kernels (layers/) are their reference
-// twins in the tests. (The step's RoPE is layers/rope.h's rope_rows.)
+// Row kernels of the one-token decoding step. A step over B = 1 row is tiny (~1 MFLOP for
+// the reference model): an OpenMP fork/join costs as much as the work, so these run on the
+// calling thread (SwiGLU's rows split over the pool from a few tens of rows, where its exps
+// outweigh the fork). Plain loops written so -O3 vectorises them (omp simd reductions, no
+// -ffast-math). The layer kernels (layers/) are their reference twins in the tests. (The
+// step's RoPE is layers/rope.h's rope_rows.)
 #include <cstdint>
 
 

@@ -369,9 +369,14 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
     const StepLayerWeights<T>& f = step_weights_.layer(l);
     const StepWeightsBf16 p = step_bf16_.empty() ? StepWeightsBf16{} : step_bf16_[static_cast<size_t>(l)];
     rmsnorm_rows(nrm, x, w.attn_norm, M, C, s.model.norm_eps);
-    product(a.q, nrm, f.wq, p.wq, true, C, C, false);
-    product(a.k, nrm, f.wk, p.wk, true, C, C, false);
-    product(a.v, nrm, f.wv, p.wv, true, C, C, false);
+    if (p.wq) {
+      product(a.q, nrm, f.wq, p.wq, true, C, C, false);
+      product(a.k, nrm, f.wk, p.wk, true, C, C, false);
+      product(a.v, nrm, f.wv, p.wv, true, C, C, false);
+    } else {  // q, k and v in one pass of the pool (one row's three fork together)
+      const StepProduct<T> qkv[] = {{f.wq, a.q}, {f.wk, a.k}, {f.wv, a.v}};
+      step_gemm_group<T>(M, C, C, nrm, qkv, false, GemmThreads::pool);
+    }
     attention_step(cores_[static_cast<size_t>(l)], w.attn, states_[static_cast<size_t>(l)], a.attn_out,
                    AttentionInputs<T>{a.q, a.k, a.v, nrm, f.gate}, attn_rows);
     product(x, a.attn_out, f.wo, p.wo, true, C, C, true);  // x += att · Woᵀ

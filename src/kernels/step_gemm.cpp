@@ -27,6 +27,17 @@ constexpr int kVectorsPerTile = kVectorRegisters >= 32 ? 4 : 2;
 constexpr int thin_vectors(int rows) { return rows == 1 || kVectorRegisters >= 32 ? 8 : 4; }
 constexpr int max_vectors(int rows) { return rows <= 2 ? thin_vectors(rows) : kVectorsPerTile; }
 
+// Tiles of several rows ask for their weights this far ahead in L1 (each cache line of the tile's
+// part of the panel's row k + ahead): a decode step reads every matrix once, from memory, and a
+// tile reads part of each row (6 x 4 registers: half of a 512-byte row), which the hardware's
+// prefetch followed badly. `rfa bench decode`, 6x384, Zen 5, alternating: 8 rows 1.41-1.55 ->
+// 1.26-1.32 ms a step (native), 2.94-3.23 -> 2.02-2.05 (x86-64-v3); 64 rows unchanged (native),
+// 12.0-12.1 -> 10.8-11.2 (x86-64-v3). One row's tiles read whole rows in order and are left to
+// the hardware: asked for too, they were 3-12% slower. In bytes: the same distance in time for
+// both panel widths.
+constexpr int64_t kPrefetchBytes = 8192;
+constexpr int kLineFloats = 16;  // a 64-byte cache line
+
 // out[r, v kW + l] for r < R, v < NV, of which the first `cols` columns are stored: w is the panel
 // at the tile's first column, P the panel's width (its row stride), x the tile's first row.
 // Not inlined: a tile alone keeps its accumulators in registers (inlined into the sweeps, GCC
@@ -39,8 +50,13 @@ __attribute__((noinline)) void tile(const float* x, int64_t K, const float* w, i
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) acc[r][v] = V{};
+  const int64_t ahead = kPrefetchBytes / (int64_t(sizeof(float)) * P);  // rows of the panel
   for (int64_t k = 0; k < K; ++k) {
     const float* wk = w + k * P;
+    if (R > 1 && k + ahead < K)
+#pragma GCC unroll 8
+      for (int c = 0; c < (NV * kW + kLineFloats - 1) / kLineFloats; ++c)
+        __builtin_prefetch(wk + ahead * P + c * kLineFloats, 0, 3);
     V wv[NV];
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
@@ -148,19 +164,20 @@ void step_pack(bool trans_w, int64_t N, int64_t K, const T* W, T* packed) {
 }
 
 template <>
-void step_gemm<float>(int64_t M, int64_t N, int64_t K, const float* x, const float* packed, float* out,
-                      bool accumulate, GemmThreads threads) {
-  if (M <= 0 || N <= 0) return;
+void step_gemm_group<float>(int64_t M, int64_t N, int64_t K, const float* x,
+                            std::span<const StepProduct<float>> products, bool accumulate, GemmThreads threads) {
+  const int64_t G = static_cast<int64_t>(products.size());
+  if (M <= 0 || N <= 0 || G == 0) return;
   // Below kParallelMinWork multiply-adds (a 384 x 384 projection of one row) waking the pool
-  // costs about what it saves.
-  const bool fork = threads != GemmThreads::one && M * N * K >= kParallelMinWork;
-  // Tasks are (panel part, block of rows) pairs, as many as give every thread two, of equal
-  // size so that no thread waits on another (3 panels of 36 and 28 rows had one thread do 56% of
-  // a 64-row product). A panel is read from memory once per block, so rows are split only
-  // from 4 tiles (below that the product is bound by reading W: at 8 rows two blocks were 1.2x
-  // slower); fewer rows split the panels' registers in halves instead, each half still 8
-  // chains from 2 rows (one row keeps its 8 registers: latency-bound on 4).
-  const int64_t panels = panels_of(N);
+  // costs about what it saves; the group's products count together (q, k and v of one row: 3x).
+  const bool fork = threads != GemmThreads::one && G * M * N * K >= kParallelMinWork;
+  // Tasks are (panel part, block of rows) pairs over every product's panels, as many as give
+  // every thread two, of equal size so that no thread waits on another (3 panels of 36 and 28
+  // rows had one thread do 56% of a 64-row product). A panel is read from memory once per block,
+  // so rows are split only from 4 tiles (below that the product is bound by reading W: at 8 rows
+  // two blocks were 1.2x slower); fewer rows split the panels' registers in halves instead, each
+  // half still 8 chains from 2 rows (one row keeps its 8 registers: latency-bound on 4).
+  const int64_t panels_each = panels_of(N), panels = G * panels_each;
   const int64_t wanted = fork ? 2 * thread_count() : 1;
   const int64_t parts = fork && M >= 2 && M < 4 * kRowsPerTile && panels < wanted ? 2 : 1;
   int64_t blocks = 1;
@@ -172,12 +189,14 @@ void step_gemm<float>(int64_t M, int64_t N, int64_t K, const float* x, const flo
   const int64_t part_vectors = kPanelVectors / parts;
   const int64_t tasks = panels * parts * blocks;
   auto task = [&](int64_t t) {
-    const int64_t b = t / (panels * parts), p = t % (panels * parts) / parts, part = t % parts;
+    const int64_t b = t / (panels * parts), pg = t % (panels * parts) / parts, part = t % parts;
+    const StepProduct<float>& product = products[static_cast<size_t>(pg / panels_each)];
+    const int64_t p = pg % panels_each;
     const int64_t j0 = p * kPanel, P = panel_width(N, p), vectors = P / kW;
     const int64_t v0 = std::min(vectors, part * part_vectors), v1 = std::min(vectors, v0 + part_vectors);
     // Block b holds rows [M b / blocks, M (b + 1) / blocks): sizes differ by at most one row.
-    panel_rows(M * b / blocks, M * (b + 1) / blocks, v0, v1, N, K, x, packed + j0 * K, P, j0,
-               std::min(kPanel, N - j0), out, accumulate);
+    panel_rows(M * b / blocks, M * (b + 1) / blocks, v0, v1, N, K, x, product.packed + j0 * K, P, j0,
+               std::min(kPanel, N - j0), product.out, accumulate);
   };
   if (!fork || tasks < 2) {
     for (int64_t t = 0; t < tasks; ++t) task(t);
@@ -188,24 +207,35 @@ void step_gemm<float>(int64_t M, int64_t N, int64_t K, const float* x, const flo
 
 // The same chain in scalar code, one element at a time.
 template <>
-void step_gemm<double>(int64_t M, int64_t N, int64_t K, const double* x, const double* packed, double* out,
-                       bool accumulate, GemmThreads) {
-  for (int64_t p = 0; p < panels_of(N); ++p) {
-    const int64_t P = panel_width(N, p), j0 = p * kPanel, cols = std::min(kPanel, N - j0);
-    const double* panel = packed + j0 * K;
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t j = 0; j < cols; ++j) {
-        double s = 0;
-        for (int64_t k = 0; k < K; ++k) s += x[m * K + k] * panel[k * P + j];
-        double& o = out[m * N + j0 + j];
-        o = accumulate ? o + s : s;
-      }
-  }
+void step_gemm_group<double>(int64_t M, int64_t N, int64_t K, const double* x,
+                             std::span<const StepProduct<double>> products, bool accumulate, GemmThreads) {
+  for (const StepProduct<double>& product : products)
+    for (int64_t p = 0; p < panels_of(N); ++p) {
+      const int64_t P = panel_width(N, p), j0 = p * kPanel, cols = std::min(kPanel, N - j0);
+      const double* panel = product.packed + j0 * K;
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t j = 0; j < cols; ++j) {
+          double s = 0;
+          for (int64_t k = 0; k < K; ++k) s += x[m * K + k] * panel[k * P + j];
+          double& o = product.out[m * N + j0 + j];
+          o = accumulate ? o + s : s;
+        }
+    }
+}
+
+template <typename T>
+void step_gemm(int64_t M, int64_t N, int64_t K, const T* x, const T* packed, T* out, bool accumulate,
+               GemmThreads threads) {
+  const StepProduct<T> one{packed, out};
+  step_gemm_group<T>(M, N, K, x, std::span<const StepProduct<T>>(&one, 1), accumulate, threads);
 }
 
 template int64_t step_packed_size<float>(int64_t, int64_t);
 template int64_t step_packed_size<double>(int64_t, int64_t);
 template void step_pack<float>(bool, int64_t, int64_t, const float*, float*);
 template void step_pack<double>(bool, int64_t, int64_t, const double*, double*);
+template void step_gemm<float>(int64_t, int64_t, int64_t, const float*, const float*, float*, bool, GemmThreads);
+template void step_gemm<double>(int64_t, int64_t, int64_t, const double*, const double*, double*, bool,
+                                GemmThreads);
 
 }  // namespace rfa

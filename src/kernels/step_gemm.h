@@ -15,6 +15,7 @@
 // Threads split panels and blocks of rows, never a sum. T = double: the same layout and chain in
 // scalar code (the tests' reference path).
 #include <cstdint>
+#include <span>
 
 #include "kernels/gemm.h"
 
@@ -38,5 +39,20 @@ void step_pack(bool trans_w, int64_t N, int64_t K, const T* W, T* packed);
 template <typename T>
 void step_gemm(int64_t M, int64_t N, int64_t K, const T* x, const T* packed, T* out, bool accumulate,
                GemmThreads threads);
+
+// One product of a group: W packed by step_pack, and its out (M, N).
+template <typename T>
+struct StepProduct {
+  const T* packed = nullptr;
+  T* out = nullptr;
+};
+
+// Every product of the group, out_i (M, N) (+)= x (M, K) · W_i, in one pass of the pool: each
+// element the same chain as step_gemm's. For the projections that read one input (q, k and v):
+// one fork and join instead of three, and a row's three 384-wide products (each below the
+// fork's threshold alone) split over the cores together.
+template <typename T>
+void step_gemm_group(int64_t M, int64_t N, int64_t K, const T* x, std::span<const StepProduct<T>> products,
+                     bool accumulate, GemmThreads threads);
 
 }  // namespace rfa

@@ -110,9 +110,14 @@ void block_forward(const BlockContext<T>& ctx, const BlockWeights<T>& w, BlockAc
   const BlockWeightsBf16 wh = bf16_weights(ctx);
   const StepLayerWeights<T> p = ctx.packed ? *ctx.packed : StepLayerWeights<T>{};
   const MatOperand<T> n = mat_operand_bf16(a.attn_norm, h.attn_norm, N * C);
-  forward_product<T>(ctx, a.q, n, {w.wq, wh.wq}, p.wq, true, N, C, C);
-  forward_product<T>(ctx, a.k, n, {w.wk, wh.wk}, p.wk, true, N, C, C);
-  forward_product<T>(ctx, a.v, n, {w.wv, wh.wv}, p.wv, true, N, C, C);
+  if (ctx.packed) {  // q, k and v in one pass of the pool
+    const StepProduct<T> qkv[] = {{p.wq, a.q}, {p.wk, a.k}, {p.wv, a.v}};
+    step_gemm_group<T>(N, C, C, n.x, qkv, false, GemmThreads::pool);
+  } else {
+    forward_product<T>(ctx, a.q, n, {w.wq, wh.wq}, p.wq, true, N, C, C);
+    forward_product<T>(ctx, a.k, n, {w.wk, wh.wk}, p.wk, true, N, C, C);
+    forward_product<T>(ctx, a.v, n, {w.wv, wh.wv}, p.wv, true, N, C, C);
+  }
   if (ctx.pieces)
     attention_prefill_pieces(ctx, w, a);
   else if (ctx.state)

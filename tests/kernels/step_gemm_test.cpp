@@ -1,7 +1,8 @@
 // step_gemm: every output element is the one multiply-add chain in k order the header promises,
 // bit for bit, whatever the number of rows, a row's place among them, the tile it falls in and the
 // threads (batch invariance, kernels/step_gemm.h); for both weight layouts and every tail of K, N
-// and M; and the double path is the product.
+// and M; a group of products sharing x gives each step_gemm's own bits; and the double path is
+// the product.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -75,6 +76,45 @@ TEST_CASE("step_gemm: each element is the k-order chain, bit for bit, for every 
               REQUIRE(std::memcmp(acc.data(), chain_acc.data() + first * N, sizeof(float) * size_t(M * N)) == 0);
             }
       }
+}
+
+TEST_CASE("step_gemm_group: each product's elements are step_gemm's bits, for every M, group size and thread count") {
+  // 3 x 384 x 384 is the q, k, v of a 6x384 model: one row of it forks, one product alone does not.
+  for (int64_t K : {37, 384})
+    for (int64_t N : {65, 384}) {
+      CAPTURE(K);
+      CAPTURE(N);
+      constexpr int64_t kGroupMax = 3, kRowsMax = 64;
+      const std::vector<float> x = filled<float>(size_t(kRowsMax * K), 7);
+      std::vector<Arena<float>> packed;
+      for (int64_t g = 0; g < kGroupMax; ++g) {
+        const std::vector<float> W = filled<float>(size_t(N * K), 8 + uint64_t(g));
+        packed.emplace_back(step_packed_size<float>(N, K));
+        step_pack<float>(true, N, K, W.data(), packed.back().data());
+      }
+      for (int64_t M : {1, 2, 7, 24, 64})
+        for (int64_t G = 1; G <= kGroupMax; ++G)
+          for (GemmThreads th : {GemmThreads::one, GemmThreads::pool}) {
+            CAPTURE(M);
+            CAPTURE(G);
+            std::vector<std::vector<float>> out, alone;
+            std::vector<StepProduct<float>> group;
+            out.reserve(size_t(G));
+            for (int64_t g = 0; g < G; ++g) {
+              out.emplace_back(size_t(M * N), NAN);
+              alone.emplace_back(size_t(M * N), NAN);
+              step_gemm<float>(M, N, K, x.data(), packed[size_t(g)].data(), alone.back().data(), false,
+                               GemmThreads::one);
+              group.push_back({packed[size_t(g)].data(), out.back().data()});
+            }
+            step_gemm_group<float>(M, N, K, x.data(), group, false, th);
+            for (int64_t g = 0; g < G; ++g)
+              REQUIRE(std::memcmp(out[size_t(g)].data(), alone[size_t(g)].data(), sizeof(float) * size_t(M * N)) == 0);
+            step_gemm_group<float>(M, N, K, x.data(), group, true, th);  // out = 2 (x W) exactly
+            for (int64_t g = 0; g < G; ++g)
+              for (int64_t i = 0; i < M * N; ++i) REQUIRE(out[size_t(g)][size_t(i)] == 2 * alone[size_t(g)][size_t(i)]);
+          }
+    }
 }
 
 TEST_CASE("step_gemm: the packed copy's size is whole panels of whole registers; double is the product") {
