@@ -11,7 +11,7 @@ int feature_count(FeatureMapKind kind, int D) { return kind == FeatureMapKind::g
 
 template <typename T>
 T l2_normalize_forward(T* xbar, const T* x, int Dh, T eps_n) {
-  const T r = T(1) / std::sqrt(dot(x, x, Dh) + eps_n);
+  const T r = l2_inverse_norm(dot(x, x, Dh), eps_n);
   RFA_OMP_SIMD_FULL  // xbar and x never overlap
   for (int j = 0; j < Dh; ++j) xbar[j] = x[j] * r;
   return r;

@@ -5,6 +5,7 @@
 //   arccos:   phi = (1/sqrt(D)) relu(u)          (F = D features)
 // Row functions are called per token inside the attention cores' parallel tasks:
 // they never allocate; the caller passes scratch.
+#include <cmath>
 #include <cstddef>
 
 #include "config/config.h"
@@ -13,6 +14,14 @@ namespace rfa {
 
 // F: number of features per row for a kind (2D gaussian, D arccos).
 int feature_count(FeatureMapKind kind, int D);
+
+// r = 1/sqrt(|x|² + eps_n) from the row's sum of squares: the one formula of the chunked
+// forward (rfa_chunked_forward.cpp, in blocks of rows), the recurrent step (rfa_decode_step.cpp)
+// and l2_normalize_forward, whose results the tests hold equal.
+template <typename T>
+inline T l2_inverse_norm(T sum_squares, T eps_n) {
+  return T(1) / std::sqrt(sum_squares + eps_n);
+}
 
 // x̄ = x * r with r = 1/sqrt(|x|² + eps_n); returns r (saved for the backward).
 template <typename T>

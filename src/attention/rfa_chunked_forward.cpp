@@ -94,8 +94,8 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
     }
     RFA_OMP_SIMD_FULL  // (-fno-math-errno: sqrt as a vector instruction, the same bits as one at a time)
     for (int i = 0; i < n; ++i) {
-      rq[i] = T(1) / std::sqrt(rq[i] + eps_n);
-      rk[i] = T(1) / std::sqrt(rk[i] + eps_n);
+      rq[i] = l2_inverse_norm(rq[i], eps_n);
+      rk[i] = l2_inverse_norm(rk[i], eps_n);
     }
     if (saved) {
       std::copy_n(rq, n, saved + L.r_q + bht0);

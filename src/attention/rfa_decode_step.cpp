@@ -53,7 +53,7 @@ void project(T* u, const T* sx, const T* Wt, int D, int Dh) {
 // Wt: (Dh, D). sx: (Dh) scratch, u: (D) scratch.
 template <typename T>
 void feature_row(T* phi, T* sx, T* u, const T* x, const T* sigma, const T* Wt, const RfaConfig& c, int D, int Dh) {
-  const T r = T(1) / std::sqrt(row_sum_squares(x, Dh) + T(c.eps_n));
+  const T r = l2_inverse_norm(row_sum_squares(x, Dh), T(c.eps_n));
 #pragma omp simd
   for (int j = 0; j < Dh; ++j) sx[j] = sigma[j] * (x[j] * r);
   project(u, sx, Wt, D, Dh);
