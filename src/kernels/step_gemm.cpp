@@ -173,17 +173,21 @@ void step_gemm_group<float>(int64_t M, int64_t N, int64_t K, const float* x,
   const bool fork = threads != GemmThreads::one && G * M * N * K >= kParallelMinWork;
   // Tasks are (panel part, block of rows) pairs over every product's panels, as many as give
   // every thread two, of equal size so that no thread waits on another (3 panels of 36 and 28
-  // rows had one thread do 56% of a 64-row product). A panel is read from memory once per block,
-  // so rows are split only from 4 tiles (below that the product is bound by reading W: at 8 rows
-  // two blocks were 1.2x slower); fewer rows split the panels' registers in halves instead, each
-  // half still 8 chains from 2 rows (one row keeps its 8 registers: latency-bound on 4).
+  // rows had one thread do 56% of a 64-row product). Columns are split before rows: a panel part
+  // is read from memory by the one thread that owns it, while every block of rows reads the whole
+  // panel again (two blocks read a decode step's 43 MB of weights twice). So the panels' registers
+  // split in halves (each still 8 chains from 2 rows; one row keeps its 8 registers: latency-bound
+  // on 4) where whole panels do not give an even share, and rows only where halves do not either
+  // (more threads than half panels), from 4 tiles (below that the product is bound by reading W: at
+  // 8 rows two blocks were 1.2x slower).
   const int64_t panels_each = panels_of(N), panels = G * panels_each;
   const int64_t wanted = fork ? 2 * thread_count() : 1;
-  const int64_t parts = fork && M >= 2 && M < 4 * kRowsPerTile && panels < wanted ? 2 : 1;
+  auto even = [&](int64_t n) { return n >= wanted && n % thread_count() == 0; };
+  const int64_t parts = fork && M >= 2 && !even(panels) && (even(2 * panels) || panels < wanted) ? 2 : 1;
   int64_t blocks = 1;
-  if (fork && M >= 4 * kRowsPerTile) {
-    blocks = (wanted + panels - 1) / panels;
-    if (panels * blocks % thread_count() != 0) ++blocks;  // 9 panels: 18 tasks, not 9 (5 against 4)
+  if (fork && M >= 4 * kRowsPerTile && !even(panels * parts)) {
+    blocks = (wanted + panels * parts - 1) / (panels * parts);
+    if (panels * parts * blocks % thread_count() != 0) ++blocks;  // 9 panels: 18 tasks, not 9 (5 against 4)
     blocks = std::min<int64_t>(blocks, M / kRowsPerTile);
   }
   const int64_t part_vectors = kPanelVectors / parts;
