@@ -22,6 +22,21 @@ TEST_CASE("arena: aligned, zeroed, planned slices start on cache lines") {
   CHECK_THROWS(arena.at(plan.size() + 1));
 }
 
+TEST_CASE("arena: from 2 MiB on, on a 2 MiB boundary (huge pages), zeroed; smaller ones on cache lines") {
+  const int64_t huge = int64_t(kArenaHugeBytes / sizeof(float));
+  for (int64_t size : {huge - 1, huge, 3 * huge + 5}) {
+    CAPTURE(size);
+    Arena<float> arena(size);
+    const uintptr_t at = reinterpret_cast<uintptr_t>(arena.data());
+    CHECK(at % (size >= huge ? kArenaHugeBytes : kArenaAlign) == 0);
+    if (size < huge) CHECK(at % 64 == 0);
+    bool zero = true;
+    for (int64_t i = 0; i < size; ++i) zero &= arena.data()[i] == 0.0f;
+    CHECK(zero);
+    arena.data()[size - 1] = 1.0f;  // the last element is inside the allocation (ASan would say)
+  }
+}
+
 TEST_CASE("param table: offsets aligned, names unique, decay mask exact") {
   ParamTable t;
   t.add("w", {3, 5}, true);
