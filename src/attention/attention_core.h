@@ -31,6 +31,7 @@
 #include "attention/attention_dims.h"
 #include "attention/attention_spec.h"
 #include "layers/rope.h"
+#include "tensor/arena.h"
 #include "tensor/param_table.h"
 
 namespace rfa {
@@ -266,7 +267,7 @@ class AttentionState {
   std::vector<AttentionStateTensor> tensors_;
   std::vector<int64_t> offsets_;  // tensor i starts at data_ + offsets_[i], (B, size_i)
   int64_t row_size_ = 0;
-  std::vector<T> data_;
+  Arena<T> data_;  // on huge pages from 2 MiB (tensor/arena.h): a step streams every row's state
   std::vector<T> constants_;
   std::vector<T> scratch_;        // (B, scratch per row)
   int64_t scratch_per_row_ = 0;

@@ -30,7 +30,7 @@ AttentionState<T>::AttentionState(const AttentionSpec& s, const T* random, const
     at += int64_t(o.B) * t.size();
     row_size_ += t.size();
   }
-  data_.assign(static_cast<size_t>(at), T(0));
+  data_ = Arena<T>(at);  // zeros
   constants_.assign(static_cast<size_t>(layout.constants), T(0));
   scratch_per_row_ = layout.scratch_per_row;
   scratch_.assign(static_cast<size_t>(int64_t(o.B) * scratch_per_row_), T(0));
