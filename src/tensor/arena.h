@@ -1,6 +1,6 @@
 #pragma once
-// The arena: one 64-byte aligned, zero-filled allocation sized up front (llm.c's
-// habit). Everything a model or a training step touches is carved out of an
+// The arena: one 64-byte aligned (from 2 MiB on: huge-page aligned), zero-filled allocation
+// sized up front (llm.c's habit). Everything a model or a training step touches is carved out of an
 // arena by offsets computed before allocation, so the hot loop never allocates.
 #include <cstddef>
 #include <cstdint>
