@@ -16,6 +16,7 @@
 #include "core/step_profile.h"
 #include "kernels/cpu_target.h"
 #include "model/memory_estimate.h"
+#include "train/thread_split.h"
 #include "model/model_flops.h"
 #include "tokenizer/tokenizer.h"
 #include "model/model_params.h"
@@ -120,7 +121,9 @@ void bench_train(Config config, const BenchOptions& o) {
                                                                       : config.tokenizer.vocab_size;
   }
   const ModelSpec spec = model_spec_make(config.model, config.attention);
-  memory_require(memory_estimate_train(spec, config.train, thread_count()), "the training benchmark");
+  memory_require(memory_estimate_train(spec, config.train, thread_count(), 1,
+                                       thread_split_resolve(config, spec, thread_count())),
+                 "the training benchmark");
   const int B = config.train.batch_size, T = spec.model.context_length;
   const ParamTable table = model_param_table(spec);
   log_info("bench", "{} attention, {} products, L={} C={} H={} T={} V={} B={}x{}: {} parameters ({:.1f} MB of fp32 "
@@ -131,6 +134,7 @@ void bench_train(Config config, const BenchOptions& o) {
   log_info("bench", "kernels: {}", cpu_target_description());
   bench_log_core_distance();
   TrainBenchResult r = train_bench(config, o.steps, o.warmup, o.profile);
+  log_info("bench", "{}", thread_split_text(r.thread_split, B, thread_count()));
   FlopCount f = model_train_flops(spec, int64_t(B) * config.train.grad_accum * r.ranks, T);
   log_info("bench", "median {:.2f} ms/step (min {:.2f}): forward {:.2f}, backward {:.2f}, optimizer {:.2f}",
            r.median_ms, r.min_ms, r.median_forward_ms, r.median_backward_ms, r.median_optimizer_ms);
@@ -153,8 +157,11 @@ void bench_train(Config config, const BenchOptions& o) {
     log_info("bench", "measured bf16 matmul peak {:.1f} GFLOP/s = {:.2f}x the sgemm peak (train.precision bf16 "
              "runs the products there)",
              r.gemm_bf16_peak_gflops, r.gemm_bf16_peak_gflops / r.gemm_peak_gflops);
-  log_info("bench", "memory: activation arena {}, AdamW m+v {}, peak RSS {}", bytes_text(double(r.activation_bytes)),
-           bytes_text(double(r.optimizer_bytes)), bytes_text(double(r.peak_rss_bytes)));
+  log_info("bench", "memory: activation arena{} {}, AdamW m+v {}{}, peak RSS {}",
+           r.thread_split == ThreadSplit::batch ? "s" : "", bytes_text(double(r.activation_bytes)),
+           bytes_text(double(r.optimizer_bytes)),
+           r.grad_copy_bytes > 0 ? fmt::format(", gradient copies {}", bytes_text(double(r.grad_copy_bytes))) : "",
+           bytes_text(double(r.peak_rss_bytes)));
   if (r.profiled) bench_profile_report(r, config.train.precision);
 }
 

@@ -21,6 +21,9 @@ enum class FeatureMapKind { gaussian, arccos };
 enum class PositionKind { automatic, rope, none };  // automatic: rope for softmax, none for RFA kinds
 enum class TokenizerKind { bpe, unigram, character };
 enum class Precision { fp32, bf16 };  // of the matrix products (docs/bf16.md)
+// How a training step uses the threads (train/batch_shards.h): each kernel split over them, each
+// thread its own sequences of the batch, or auto (the batch split where it fits, docs/cpu-targets.md).
+enum class ThreadSplit { automatic, batch, kernels };
 enum class GateKind { scalar, feature };       // rfa_gate: one gate per head, or one per state feature
 enum class TimeDiscountKind { none, log };     // RFA kinds: the feature written at position t scaled by log(t + c)
 // data.format: one text; JSON Lines documents {"text"}; instruction examples; preference pairs (DPO)
@@ -117,6 +120,7 @@ struct TrainConfig {
   bool stateful = false;      // contiguous streams, each RFA layer's state carried across steps (data/stream_sampler.h)
   int stateful_redraw = 0;    // stateful: 0 = the fixed random features; K = a draw per K steps, states reset at each
   Precision precision = Precision::fp32;  // bf16: the matrix products read bf16 copies (docs/bf16.md)
+  ThreadSplit thread_split = ThreadSplit::automatic;  // train/batch_shards.h
   std::string init_from = "";  // a run or checkpoint whose weights start this run (train/train_init.h); "" = random
   double dpo_beta = 0.1;       // data.format preference: DPO's beta (train/dpo.h)
 

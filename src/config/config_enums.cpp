@@ -13,6 +13,8 @@ constexpr EnumName<PositionKind> kPositions[] = {
 constexpr EnumName<TokenizerKind> kTokenizerKinds[] = {
     {TokenizerKind::bpe, "bpe"}, {TokenizerKind::unigram, "unigram"}, {TokenizerKind::character, "char"}};
 constexpr EnumName<Precision> kPrecisions[] = {{Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}};
+constexpr EnumName<ThreadSplit> kThreadSplits[] = {
+    {ThreadSplit::automatic, "auto"}, {ThreadSplit::batch, "batch"}, {ThreadSplit::kernels, "kernels"}};
 constexpr EnumName<GateKind> kGateKinds[] = {{GateKind::scalar, "scalar"}, {GateKind::feature, "feature"}};
 constexpr EnumName<TimeDiscountKind> kTimeDiscounts[] = {{TimeDiscountKind::none, "none"},
                                                          {TimeDiscountKind::log, "log"}};
@@ -35,6 +37,7 @@ std::span<const EnumName<FeatureMapKind>> enum_names(FeatureMapKind) { return kF
 std::span<const EnumName<PositionKind>> enum_names(PositionKind) { return kPositions; }
 std::span<const EnumName<TokenizerKind>> enum_names(TokenizerKind) { return kTokenizerKinds; }
 std::span<const EnumName<Precision>> enum_names(Precision) { return kPrecisions; }
+std::span<const EnumName<ThreadSplit>> enum_names(ThreadSplit) { return kThreadSplits; }
 std::span<const EnumName<GateKind>> enum_names(GateKind) { return kGateKinds; }
 std::span<const EnumName<TimeDiscountKind>> enum_names(TimeDiscountKind) { return kTimeDiscounts; }
 std::span<const EnumName<DataFormat>> enum_names(DataFormat) { return kDataFormats; }

@@ -19,6 +19,7 @@ std::span<const EnumName<FeatureMapKind>> enum_names(FeatureMapKind);
 std::span<const EnumName<PositionKind>> enum_names(PositionKind);
 std::span<const EnumName<TokenizerKind>> enum_names(TokenizerKind);
 std::span<const EnumName<Precision>> enum_names(Precision);
+std::span<const EnumName<ThreadSplit>> enum_names(ThreadSplit);
 std::span<const EnumName<GateKind>> enum_names(GateKind);
 std::span<const EnumName<TimeDiscountKind>> enum_names(TimeDiscountKind);
 std::span<const EnumName<DataFormat>> enum_names(DataFormat);

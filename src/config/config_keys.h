@@ -34,7 +34,7 @@ using FieldRef = T& (*)(Config&);
 using ConfigField =
     std::variant<FieldRef<int>, FieldRef<int64_t>, FieldRef<uint64_t>, FieldRef<double>, FieldRef<bool>,
                  FieldRef<std::string>, FieldRef<AttentionKind>, FieldRef<FeatureMapKind>,
-                 FieldRef<PositionKind>, FieldRef<TokenizerKind>, FieldRef<Precision>, FieldRef<GateKind>,
+                 FieldRef<PositionKind>, FieldRef<TokenizerKind>, FieldRef<Precision>, FieldRef<ThreadSplit>, FieldRef<GateKind>,
                  FieldRef<TimeDiscountKind>, FieldRef<DataFormat>, FieldRef<DocumentBoundaries>, FieldRef<Packing>,
                  FieldRef<PromptTemplate>>;
 

@@ -29,6 +29,8 @@ int64_t inner_wall_ns = 0, inner_cpu_ns = 0;
 namespace profile_detail {
 
 bool enabled = false;
+thread_local bool muted = false;
+thread_local double work_scale = 1;
 
 int64_t clock_ns(clockid_t clock) {
   timespec t{};
@@ -52,8 +54,8 @@ void add(ProfiledKernel k, const Stamp& start, double flop, double bytes, const 
     r->calls += 1;
     r->ms += own_ms;
     r->cpu_ms += own_cpu_ms;
-    r->flop += flop;
-    r->bytes += bytes;
+    r->flop += flop * work_scale;
+    r->bytes += bytes * work_scale;
   }
 }
 

@@ -67,6 +67,11 @@ const ProfileRow& step_profile_row(ProfiledKernel k);
 
 namespace profile_detail {
 extern bool enabled;
+// The batch split (train/batch_shards.h) on this thread: muted on every shard but the first, whose
+// calls count `work_scale` times their operations and bytes (the work of all the shards, which
+// run side by side on equal rows); not muted and 1 elsewhere.
+extern thread_local bool muted;
+extern thread_local double work_scale;
 struct Stamp {
   int64_t wall_ns = -1, cpu_ns = 0;
   int64_t inner_wall_ns = 0, inner_cpu_ns = 0;  // the time of the calls inside scopes, at the start
@@ -75,17 +80,33 @@ void add(ProfiledKernel k, const Stamp& start, double flop, double bytes, const 
 Stamp now();
 }  // namespace profile_detail
 
+// For the life of a shard's body in the batch split, on its thread: the first of `shards` shards
+// is profiled for all of them, the others not at all (the rows stay one caller's).
+class ProfileShard {
+ public:
+  ProfileShard(int shard, int shards) {
+    profile_detail::muted = shard != 0;
+    profile_detail::work_scale = shards;
+  }
+  ~ProfileShard() {
+    profile_detail::muted = false;
+    profile_detail::work_scale = 1;
+  }
+  ProfileShard(const ProfileShard&) = delete;
+  ProfileShard& operator=(const ProfileShard&) = delete;
+};
+
 // Times the enclosing scope as one call of `kernel` doing `flop` operations on `bytes`.
 class ProfileScope {
  public:
   ProfileScope(ProfiledKernel kernel, double flop, double bytes)
       : kernel_(kernel), flop_(flop), bytes_(bytes) {
-    if (profile_detail::enabled) start_ = profile_detail::now();
+    if (profile_detail::enabled && !profile_detail::muted) start_ = profile_detail::now();
   }
   // A product, also counted in its shape's row.
   ProfileScope(ProductShape shape, double flop, double bytes)
       : kernel_(ProfiledKernel::gemm), flop_(flop), bytes_(bytes), shape_(shape), has_shape_(true) {
-    if (profile_detail::enabled) start_ = profile_detail::now();
+    if (profile_detail::enabled && !profile_detail::muted) start_ = profile_detail::now();
   }
   ~ProfileScope() {
     if (start_.wall_ns >= 0) profile_detail::add(kernel_, start_, flop_, bytes_, has_shape_ ? &shape_ : nullptr);

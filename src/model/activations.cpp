@@ -16,7 +16,9 @@ int64_t activation_gemm_partials(const ModelSpec& s, int B, int T_len, int threa
 }
 
 template <typename T>
-Activations<T>::Activations(const ModelSpec& s, int B_, int T_, Precision precision) : B(B_), T_len(T_) {
+Activations<T>::Activations(const ModelSpec& s, int B_, int T_, Precision precision, int threads)
+    : B(B_), T_len(T_) {
+  if (threads <= 0) threads = thread_count();
   RFA_ASSERT(precision == Precision::fp32 || (std::is_same_v<T, float>), "bf16 copies exist for float models only");
   if (B <= 0 || T_len <= 0) fail("batch {} x context {}: both must be positive", B, T_len);
   if (T_len > s.model.context_length)
@@ -71,10 +73,10 @@ Activations<T>::Activations(const ModelSpec& s, int B_, int T_, Precision precis
   take(&g.dlogits, "", {N, V});
   take(&g.dlosses, "", {N});
   for (const AttentionSpec& a : s.attn)  // one layer's attention at a time: the largest layer's
-    attn_scratch_size_ = std::max(attn_scratch_size_, attention_scratch_size(a, B, T_len, thread_count()));
+    attn_scratch_size_ = std::max(attn_scratch_size_, attention_scratch_size(a, B, T_len, threads));
   take(&g.attn_scratch, "", {attn_scratch_size_});
   if constexpr (std::is_same_v<T, float>) {
-    g.gemm_partials_size = activation_gemm_partials(s, B, T_len, thread_count());
+    g.gemm_partials_size = activation_gemm_partials(s, B, T_len, threads);
     take(&g.gemm_partials, "", {g.gemm_partials_size});
   }
   // bf16 copies: n uint16 in ceil(n / 2) floats (not dumped: they repeat the float tensors).

@@ -72,8 +72,10 @@ struct ActTensor {
 template <typename T>
 class Activations {
  public:
-  // precision bf16 (float only) adds the bf16 copies below to the arena.
-  Activations(const ModelSpec& spec, int B, int T_len, Precision precision = Precision::fp32);
+  // precision bf16 (float only) adds the bf16 copies below to the arena. threads: the threads the
+  // kernels will run on, which the attention's scratch and the products' partials are sized for
+  // (0: the pool's, thread_count(); 1 for a thread's own part of a batch, train/batch_shards.h).
+  Activations(const ModelSpec& spec, int B, int T_len, Precision precision = Precision::fp32, int threads = 0);
 
   int B = 0, T_len = 0;
   int64_t pos0 = 0;  // ModelCarry::pos0 of the last model_forward, which its backward reads too

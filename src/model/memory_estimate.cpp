@@ -96,7 +96,8 @@ MemoryEstimate memory_estimate_model(const ModelSpec& s, Precision precision) {
   return e;
 }
 
-MemoryEstimate memory_estimate_train(const ModelSpec& s, const TrainConfig& train, int threads, int ranks) {
+MemoryEstimate memory_estimate_train(const ModelSpec& s, const TrainConfig& train, int threads, int ranks,
+                                     ThreadSplit split) {
   MemoryEstimate e = memory_estimate_model(s, train.precision);
   e.add("AdamW m and v", 2 * memory_param_elements(s) * kFloat, weight_keys(s));
   const int B = train.batch_size, T = s.model.context_length;
@@ -104,8 +105,19 @@ MemoryEstimate memory_estimate_train(const ModelSpec& s, const TrainConfig& trai
   const std::string keys = fmt::format("train.batch_size ({}), model.context_length ({}){}{} or model.n_layers ({})", B,
                                        T, attn_keys.empty() ? "" : ", ", attn_keys, s.L);
   // Activations plus the micro-batch's input and target tokens (int32).
-  e.add("activations",
-        memory_activation_elements(s, B, T, threads, train.precision) * kFloat + 2.0 * B * T * sizeof(int32_t), keys);
+  double acts = 0;
+  if (split == ThreadSplit::batch) {  // each thread's rows [B t / n, B (t + 1) / n) (train/batch_shards.h)
+    for (int t = 0; t < threads; ++t) {
+      const int rows = int(int64_t(B) * (t + 1) / threads - int64_t(B) * t / threads);
+      acts += memory_activation_elements(s, rows, T, 1, train.precision);
+    }
+    e.add("gradient copies", double(threads - 1) * memory_param_elements(s) * kFloat,
+          fmt::format("train.thread_split (batch: one copy a thread past the first, {} threads) or the weights ({})",
+                      threads, weight_keys(s)));
+  } else {
+    acts = memory_activation_elements(s, B, T, threads, train.precision);
+  }
+  e.add("activations", acts * kFloat + 2.0 * B * T * sizeof(int32_t), keys);
   if (train.stateful) {
     // TrainSession's (2, grad_accum, slot) and StreamCheckpoint's (ranks x grad_accum, slot) and
     // (ranks x grad_accum, B) offsets, slot = every layer's (B, carry shape): three arenas, each

@@ -25,6 +25,9 @@ MemoryEstimate memory_estimate_model(const ModelSpec& spec, Precision precision 
 // train.stateful the carried states (entering and final, per local micro-batch) and
 // the checkpoint's copy of every rank's (`ranks` x grad_accum micro-batches);
 // with train.precision bf16 also the bf16 weight copies and activation copies.
-MemoryEstimate memory_estimate_train(const ModelSpec& spec, const TrainConfig& train, int threads, int ranks = 1);
+// split: train.thread_split as resolved (train/thread_split.h): under batch, each of the threads'
+// rows its own activations (scratch for one thread) and (threads - 1) gradient copies.
+MemoryEstimate memory_estimate_train(const ModelSpec& spec, const TrainConfig& train, int threads, int ranks = 1,
+                                     ThreadSplit split = ThreadSplit::kernels);
 
 }  // namespace rfa

@@ -42,12 +42,19 @@ T* block_output(Activations<T>& a, int l) {
 // tensors, an untied embedding's scatter-add). The others are left to the
 // gemms' beta 0.
 template <typename T>
-void grads_zero_accumulated(Model<T>& m) {
+void grads_zero_accumulated(Model<T>& m, T* grads) {
   for (const ParamEntry& e : m.table.entries())
-    if (!e.grad_by_gemm) std::memset(m.grads() + e.offset, 0, sizeof(T) * static_cast<size_t>(e.numel));
+    if (!e.grad_by_gemm) std::memset(grads + e.offset, 0, sizeof(T) * static_cast<size_t>(e.numel));
 }
 
 }  // namespace
+
+void model_check_tokens(const ModelSpec& s, const int32_t* inputs, int64_t N) {
+  for (int64_t i = 0; i < N; ++i)
+    if (inputs[i] < 0 || inputs[i] >= s.V)
+      fail("token id {} at position {} is outside the vocabulary [0, {}); the token data and the model disagree",
+           inputs[i], i, s.V);
+}
 
 template <typename T>
 double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const int32_t* targets,
@@ -55,10 +62,7 @@ double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, cons
   const ModelSpec& s = m.spec;
   const int64_t N = int64_t(a.B) * a.T_len;
   RFA_ASSERT(m.random_size == 0 || random != nullptr, "the attention needs its random matrices");
-  for (int64_t i = 0; i < N; ++i)
-    if (inputs[i] < 0 || inputs[i] >= s.V)
-      fail("token id {} at position {} is outside the vocabulary [0, {}); the token data and the model disagree",
-           inputs[i], i, s.V);
+  model_check_tokens(s, inputs, N);
   a.pos0 = carry.pos0;
   a.segment_start = carry.segment_start;
   embedding_forward(a.layers[0].resid_in, inputs, m.w.tok_embedding, N, s.C);
@@ -106,8 +110,9 @@ float* gemm_partials_of(GradScratch<T>& g) {
 }
 
 template <typename T>
-void backward_from_losses(Model<T>& m, Activations<T>& a, const int32_t* inputs, const int32_t* targets,
-                          const T* random, GradWrite write) {
+void backward_from_losses(Model<T>& m, Activations<T>& a, GradTarget<T> target, const int32_t* inputs,
+                          const int32_t* targets, const T* random, GradWrite write) {
+  const ModelWeights<T>& mg = *target.views;
   const ModelSpec& s = m.spec;
   const int64_t N = int64_t(a.B) * a.T_len;
   GradScratch<T>& g = a.grad;
@@ -116,7 +121,7 @@ void backward_from_losses(Model<T>& m, Activations<T>& a, const int32_t* inputs,
   const bool overwrite = write == GradWrite::overwrite;
   // Overwrite: the weight matrices' gemms write with beta 0 (lm_head first, so a
   // tied embedding's scatter-add at the end adds onto it); the rest are zeroed here.
-  if (overwrite) grads_zero_accumulated(m);
+  if (overwrite) grads_zero_accumulated(m, target.base);
   cross_entropy_backward(g.dlogits, a.probs, targets, g.dlosses, N, s.V);
   // logits = final_norm · lm_headᵀ (bf16: dlogits, the head and final_norm through their copies)
   const bool bf16 = a.bf16() && m.precision == Precision::bf16;
@@ -124,17 +129,17 @@ void backward_from_losses(Model<T>& m, Activations<T>& a, const int32_t* inputs,
   const MatOperand<T> head{m.w.lm_head, bf16 ? m.wh.lm_head : nullptr};
   const MatOperand<T> norm{a.final_norm, bf16 ? a.final_norm_bf16 : nullptr};
   mat_product<T>(false, false, N, s.C, s.V, dlogits, s.V, head, s.C, T(0), g.dnorm, s.C);  // dnorm = dlogits · W
-  mat_product<T>(true, false, s.V, s.C, N, dlogits, s.V, norm, s.C, overwrite ? T(0) : T(1), m.g.lm_head,
+  mat_product<T>(true, false, s.V, s.C, N, dlogits, s.V, norm, s.C, overwrite ? T(0) : T(1), mg.lm_head,
                  s.C);  // dW (+)= dlogitsᵀ · n
-  rmsnorm_backward(g.dresid, m.g.final_norm, g.dnorm, a.resid_final, m.w.final_norm, a.final_rstd, N, s.C,
+  rmsnorm_backward(g.dresid, mg.final_norm, g.dnorm, a.resid_final, m.w.final_norm, a.final_rstd, N, s.C,
                    GradWrite::overwrite);
   for (int l = s.L - 1; l >= 0; --l) {
     BlockContext<T> ctx = block_context(m, a, random, l);
     ctx.write = write;
-    block_backward(ctx, m.w.layers[static_cast<size_t>(l)], m.g.layers[static_cast<size_t>(l)],
+    block_backward(ctx, m.w.layers[static_cast<size_t>(l)], mg.layers[static_cast<size_t>(l)],
                    a.layers[static_cast<size_t>(l)], g);
   }
-  embedding_backward(m.g.tok_embedding, g.dresid, inputs, N, s.C);
+  embedding_backward(mg.tok_embedding, g.dresid, inputs, N, s.C);
 }
 
 }  // namespace
@@ -148,7 +153,7 @@ void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const
   // loss = (loss_scale / count) * sum_i losses[i]
   const T dloss = count > 0 ? static_cast<T>(loss_scale / static_cast<double>(count)) : T(0);
   for (int64_t i = 0; i < N; ++i) a.grad.dlosses[i] = targets[i] >= 0 ? dloss : T(0);
-  backward_from_losses(m, a, inputs, targets, random, write);
+  backward_from_losses(m, a, {m.grads(), &m.g}, inputs, targets, random, write);
 }
 
 template <typename T>
@@ -157,7 +162,15 @@ void model_backward_weighted(Model<T>& m, Activations<T>& a, const int32_t* inpu
   const int64_t N = int64_t(a.B) * a.T_len;
   // loss = sum_i weights[i] * losses[i]
   for (int64_t i = 0; i < N; ++i) a.grad.dlosses[i] = targets[i] >= 0 ? static_cast<T>(weights[i]) : T(0);
-  backward_from_losses(m, a, inputs, targets, random, write);
+  backward_from_losses(m, a, {m.grads(), &m.g}, inputs, targets, random, write);
+}
+
+template <typename T>
+void model_backward_into(Model<T>& m, Activations<T>& a, GradTarget<T> target, const int32_t* inputs,
+                         const int32_t* targets, std::type_identity_t<const T*> random, T dloss, GradWrite write) {
+  const int64_t N = int64_t(a.B) * a.T_len;
+  for (int64_t i = 0; i < N; ++i) a.grad.dlosses[i] = targets[i] >= 0 ? dloss : T(0);
+  backward_from_losses(m, a, target, inputs, targets, random, write);
 }
 
 template double model_forward(Model<float>&, Activations<float>&, const int32_t*, const int32_t*, const float*,
@@ -172,5 +185,9 @@ template void model_backward_weighted(Model<float>&, Activations<float>&, const 
                                       const double*, GradWrite);
 template void model_backward_weighted(Model<double>&, Activations<double>&, const int32_t*, const int32_t*,
                                       const double*, const double*, GradWrite);
+template void model_backward_into(Model<float>&, Activations<float>&, GradTarget<float>, const int32_t*,
+                                  const int32_t*, const float*, float, GradWrite);
+template void model_backward_into(Model<double>&, Activations<double>&, GradTarget<double>, const int32_t*,
+                                  const int32_t*, const double*, double, GradWrite);
 
 }  // namespace rfa

@@ -54,4 +54,24 @@ void model_backward_weighted(Model<T>& model, Activations<T>& acts, const int32_
                              std::type_identity_t<const T*> random, const double* weights /*(B*T)*/,
                              GradWrite write = GradWrite::accumulate);
 
+// Where a backward writes the parameter gradients: `base` (P) in the model's flat layout and its
+// views (model_weights_view). model_backward writes the model's own (model.grads(), model.g);
+// the batch split of a training step (train/batch_shards.h) gives each thread its own.
+template <typename T>
+struct GradTarget {
+  T* base = nullptr;
+  const ModelWeights<T>* views = nullptr;
+};
+
+// model_backward into `target`, every target not ignored weighing `dloss` (d loss / d losses[i]):
+// for a part of a batch whose loss is the mean over the whole batch's targets, dloss is
+// loss_scale / (the whole batch's count).
+template <typename T>
+void model_backward_into(Model<T>& model, Activations<T>& acts, GradTarget<T> target, const int32_t* inputs,
+                         const int32_t* targets, std::type_identity_t<const T*> random, T dloss,
+                         GradWrite write = GradWrite::accumulate);
+
+// Throws Error naming the first token id of inputs (N) outside [0, V).
+void model_check_tokens(const ModelSpec& spec, const int32_t* inputs, int64_t N);
+
 }  // namespace rfa

@@ -116,6 +116,8 @@ TrainBenchResult train_bench(const Config& config, int steps, int warmup, bool p
   r.timed_steps = steps;
   for (double ms : total) r.mean_ms += ms / double(steps);
   r.activation_bytes = session.activation_bytes();
+  r.grad_copy_bytes = session.grad_copy_bytes();
+  r.thread_split = session.thread_split();
   r.optimizer_bytes = session.optimizer_bytes();
   struct rusage usage {};
   if (getrusage(RUSAGE_SELF, &usage) == 0) r.peak_rss_bytes = int64_t(usage.ru_maxrss) * 1024;  // KiB on Linux

@@ -26,6 +26,8 @@ struct TrainBenchResult {
   double median_forward_ms = 0, median_backward_ms = 0, median_optimizer_ms = 0;
   int64_t activation_bytes = 0;  // the activation arena (includes attention's saved tensors and scratch)
   int64_t optimizer_bytes = 0;   // AdamW m and v
+  int64_t grad_copy_bytes = 0;   // the batch split's gradient copies (0 under the kernel split)
+  ThreadSplit thread_split = ThreadSplit::kernels;  // train.thread_split as the session resolved it
   int64_t peak_rss_bytes = 0;    // getrusage's ru_maxrss after the timed steps (whole process)
   double median_allreduce_ms = 0;  // data parallel: the gradient all-reduce (0 with one rank)
   int ranks = 1;                   // tokens_per_s counts all ranks' tokens; the times are rank 0's

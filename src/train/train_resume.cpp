@@ -27,12 +27,13 @@ namespace fs = std::filesystem;
 
 // train.grad_accum may change only with the number of ranks, keeping the global batch
 // ranks x grad_accum (train_start_resumed checks it: train_dist.h, train_dist_resume_check).
-// train.precision may change: checkpoints hold the fp32 master weights either way.
-constexpr std::array<std::string_view, 13> kChangeable = {
+// train.precision may change: checkpoints hold the fp32 master weights either way; so may
+// train.thread_split, as --threads may (each only changes how the sums are ordered).
+constexpr std::array<std::string_view, 14> kChangeable = {
     "train.steps",      "train.log_every",      "train.eval_every",     "train.eval_batches",
     "train.run_dir",    "checkpoint.every",     "checkpoint.keep_last", "checkpoint.keep_best",
     "data.corpus",      "data.tokens",          "tokenizer.path",       "train.grad_accum",
-    "train.precision"};
+    "train.precision",  "train.thread_split"};
 
 // The run a checkpoint belongs to: RUN/checkpoints/step-N -> RUN; "" if it is not inside one.
 // Relative paths stay relative unless they are too short to name the run (e.g. "step-000500").

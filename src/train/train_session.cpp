@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/stop_signals.h"
 #include "core/timer.h"
 #include "dist/dist.h"
@@ -13,6 +14,7 @@
 #include "model/model_forward.h"
 #include "optim/lr_schedule.h"
 #include "train/dpo.h"
+#include "train/thread_split.h"
 
 namespace rfa {
 namespace {
@@ -46,7 +48,6 @@ void train_precision_require(Precision p) {
 TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
     : config_(config),
       model_(spec, precision_checked(config.train.precision)),
-      acts_(spec, config.train.batch_size, spec.model.context_length, config.train.precision),
       optim_(2 * model_.param_size()),
       mask_(mask_from_table(model_.table, config.optim.sigma_lr_scale)),
       batch_(config.train.batch_size, spec.model.context_length) {
@@ -59,6 +60,11 @@ TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
     carry_in_ = carry_.data();
     carry_out_ = carry_.data() + config.train.grad_accum * carry_slot_;
   }
+  const int B = config.train.batch_size, T = spec.model.context_length, threads = thread_count();
+  if (thread_split_resolve(config, spec, threads) == ThreadSplit::batch)
+    shards_ = std::make_unique<BatchShards>(model_, B, T, config.train.precision, threads);
+  else
+    acts_ = std::make_unique<Activations<float>>(spec, B, T, config.train.precision);
   model_init(model_, config.train.seed);
   for (const ParamEntry& e : model_.table.entries()) {
     ranges_.push_back({e.name, e.offset, e.numel});
@@ -80,9 +86,24 @@ void TrainSession::bf16_prepare() {
   std::fill(batch_.targets.begin(), batch_.targets.end(), 0);
   for (GradWrite write : {GradWrite::overwrite, GradWrite::accumulate}) {
     if (write == GradWrite::accumulate && config_.train.grad_accum == 1) break;
-    model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_fixed());
-    model_backward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_fixed(), 1.0, write);
+    forward(model_.random_fixed(), ModelCarry<float>{});
+    backward(model_.random_fixed(), 1.0, write);
   }
+}
+
+double TrainSession::forward(const float* random, const ModelCarry<float>& carry) {
+  if (shards_) {
+    RFA_ASSERT(!carry.in && !carry.out, "the batch split carries no state (thread_split_resolve)");
+    return shards_->forward(batch_.inputs.data(), batch_.targets.data(), random, carry.segment_start);
+  }
+  return model_forward(model_, *acts_, batch_.inputs.data(), batch_.targets.data(), random, carry);
+}
+
+void TrainSession::backward(const float* random, double loss_scale, GradWrite write) {
+  if (shards_)
+    shards_->backward(batch_.inputs.data(), batch_.targets.data(), random, loss_scale, write);
+  else
+    model_backward(model_, *acts_, batch_.inputs.data(), batch_.targets.data(), random, loss_scale, write);
 }
 
 void TrainSession::fail_non_finite(int64_t step_index, const char* what) {
@@ -91,15 +112,23 @@ void TrainSession::fail_non_finite(int64_t step_index, const char* what) {
   // The 0-based step being taken is shown 1-based, as the log lines and checkpoint
   // names count steps: "step 7" follows the log line "step 6/N" and checkpoint step-000006.
   const int64_t step = step_index + 1;
-  for (const ActTensor& t : acts_.tensors()) {
-    int64_t n = 1;
-    for (int64_t d : t.shape) n *= d;
-    const float* p = acts_.tensor_data(t);
-    for (int64_t i = 0; i < n; ++i)
-      if (!std::isfinite(p[i]))
-        fail("step {}: {} is not finite; first non-finite activation is {}[{}] = {}. Lower optim.lr or "
-             "raise attention.denominator_floor",
-             step, what, t.name, i, p[i]);
+  const int parts = shards_ ? shards_->count() : 1;  // the batch's activations, or each thread's rows'
+  for (int part = 0; part < parts; ++part) {
+    Activations<float>& a = shards_ ? shards_->acts(part) : *acts_;
+    const std::string rows =
+        shards_ ? fmt::format(" (the batch's rows {}-{})", shards_->first_row(part),
+                              shards_->first_row(part) + shards_->rows(part) - 1)
+                : "";
+    for (const ActTensor& t : a.tensors()) {
+      int64_t n = 1;
+      for (int64_t d : t.shape) n *= d;
+      const float* p = a.tensor_data(t);
+      for (int64_t i = 0; i < n; ++i)
+        if (!std::isfinite(p[i]))
+          fail("step {}: {} is not finite; first non-finite activation is {}[{}] = {}{}. Lower optim.lr or "
+               "raise attention.denominator_floor",
+               step, what, t.name, i, p[i], rows);
+    }
   }
   if (auto bad = grad_find_non_finite(model_.grads(), model_.param_size(), ranges_))
     fail("step {}: {} is not finite; first non-finite gradient is {}[{}] = {}. Lower optim.lr or set "
@@ -202,12 +231,12 @@ StepStats TrainSession::step_with(int64_t step, const Sampler& sampler, bool sta
       carry.pos0 = carry_position(step);
     }
     timer.reset();
-    double loss = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), random, carry);
+    double loss = forward(random, carry);
     st.forward_ms += timer.ms();
     if (!std::isfinite(loss)) fail_non_finite(step, "the training loss");
     timer.reset();
-    model_backward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), random, weight,
-                   micro == 0 ? GradWrite::overwrite : GradWrite::accumulate);
+    backward(random, weight, micro == 0 ? GradWrite::overwrite : GradWrite::accumulate);
+    if (shards_ && micro + 1 == tc.grad_accum) shards_->reduce_grads();
     st.backward_ms += timer.ms();
     loss_sum += examples ? loss * weight : loss;  // text: the same weight for all, applied below as before
   }
@@ -269,11 +298,13 @@ ExampleNll TrainSession::evaluate_examples(const ExampleSet& set, std::vector<do
 }
 
 void TrainSession::row_logprobs() {
-  const int B = acts_.B, T = acts_.T_len;
+  RFA_ASSERT(acts_, "preference pairs run under the kernel split (thread_split_resolve)");
+  const Activations<float>& acts = *acts_;
+  const int B = acts.B, T = acts.T_len;
   for (int b = 0; b < B; ++b) {
     double sum = 0;
     for (int t = 0; t < T; ++t)
-      if (batch_.targets[static_cast<size_t>(b) * T + t] >= 0) sum += acts_.losses[static_cast<size_t>(b) * T + t];
+      if (batch_.targets[static_cast<size_t>(b) * T + t] >= 0) sum += acts.losses[static_cast<size_t>(b) * T + t];
     dpo_logp_[static_cast<size_t>(b)] = -sum;
   }
 }
@@ -287,7 +318,7 @@ std::vector<double> TrainSession::dpo_logprobs(const ExampleSampler& pairs) {
     for (int slot = 0; slot < slots; ++slot) pairs.fill_unit(first + std::min<int64_t>(slot, n - 1), slot, batch_);
     ModelCarry<float> rows;
     rows.segment_start = segment_starts();
-    model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), model_.random_fixed(), rows);
+    forward(model_.random_fixed(), rows);
     row_logprobs();
     for (int64_t slot = 0; slot < n; ++slot)
       for (int r = 0; r < 2; ++r)
@@ -322,7 +353,7 @@ StepStats TrainSession::step(int64_t step, const ExampleSampler& pairs, const st
     timer.reset();
     ModelCarry<float> rows;
     rows.segment_start = segment_starts();
-    const double mean = model_forward(model_, acts_, batch_.inputs.data(), batch_.targets.data(), random, rows);
+    const double mean = forward(random, rows);
     st.forward_ms += timer.ms();
     if (!std::isfinite(mean)) fail_non_finite(step, "the training loss");
     row_logprobs();
@@ -338,7 +369,8 @@ StepStats TrainSession::step(int64_t step, const ExampleSampler& pairs, const st
       }
     }
     timer.reset();
-    model_backward_weighted(model_, acts_, batch_.inputs.data(), batch_.targets.data(), random, dpo_weights_.data(),
+    RFA_ASSERT(acts_, "preference pairs run under the kernel split");
+    model_backward_weighted(model_, *acts_, batch_.inputs.data(), batch_.targets.data(), random, dpo_weights_.data(),
                             micro == 0 ? GradWrite::overwrite : GradWrite::accumulate);
     st.backward_ms += timer.ms();
   }

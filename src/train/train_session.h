@@ -22,6 +22,7 @@
 #include "optim/adamw.h"
 #include "optim/grad_clip.h"
 #include "tensor/arena.h"
+#include "train/batch_shards.h"
 
 namespace rfa {
 
@@ -95,7 +96,10 @@ class TrainSession {
   float* adam_m() { return optim_.data(); }                            // (P)
   float* adam_v() { return optim_.data() + model_.param_size(); }      // (P)
   int64_t steps_taken() const { return steps_taken_; }
-  int64_t activation_bytes() const { return acts_.bytes(); }  // the activation arena
+  // The activation arenas (the shards' together under the batch split).
+  int64_t activation_bytes() const { return acts_ ? acts_->bytes() : shards_->activation_bytes(); }
+  int64_t grad_copy_bytes() const { return shards_ ? shards_->copy_bytes() : 0; }  // the batch split's copies
+  ThreadSplit thread_split() const { return shards_ ? ThreadSplit::batch : ThreadSplit::kernels; }
   int64_t optimizer_bytes() const { return optim_.size() * static_cast<int64_t>(sizeof(float)); }
   void set_steps_taken(int64_t n) { steps_taken_ = n; }  // for resume: AdamW's t = n + 1
 
@@ -123,10 +127,16 @@ class TrainSession {
   // The answer log-probability of each row of the last forward (dpo_logp_): minus the sum of
   // its trained targets' losses.
   void row_logprobs();
+  // The forward and backward of the micro-batch in batch_, the kernel split's or the batch split's.
+  double forward(const float* random, const ModelCarry<float>& carry);
+  void backward(const float* random, double loss_scale, GradWrite write);
 
   Config config_;
   Model<float> model_;
-  Activations<float> acts_;
+  // Exactly one of the two (train.thread_split, train/thread_split.h): the whole batch's
+  // activations, every kernel split over the threads; or each thread its own rows.
+  std::unique_ptr<Activations<float>> acts_;
+  std::unique_ptr<BatchShards> shards_;
   Arena<float> optim_;  // (2P): m then v
   DecayMask mask_;
   std::vector<NamedRange> ranges_;  // parameter names over the flat layout, for error messages

@@ -10,6 +10,7 @@
 #include "core/parallel.h"
 #include "dist/dist.h"
 #include "model/memory_estimate.h"
+#include "train/thread_split.h"
 #include "tokenizer/model_proto.h"
 #include "train/train_dist.h"
 
@@ -22,7 +23,9 @@ namespace {
 void memory_require_training(const Config& c) {
   ModelConfig model = c.model;
   if (model.vocab_size == 0) model.vocab_size = c.tokenizer.vocab_size;
-  memory_require(memory_estimate_train(model_spec_make(model, c.attention), c.train, thread_count(), dist_size()),
+  const ModelSpec spec = model_spec_make(model, c.attention);
+  const int threads = thread_count();
+  memory_require(memory_estimate_train(spec, c.train, threads, dist_size(), thread_split_resolve(c, spec, threads)),
                  "training this model");
 }
 

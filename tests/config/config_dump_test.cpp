@@ -46,7 +46,7 @@ TEST_CASE("config dump: parsing a dump gives back the same config") {
                                 "train.batch_size=5", "train.grad_accum=2", "train.steps=9",
                                 "train.seed=18446744073709551615", "train.log_every=3", "train.eval_every=4",
                                 "train.eval_batches=6",
-                                "train.precision=bf16", "train.dpo_beta=0.25", "train.init_from=runs/p", "optim.lr=0.1", "optim.lr_min=0.01",
+                                "train.precision=bf16", "train.thread_split=batch", "train.dpo_beta=0.25", "train.init_from=runs/p", "optim.lr=0.1", "optim.lr_min=0.01",
                                 "optim.warmup_steps=8", "optim.beta1=0.8", "optim.beta2=0.99",
                                 "optim.eps=1e-10", "optim.weight_decay=0.0", "optim.grad_clip=0.5", "optim.sigma_lr_scale=10",
                                 "optim.sigma_floor=3", "optim.sigma_floor_steps=500",

@@ -4,7 +4,7 @@
 // thread):
 //  - the model's forward and backward (double path: reference gemm, no oneDNN): zero at all;
 //  - a float training step: batch, forward, backward, clipping and the AdamW update
-//    (TrainSession::step), plain and stateful;
+//    (TrainSession::step), plain (under each train.thread_split) and stateful;
 //  - a decode step: Decoder::step and Decoder::step_rows, and the Sampler's sample()
 //    over the logits they return;
 //  - every evaluation after the first (which builds its decoder).
@@ -19,8 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "config/config_enums.h"
 #include "decode/decoder.h"
 #include "decode/sampler.h"
+#include "core/parallel.h"
 #include "model/model_forward.h"
 #include "support/alloc_counter.h"
 #include "support/attention_variants.h"
@@ -76,20 +78,23 @@ TEST_CASE("no allocation: a float training step (forward, backward, AdamW) and l
   const TokenSplit split = test::split_of(tokens);
   const std::vector<int32_t> val = split.to_vector();
   long onednn_most = 0;
-  for (const test::AttentionVariant& v : test::attention_variants()) {
-    INFO("variant ", std::string(v.name));
-    const Config c = small_config(v);
-    TrainSession session(c, model_spec_make(c.model, c.attention));
-    BatchSampler sampler(split, 3, 16, 1);
-    session.step(0, sampler);  // warm-up: oneDNN's first call per shape sets up its kernels
-    int64_t s = 1;
-    const std::vector<long> onednn = test::check_no_allocation(3, [&] { session.step(s++, sampler); });
-    // oneDNN's own (kernels/onednn_call_scope.h): the same every step, never growing.
-    CHECK(onednn == std::vector<long>(3, onednn[0]));
-    onednn_most = std::max(onednn_most, onednn[0]);
-    session.evaluate(val);  // the first builds its decoder
-    test::check_no_allocation(2, [&] { session.evaluate(val); });
-  }
+  for (const test::AttentionVariant& v : test::attention_variants())
+    for (ThreadSplit how : {ThreadSplit::kernels, ThreadSplit::batch}) {  // batch: the rows over the pool's threads
+      INFO("variant ", std::string(v.name), ", thread split ", std::string(enum_name(how)));
+      Config c = small_config(v);
+      c.train.thread_split = how;
+      c.train.batch_size = std::max(3, thread_count());  // batch: a row a thread at least
+      TrainSession session(c, model_spec_make(c.model, c.attention));
+      BatchSampler sampler(split, c.train.batch_size, 16, 1);
+      session.step(0, sampler);  // warm-up: oneDNN's first call per shape sets up its kernels
+      int64_t s = 1;
+      const std::vector<long> onednn = test::check_no_allocation(3, [&] { session.step(s++, sampler); });
+      // oneDNN's own (kernels/onednn_call_scope.h): the same every step, never growing.
+      CHECK(onednn == std::vector<long>(3, onednn[0]));
+      onednn_most = std::max(onednn_most, onednn[0]);
+      session.evaluate(val);  // the first builds its decoder
+      test::check_no_allocation(2, [&] { session.evaluate(val); });
+    }
   MESSAGE("oneDNN's own allocations per training step (inside dnnl_sgemm), at most: ", onednn_most);
 }
 
