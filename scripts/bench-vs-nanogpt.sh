@@ -23,7 +23,11 @@
 #        programs use libgomp; passive makes every parallel region wake its threads, and PyTorch
 #        runs many more, smaller regions a step than rfa: at nano it slowed nanoGPT by 44% and rfa
 #        by 23% here (docs/cpu-targets.md), so the passive row flatters rfa.
+#        RFA_SETS: more `--set KEY=VALUE` for rfa, space-separated (e.g. "train.thread_split=kernels"
+#        to time the kernel split instead of the default auto, docs/cpu-targets.md).
 set -euo pipefail
+rfa_sets=()
+for kv in ${RFA_SETS:-}; do rfa_sets+=(--set "$kv"); done
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
 nanogpt=$1
@@ -52,6 +56,7 @@ case $target in
 esac
 echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); rfa kernels: $target"
 echo "# PyTorch $("$python" -c 'import torch; print(torch.__version__)') ${torch_env[*]:-(its own dispatch)}; $threads threads; load $(cut -d' ' -f1-3 /proc/loadavg)"
+[ ${#rfa_sets[@]} -eq 0 ] || echo "# rfa with ${rfa_sets[*]}"
 echo "# cores ns: how far apart rfa's two threads ran, one way, per rfa run (min-max of the rounds; rfa bench"
 echo "# train measures it). A VM's cores can move between runs; rows at different distances do not compare."
 
@@ -77,7 +82,7 @@ for policy in $policies; do
     for r in $(seq 1 "$rounds"); do
       for kind in $kinds; do
         "${policy_env[@]}" "$rfa" --threads "$threads" bench train --config "$config" --set model.vocab_size="$V" \
-          --set attention.kind="$kind" --set attention.short_conv=0 --set attention.output_gate=false --steps "$steps" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+          --set attention.kind="$kind" --set attention.short_conv=0 --set attention.output_gate=false --steps "$steps" "${rfa_sets[@]}" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
         rfa_ms[$kind]+="$(sed -n 's/.*median \([0-9.]*\) ms\/step.*/\1/p' "$log") "
         rfa_cpu[$kind]+="$(sed -n 's/.*CPU time \([0-9.]*\) ms\/step.*/\1/p' "$log") "
         rfa_ns[$kind]+="$(sed -n 's/.*threads 0 and 1 are \([0-9]*\) ns apart.*/\1/p' "$log") "
