@@ -77,6 +77,9 @@ void log_run(TrainSession& session, const TrainBatches& batches, const TokenFile
   log_info("train", "{} attention, L={} C={} H={} T={} V={}: {} parameters; batch {}x{}x{} = {} tokens/step, {} threads",
            model_spec_attention_text(spec), spec.L, spec.C, spec.H, T, spec.V, session.model().table.count(),
            tc.batch_size, tc.grad_accum, T, int64_t(tc.batch_size) * tc.grad_accum * T, thread_count());
+  if (thread_count() > 1)
+    log_info("train", "{} (train.thread_split {})", thread_split_text(session.thread_split(), tc.batch_size, thread_count()),
+             enum_name(tc.thread_split));
   if (tc.precision == Precision::bf16)
     log_info("train", "train.precision bf16: matrix products on bf16 copies of the weights and their inputs; "
              "fp32 master weights, AdamW and evaluation (docs/bf16.md)");
