@@ -26,15 +26,18 @@ void backward_heads(const RfaInputGrads<T>& grads, const RfaParamGrads<T>& pgrad
   const size_t shared_size = shared.carve(workspace.data, c, d, threads);
   T* thread_slices = workspace.data + shared_size;
 
+  for (int h = 0; h < H; ++h)
+    feature_map_pack_backward(shared.W_heads + h * sd.W, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
+
   attention_tasks_run(int64_t(d.B) * H, thread_slices, rfa_thread_scratch_size(c, d), threads,
                       [&](int64_t bh, T* scratch) {
     const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
     RfaBackwardScratch<T> sc;
     sc.carve(scratch, sd);
+    sc.Wp = shared.W_heads + h * sd.W;
     RfaHeadBackward<T, kFeature> hb{{c, d, L, sd, b, h, bh}, grads, in, dout, out, saved, shared.da,
                                     p.sigma + static_cast<size_t>(h) * Dh,
                                     shared.dsigma_parts + static_cast<size_t>(bh) * Dh, sc};
-    feature_map_pack_backward(sc.Wp, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
     std::fill(hb.dsigma, hb.dsigma + Dh, T(0));
     if constexpr (kFeature) std::fill(sc.dlam, sc.dlam + L.F, T(0));
     for (int ci = L.n_chunks - 1; ci >= 0; --ci) {

@@ -295,14 +295,17 @@ void forward_heads(T* out, T* saved, Workspace<T> workspace, const RfaInputs<T>&
     rfa_gate_preact(gate_a, in.n, p.gate_w, p.gate_b, int64_t(d.B) * d.T, H * rfa_gate_width(c), C);
   }
 
+  for (int h = 0; h < H; ++h)
+    feature_map_pack_forward(shared.W_heads + h * sd.W, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
+
   attention_tasks_run(int64_t(d.B) * H, thread_slices, rfa_thread_scratch_size(c, d), threads,
                       [&](int64_t bh, T* scratch) {
     const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H);
     RfaForwardScratch<T> sc;
     sc.carve(scratch, sd);
+    sc.Wt = shared.W_heads + h * sd.W;
     RfaHeadForward<T, kFeature> hf{{c, d, L, sd, b, h, bh}, in, out, saved, gate_a,
                                    p.sigma + static_cast<size_t>(h) * Dh, sc};
-    feature_map_pack_forward(sc.Wt, p.W + static_cast<size_t>(h) * D * Dh, D, Dh);
     hf.head_enter(state_in);
     for (int ci = 0; ci < L.n_chunks; ++ci) {
       hf.chunk_enter(ci);

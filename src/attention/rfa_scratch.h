@@ -77,7 +77,7 @@ struct RfaForwardScratch {
   T* Y;             // (c, E)     [num, den]
   T* P_scratch;     // (c, c)     the chunk's scores, lower triangle (0 above it), when nothing is saved
   T* S;             // (F, EP)    running state
-  T* Wt;            // (Dh, pad16(D)) this head's W, packed
+  const T* Wt;      // (Dh, pad16(D)) this head's W, packed: in RfaBackwardShared::W_heads (not carved here)
   T* Qe;            // (c, F)     Q̂ ⊙ exp(G)
   T* z;             // (F)        the state's normaliser column, contiguous (S_prev's, then the update's part)
   size_t carve(T* base, const RfaScratchDims& s) {
@@ -105,7 +105,6 @@ struct RfaForwardScratch {
     k.take(Y, s.Cc * s.E);
     k.take(P_scratch, s.Cc * s.Cc);
     k.take(S, s.F * s.EP);
-    k.take(Wt, s.W);
     k.take(Qe, cF);
     k.take(z, s.F);
     return k.taken();
@@ -141,7 +140,7 @@ struct RfaBackwardScratch {
   T* dST;    // (E, FP)
   T* SpT;    // (E, FP)   S_prev transposed
   T* Qe;     // (c, F)    Q̂ ⊙ exp G (read transposed)
-  T* Wp;     // (D, pad16(Dh)) this head's W, packed
+  const T* Wp;  // (D, pad16(Dh)) this head's W, packed: in RfaBackwardShared::W_heads (not carved here)
   T* tmp;    // (c, max(FP, EP)) a scaled copy for one product, or one product before its scaling
   T* dz;     // (F)       the normaliser column's part of dS_prev, contiguous
   size_t carve(T* base, const RfaScratchDims& s) {
@@ -174,7 +173,6 @@ struct RfaBackwardScratch {
     k.take(dST, s.E * s.FP);
     k.take(SpT, s.E * s.FP);
     k.take(Qe, cF);
-    k.take(Wp, s.W);
     k.take(tmp, s.Cc * std::max(s.FP, s.EP));
     k.take(dz, s.F);
     return k.taken();
@@ -188,12 +186,16 @@ struct RfaBackwardShared {
   T* da;            // (B, T, H, W)      gate pre-activation gradients, the gate product's layout
                     //                   (W = rfa_gate_width: 1 for the scalar gate, F for the feature gate)
   T* gate_a;        // (B, T, H, W)      the forward's gate pre-activations when nothing is saved
+  T* W_heads;       // (H, feature_map_packed_size) every head's W packed once a call, for the forward
+                    //                   (feature_map_pack_forward) or the backward (..._backward); a (b, h)
+                    //                   reads its head's (packing it per (b, h) was 3-4% of the nano forward)
   size_t carve(T* base, const RfaConfig& c, const AttentionDims& d, int /*threads*/) {
     ScratchCarver<T> k(base);
     const size_t bh = static_cast<size_t>(d.B) * d.H;
     k.take(dsigma_parts, bh * d.Dh);
     k.take(da, bh * d.T * rfa_gate_width(c));
     k.take(gate_a, c.gated ? bh * d.T * rfa_gate_width(c) : 0);
+    k.take(W_heads, static_cast<size_t>(d.H) * feature_map_packed_size(c.num_features, d.Dh));
     return k.taken();
   }
 };

@@ -14,28 +14,46 @@ namespace rfa {
 namespace transpose_detail {
 typedef float V8 __attribute__((vector_size(32)));
 
-// The 8 x 8 block at src (rows lds apart) into dst (rows ldd apart), transposed.
+inline V8 load8(const float* p) {
+  V8 v;
+  std::memcpy(&v, p, sizeof(V8));
+  return v;
+}
+inline void store8(float* p, V8 v) { std::memcpy(p, &v, sizeof(V8)); }
+
+// The 8 x 8 block at src (rows lds apart) into dst (rows ldd apart), transposed: every value a named
+// variable, no array and no loop. (The same steps over arrays r[8], t[8], u[8] in loops were kept in
+// memory by GCC, -O3 too: 50 cycles a block instead of 10; a 64 x 64 transpose 810 -> 150 ns.)
 __attribute__((always_inline)) inline void block8(float* dst, size_t ldd, const float* src, size_t lds) {
-  V8 r[8];
-  for (int i = 0; i < 8; ++i) std::memcpy(&r[i], src + i * lds, sizeof(V8));
-  // Pairs of rows interleaved (unpack within 128-bit lanes), then pairs of pairs, then the halves.
-  V8 t[8], u[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-  }
-  for (int i = 0; i < 8; i += 4)
-    for (int h = 0; h < 2; ++h) {
-      u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + 2 + h], 0, 1, 8, 9, 4, 5, 12, 13);
-      u[i + 2 * h + 1] = __builtin_shufflevector(t[i + h], t[i + 2 + h], 2, 3, 10, 11, 6, 7, 14, 15);
-    }
-  // u[0..3]: columns 0,1,2,3 (and 4..7 in the high lanes) of rows 0-3; u[4..7] the same for rows 4-7.
-  for (int j = 0; j < 4; ++j) {
-    const V8 lo = __builtin_shufflevector(u[j], u[4 + j], 0, 1, 2, 3, 8, 9, 10, 11);
-    const V8 hi = __builtin_shufflevector(u[j], u[4 + j], 4, 5, 6, 7, 12, 13, 14, 15);
-    std::memcpy(dst + j * ldd, &lo, sizeof(V8));
-    std::memcpy(dst + (j + 4) * ldd, &hi, sizeof(V8));
-  }
+  const V8 r0 = load8(src), r1 = load8(src + lds), r2 = load8(src + 2 * lds), r3 = load8(src + 3 * lds);
+  const V8 r4 = load8(src + 4 * lds), r5 = load8(src + 5 * lds), r6 = load8(src + 6 * lds), r7 = load8(src + 7 * lds);
+  // Pairs of rows interleaved (unpack within 128-bit lanes): t0 = r0 r1 lo, t1 = r0 r1 hi, ...
+  const V8 t0 = __builtin_shufflevector(r0, r1, 0, 8, 1, 9, 4, 12, 5, 13);
+  const V8 t1 = __builtin_shufflevector(r0, r1, 2, 10, 3, 11, 6, 14, 7, 15);
+  const V8 t2 = __builtin_shufflevector(r2, r3, 0, 8, 1, 9, 4, 12, 5, 13);
+  const V8 t3 = __builtin_shufflevector(r2, r3, 2, 10, 3, 11, 6, 14, 7, 15);
+  const V8 t4 = __builtin_shufflevector(r4, r5, 0, 8, 1, 9, 4, 12, 5, 13);
+  const V8 t5 = __builtin_shufflevector(r4, r5, 2, 10, 3, 11, 6, 14, 7, 15);
+  const V8 t6 = __builtin_shufflevector(r6, r7, 0, 8, 1, 9, 4, 12, 5, 13);
+  const V8 t7 = __builtin_shufflevector(r6, r7, 2, 10, 3, 11, 6, 14, 7, 15);
+  // Pairs of pairs: u0..u3 hold columns 0, 1, 2, 3 of rows 0-3 (columns 4-7 in the high lanes), u4..u7 of rows 4-7.
+  const V8 u0 = __builtin_shufflevector(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13);
+  const V8 u1 = __builtin_shufflevector(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
+  const V8 u2 = __builtin_shufflevector(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13);
+  const V8 u3 = __builtin_shufflevector(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
+  const V8 u4 = __builtin_shufflevector(t4, t6, 0, 1, 8, 9, 4, 5, 12, 13);
+  const V8 u5 = __builtin_shufflevector(t4, t6, 2, 3, 10, 11, 6, 7, 14, 15);
+  const V8 u6 = __builtin_shufflevector(t5, t7, 0, 1, 8, 9, 4, 5, 12, 13);
+  const V8 u7 = __builtin_shufflevector(t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);
+  // The halves: column j of the block is row j of dst.
+  store8(dst, __builtin_shufflevector(u0, u4, 0, 1, 2, 3, 8, 9, 10, 11));
+  store8(dst + ldd, __builtin_shufflevector(u1, u5, 0, 1, 2, 3, 8, 9, 10, 11));
+  store8(dst + 2 * ldd, __builtin_shufflevector(u2, u6, 0, 1, 2, 3, 8, 9, 10, 11));
+  store8(dst + 3 * ldd, __builtin_shufflevector(u3, u7, 0, 1, 2, 3, 8, 9, 10, 11));
+  store8(dst + 4 * ldd, __builtin_shufflevector(u0, u4, 4, 5, 6, 7, 12, 13, 14, 15));
+  store8(dst + 5 * ldd, __builtin_shufflevector(u1, u5, 4, 5, 6, 7, 12, 13, 14, 15));
+  store8(dst + 6 * ldd, __builtin_shufflevector(u2, u6, 4, 5, 6, 7, 12, 13, 14, 15));
+  store8(dst + 7 * ldd, __builtin_shufflevector(u3, u7, 4, 5, 6, 7, 12, 13, 14, 15));
 }
 }  // namespace transpose_detail
 
