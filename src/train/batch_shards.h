@@ -23,8 +23,9 @@ namespace rfa {
 
 class BatchShards {
  public:
-  // The shards of a (B, T) micro-batch over `threads` threads (1 <= threads <= B). Each thread
-  // builds (and so first touches) its own activations.
+  // The shards of a (B, T) micro-batch over `threads` threads: the pool's (thread_count(), which
+  // must not change while this lives), 1 <= threads <= B. Each thread builds (and so first
+  // touches) its own activations.
   BatchShards(Model<float>& model, int B, int T, Precision precision, int threads);
 
   int count() const { return static_cast<int>(acts_.size()); }
