@@ -103,7 +103,8 @@ void bench_profile_report(const TrainBenchResult& r, Precision precision) {
              moved && r.bandwidth_gbs > 0 ? fmt::format("{:.0f}%", 100 * gbs / r.bandwidth_gbs) : "-");
   }
   const double other = r.mean_ms - accounted;
-  log_info("bench", "  {:<19} {:>6} {:>8.2f} {:>5.1f}%  (the rest of the step: batch, loss sums, stop polls)", "other",
+  log_info("bench", "  {:<19} {:>6} {:>8.2f} {:>5.1f}%  (the rest of the step: batch, loss sums, stop polls; "
+           "under the batch split also the threads' wait at its join)", "other",
            "", other, 100 * other / r.mean_ms);
   log_info("bench", "  GF/core: GFLOP per CPU-second inside the calls; % peak: that against the per-core roof (sgemm's "
            "for gemm, the FMA's for the rest); GB/s by wall time, % bw against the y = a x + y roof");

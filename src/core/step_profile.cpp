@@ -76,6 +76,7 @@ const char* profiled_kernel_name(ProfiledKernel k) {
     case ProfiledKernel::optimizer: return "adamw";
     case ProfiledKernel::grad_norm: return "grad norm/clip";
     case ProfiledKernel::random_features: return "random features";
+    case ProfiledKernel::grad_sum: return "gradient copies sum";
     case ProfiledKernel::count: break;
   }
   return "?";

@@ -26,6 +26,7 @@ enum class ProfiledKernel : int {
   optimizer,           // AdamW
   grad_norm,           // the global norm, clipping and the finiteness checks
   random_features,     // the RFA kinds' random matrices, redrawn every step (model_draw_random)
+  grad_sum,            // the batch split's gradient copies summed into the model's (train/batch_shards.h)
   count
 };
 inline constexpr int kProfiledKernels = static_cast<int>(ProfiledKernel::count);

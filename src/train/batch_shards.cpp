@@ -95,6 +95,8 @@ void BatchShards::reduce_grads() {
   const int n = count();
   if (n == 1) return;
   const int64_t P = model_.param_size();
+  // reads the model's gradients and n - 1 copies, writes the model's: one add per copy element
+  ProfileScope profile(ProfiledKernel::grad_sum, double(n - 1) * double(P), sizeof(float) * double(n + 1) * double(P));
   float* g = model_.grads();
   const float* copies = copies_.data();
   // Blocks of 4096 floats (16 KiB) over the pool; each element g + copy 1 + copy 2 ... in that order.

@@ -33,6 +33,27 @@ TEST_CASE("step profile: scopes add to their kernel's row only while enabled") {
   for (int k = 0; k < kProfiledKernels; ++k) CHECK(profiled_kernel_name(static_cast<ProfiledKernel>(k))[0] != '?');
 }
 
+TEST_CASE("step profile: under the batch split, shard 0 counts for all shards and the others for none") {
+  step_profile_enable(true);
+  {
+    const ProfileShard other(1, 3);
+    ProfileScope s(ProfiledKernel::rmsnorm, 10, 20);
+  }
+  CHECK(step_profile_row(ProfiledKernel::rmsnorm).calls == 0);
+  {
+    const ProfileShard first(0, 3);
+    ProfileScope s(ProfiledKernel::rmsnorm, 10, 20);
+  }
+  const ProfileRow& row = step_profile_row(ProfiledKernel::rmsnorm);
+  CHECK(row.calls == 1);
+  CHECK(row.flop == doctest::Approx(30));
+  CHECK(row.bytes == doctest::Approx(60));
+  { ProfileScope s(ProfiledKernel::rmsnorm, 10, 20); }  // past the shard's body: counted once again
+  CHECK(row.calls == 2);
+  CHECK(row.flop == doctest::Approx(40));
+  step_profile_enable(false);
+}
+
 namespace {
 double thread_cpu_ms() {
   timespec t{};
