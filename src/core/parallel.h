@@ -37,6 +37,10 @@ inline void parallel_for(int64_t n, int64_t grain, Body&& body) {
   }
 }
 
+// Where part t of `parts` starts in the static partition of n items, [n t / parts, n (t + 1) / parts):
+// the row kernels' and the products' split by rows, and the training step's batch split.
+inline int64_t partition_begin(int64_t n, int t, int parts) { return n * t / parts; }
+
 // Runs body(thread_index, thread_count) once per thread; for per-thread scratch.
 template <typename Body>
 inline void parallel_region(Body&& body) {

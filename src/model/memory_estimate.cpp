@@ -7,6 +7,7 @@
 
 #include "attention/attention_core.h"
 #include "attention/attention_memory.h"
+#include "core/parallel.h"
 #include "model/activations.h"
 
 namespace rfa {
@@ -108,7 +109,7 @@ MemoryEstimate memory_estimate_train(const ModelSpec& s, const TrainConfig& trai
   double acts = 0;
   if (split == ThreadSplit::batch) {  // each thread's rows [B t / n, B (t + 1) / n) (train/batch_shards.h)
     for (int t = 0; t < threads; ++t) {
-      const int rows = int(int64_t(B) * (t + 1) / threads - int64_t(B) * t / threads);
+      const int rows = int(partition_begin(B, t + 1, threads) - partition_begin(B, t, threads));
       acts += memory_activation_elements(s, rows, T, 1, train.precision);
     }
     e.add("gradient copies", double(threads - 1) * memory_param_elements(s) * kFloat,

@@ -145,6 +145,14 @@ void backward_from_losses(Model<T>& m, Activations<T>& a, GradTarget<T> target, 
 }  // namespace
 
 template <typename T>
+void model_backward_into(Model<T>& m, Activations<T>& a, GradTarget<T> target, const int32_t* inputs,
+                         const int32_t* targets, std::type_identity_t<const T*> random, T dloss, GradWrite write) {
+  const int64_t N = int64_t(a.B) * a.T_len;
+  for (int64_t i = 0; i < N; ++i) a.grad.dlosses[i] = targets[i] >= 0 ? dloss : T(0);
+  backward_from_losses(m, a, target, inputs, targets, random, write);
+}
+
+template <typename T>
 void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const int32_t* targets,
                     std::type_identity_t<const T*> random, double loss_scale, GradWrite write) {
   const int64_t N = int64_t(a.B) * a.T_len;
@@ -152,8 +160,7 @@ void model_backward(Model<T>& m, Activations<T>& a, const int32_t* inputs, const
   for (int64_t i = 0; i < N; ++i) count += targets[i] >= 0;
   // loss = (loss_scale / count) * sum_i losses[i]
   const T dloss = count > 0 ? static_cast<T>(loss_scale / static_cast<double>(count)) : T(0);
-  for (int64_t i = 0; i < N; ++i) a.grad.dlosses[i] = targets[i] >= 0 ? dloss : T(0);
-  backward_from_losses(m, a, {m.grads(), &m.g}, inputs, targets, random, write);
+  model_backward_into(m, a, GradTarget<T>{m.grads(), &m.g}, inputs, targets, random, dloss, write);
 }
 
 template <typename T>
@@ -165,13 +172,6 @@ void model_backward_weighted(Model<T>& m, Activations<T>& a, const int32_t* inpu
   backward_from_losses(m, a, {m.grads(), &m.g}, inputs, targets, random, write);
 }
 
-template <typename T>
-void model_backward_into(Model<T>& m, Activations<T>& a, GradTarget<T> target, const int32_t* inputs,
-                         const int32_t* targets, std::type_identity_t<const T*> random, T dloss, GradWrite write) {
-  const int64_t N = int64_t(a.B) * a.T_len;
-  for (int64_t i = 0; i < N; ++i) a.grad.dlosses[i] = targets[i] >= 0 ? dloss : T(0);
-  backward_from_losses(m, a, target, inputs, targets, random, write);
-}
 
 template double model_forward(Model<float>&, Activations<float>&, const int32_t*, const int32_t*, const float*,
                               const ModelCarry<float>&);

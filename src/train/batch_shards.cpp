@@ -7,7 +7,6 @@
 #include "core/parallel.h"
 #include "core/step_profile.h"
 #include "kernels/vector_math.h"
-#include "train/thread_split.h"
 
 namespace rfa {
 namespace {
@@ -40,7 +39,7 @@ void each_shard(int n, std::exception_ptr* errors, Body&& body) {
 BatchShards::BatchShards(Model<float>& model, int B, int T, Precision precision, int threads)
     : model_(model), T_(T) {
   RFA_ASSERT(threads >= 1 && threads <= B, "{} shards of {} rows", threads, B);
-  for (int t = 0; t <= threads; ++t) rows_.push_back(shard_row(B, t, threads));
+  for (int t = 0; t <= threads; ++t) rows_.push_back(static_cast<int>(partition_begin(B, t, threads)));
   acts_.resize(static_cast<size_t>(threads));
   errors_.resize(static_cast<size_t>(threads));
   each_shard(threads, errors_.data(), [&](int t) {

@@ -18,7 +18,4 @@ ThreadSplit thread_split_resolve(const Config& config, const ModelSpec& spec, in
 // One line for the logs: the split and what it means for B rows on `threads` threads.
 std::string thread_split_text(ThreadSplit split, int B, int threads);
 
-// Shard t of n over B rows: its first row, B t / n (t = n: B).
-inline int shard_row(int B, int t, int n) { return static_cast<int>(int64_t(B) * t / n); }
-
 }  // namespace rfa
