@@ -21,6 +21,15 @@ TEST_CASE("vector math: float sin/cos and exp rows are accurate") {
   for (int i = 0; i < n; ++i)
     worst_sc = std::max({worst_sc, std::abs(s[i] - std::sin(double(u[i]))), std::abs(c[i] - std::cos(double(u[i])))});
   CHECK(worst_sc < 2e-6);
+  // Far from 0 too (the reduction by multiples of pi/2 up to |u| = 1e5), and scaled.
+  std::vector<float> far(n), fs(n), fc(n);
+  for (int i = 0; i < n; ++i) far[i] = -1e5f + 2e5f * i / (n - 1) + 0.37f;
+  sincos_row(fs.data(), fc.data(), far.data(), n, 0.25f);
+  double worst_far = 0;
+  for (int i = 0; i < n; ++i)
+    worst_far = std::max({worst_far, std::abs(fs[i] - 0.25 * std::sin(double(far[i]))),
+                          std::abs(fc[i] - 0.25 * std::cos(double(far[i])))});
+  CHECK(worst_far < 1e-6);
   for (int i = 0; i < n; ++i) e[i] = u[i] * 0.4f;  // [-80, 80]
   std::vector<float> arg = e;
   exp_row(e.data(), n);
