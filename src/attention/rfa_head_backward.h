@@ -373,6 +373,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
       }
     feature_map_backward_rows(s.Wq, s.DU, s.dQ, phiq, s.Wp, c.feature_map, n, D, Dh);
     feature_map_backward_rows(s.Wq + size_t(Cc) * Dh, s.DU, s.dK, phik, s.Wp, c.feature_map, n, D, Dh);
+    chunk_dsigma();
     for (int i = 0; i < n; ++i) {
       const size_t row = row_of(i);
       // omp simd: the buffers never overlap, but the compiler cannot prove it through
@@ -380,21 +381,53 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
       RFA_OMP_SIMD_FULL
       for (int e = 0; e < Dh; ++e) grads.dv[row + e] = s.dV[size_t(i) * E + e];  // each row once: overwrite
       for (int side = 0; side < 2; ++side) {
-        // u = W (sigma ⊙ x̄), x̄ = r x:  dx̄ = sigma ⊙ w, dsigma += x̄ ⊙ w, then the normalisation.
+        // u = W (sigma ⊙ x̄), x̄ = r x:  dx̄ = sigma ⊙ w, then the normalisation's
+        // dx = r (dx̄ - x̄ (x̄·dx̄)) (l2_normalize_backward, inline: a call per row and side
+        // was 6% of the backward at nano).
         const T r = saved[(side ? L.r_k : L.r_q) + bht0 + i];
         const T* x = (side ? in.k : in.q) + row;
         const T* w = s.Wq + (size_t(side) * Cc + i) * Dh;
-        T* xbar = s.xbar;
-        T* dxbar = s.dxbar;
-        T* ds = dsigma;
+        T *xbar = s.xbar, *dxbar = s.dxbar, *dx = (side ? grads.dk : grads.dq) + row;
         RFA_OMP_SIMD_FULL
         for (int e = 0; e < Dh; ++e) {
           xbar[e] = x[e] * r;
           dxbar[e] = sigma[e] * w[e];
-          ds[e] += xbar[e] * w[e];
         }
-        l2_normalize_backward((side ? grads.dk : grads.dq) + row, dxbar, xbar, r, Dh);
+        const T xd = dot(xbar, dxbar, Dh);
+        RFA_OMP_SIMD_FULL
+        for (int e = 0; e < Dh; ++e) dx[e] = r * (dxbar[e] - xbar[e] * xd);
       }
+    }
+  }
+
+  // dsigma += sum over the chunk's rows, q then k of each, of x̄ ⊙ w (x̄ = r x, w the feature
+  // maps' Wᵀ du): the sums in registers, a register of columns at a time over all rows, each
+  // column's terms added in the same order as a running sum in memory, which chained every row
+  // to the last through a store and a load (the largest cost of the rows' loop at nano).
+  void chunk_dsigma() {
+    using V = typename Simd<T>::V;
+    constexpr int W = Simd<T>::W;
+    const int Cc = int(sd.Cc), Dh = d.Dh;
+    const T *rq = saved + L.r_q + bht0, *rk = saved + L.r_k + bht0;
+    const T *wq = s.Wq, *wk = s.Wq + size_t(Cc) * Dh;
+    int e = 0;
+    for (; e + W <= Dh; e += W) {
+      V acc = simd_load(dsigma + e);
+      for (int i = 0; i < n; ++i) {
+        const size_t row = row_of(i) + e, wi = size_t(i) * Dh + e;
+        acc += (simd_load(in.q + row) * rq[i]) * simd_load(wq + wi);
+        acc += (simd_load(in.k + row) * rk[i]) * simd_load(wk + wi);
+      }
+      simd_store(dsigma + e, acc);
+    }
+    for (; e < Dh; ++e) {
+      T acc = dsigma[e];
+      for (int i = 0; i < n; ++i) {
+        const size_t row = row_of(i) + e, wi = size_t(i) * Dh + e;
+        acc += (in.q[row] * rq[i]) * wq[wi];
+        acc += (in.k[row] * rk[i]) * wk[wi];
+      }
+      dsigma[e] = acc;
     }
   }
 };
