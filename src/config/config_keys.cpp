@@ -121,8 +121,8 @@ const ConfigKey kKeys[] = {
      "fp32, or bf16: matrix products on bf16 copies, fp32 master weights (needs AVX512-BF16)"},
     {RFA_FIELD(train, thread_split), kAny,
      "batch: each thread its own sequences and gradient copy, summed after the backward; kernels: each kernel "
-     "split over the threads; auto: batch when B is a multiple of the threads, the run is not stateful, DPO or "
-     "bf16 and the gradient copies take no more memory than the activations"},
+     "split over the threads; auto: batch when B is a multiple of the threads, the run is neither stateful nor DPO "
+     "and the gradient copies take no more memory than the activations"},
     {RFA_FIELD(train, dpo_beta), above(0),
      "data.format preference: DPO's beta, the strength of the pull toward the reference (the --init-from model)"},
     {RFA_FIELD(train, init_from), kAny,

@@ -2,7 +2,11 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <omp.h>
+
+#include <array>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/error.h"
@@ -22,21 +26,45 @@ struct Layout {
   bool operator==(const Layout&) const = default;
 };
 
-// A matmul primitive with its memory objects; execute() points them at the call's
-// operands (set_data_handle) and runs through the C API, which takes the arguments
-// as a plain array: dnnl::primitive::execute builds a hash map per call.
+// Threads of one parallel region may run products side by side (the batch split,
+// train/batch_shards.h), each its own: a thread's slot is its number in the outermost
+// region (0 outside one), and each slot has its own stream, scratchpad and memory objects,
+// created by that thread the first time it runs a product (the warm-up that creates the
+// primitives, TrainSession::bf16_prepare), so nothing is shared while products run but the
+// primitives, which execute() only reads.
+constexpr int kSlots = 256;
+
+int thread_slot() {
+  const int slot = omp_get_level() == 0 ? 0 : omp_get_ancestor_thread_num(1);
+  RFA_ASSERT(slot >= 0 && slot < kSlots, "bf16 product on thread {}: at most {} threads run them", slot, kSlots);
+  return slot;
+}
+
+// A matmul primitive's memory objects for one slot: execute() points them at the call's
+// operands (set_data_handle) and runs through the C API, which takes the arguments as a
+// plain array: dnnl::primitive::execute builds a hash map per call.
+struct MatmulArgs {
+  dnnl::memory a, b, c, scratch;
+};
+
 struct Matmul {
   Layout layout;
   dnnl::matmul primitive;
-  dnnl::memory a, b, c, scratch;
+  dnnl::memory::desc a_md, b_md, c_md, scratch_md;
   size_t scratch_bytes = 0;
+  std::array<std::unique_ptr<MatmulArgs>, kSlots> args;  // each written by its own thread only
+};
+
+struct Slot {
+  dnnl::stream stream;
+  Arena<uint8_t> scratchpad;  // the largest scratchpad of the products this thread ran
 };
 
 struct Library {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
+  std::mutex lock;  // matmuls (lookup and creation) and slots' creation
   std::vector<std::unique_ptr<Matmul>> matmuls;
-  Arena<uint8_t> scratchpad;  // shared: products run one after another
+  std::array<std::unique_ptr<Slot>, kSlots> slots;
 };
 
 Library& library() {
@@ -52,6 +80,7 @@ dnnl::memory::desc matrix_desc(int64_t rows, int64_t cols, int64_t ld, bool tran
 
 Matmul& matmul_for(const Layout& l) {
   Library& lib = library();
+  const std::lock_guard<std::mutex> hold(lib.lock);
   for (auto& m : lib.matmuls)
     if (m->layout == l) return *m;
   using dt = dnnl::memory::data_type;
@@ -71,33 +100,51 @@ Matmul& matmul_for(const Layout& l) {
   try {
     dnnl::matmul::primitive_desc pd({a_md, b_md, c_md}, attr, lib.engine);
     m->primitive = dnnl::matmul(pd);
-    m->a = dnnl::memory(a_md, lib.engine, DNNL_MEMORY_NONE);
-    m->b = dnnl::memory(pd.weights_desc(), lib.engine, DNNL_MEMORY_NONE);
-    m->c = dnnl::memory(c_md, lib.engine, DNNL_MEMORY_NONE);
-    m->scratch = dnnl::memory(pd.scratchpad_desc(), lib.engine, DNNL_MEMORY_NONE);
+    m->a_md = a_md;
+    m->b_md = pd.weights_desc();
+    m->c_md = c_md;
+    m->scratch_md = pd.scratchpad_desc();
     m->scratch_bytes = pd.scratchpad_desc().get_size();
   } catch (const dnnl::error& e) {
     fail("oneDNN cannot build a bf16 matmul (trans_a {} trans_b {} M {} N {} K {} lda {} ldb {} ldc {}): {}",
          l.trans_a, l.trans_b, l.M, l.N, l.K, l.lda, l.ldb, l.ldc, e.what());
   }
-  if (m->scratch_bytes > static_cast<size_t>(lib.scratchpad.size()))
-    lib.scratchpad = Arena<uint8_t>(static_cast<int64_t>(m->scratch_bytes));
   lib.matmuls.push_back(std::move(m));
   return *lib.matmuls.back();
 }
 
-void execute(Matmul& m, const uint16_t* A, const uint16_t* B, float* C) {
+// This thread's slot and memory objects for m, created at its first product there.
+MatmulArgs& args_for(Matmul& m, int slot_index, Slot*& slot) {
   Library& lib = library();
+  if (!lib.slots[slot_index]) {
+    const std::lock_guard<std::mutex> hold(lib.lock);
+    lib.slots[slot_index] = std::make_unique<Slot>(Slot{dnnl::stream(lib.engine), Arena<uint8_t>()});
+  }
+  slot = lib.slots[slot_index].get();
+  if (m.scratch_bytes > static_cast<size_t>(slot->scratchpad.size()))
+    slot->scratchpad = Arena<uint8_t>(static_cast<int64_t>(m.scratch_bytes));
+  std::unique_ptr<MatmulArgs>& args = m.args[slot_index];
+  if (!args)
+    args = std::make_unique<MatmulArgs>(MatmulArgs{dnnl::memory(m.a_md, lib.engine, DNNL_MEMORY_NONE),
+                                                   dnnl::memory(m.b_md, lib.engine, DNNL_MEMORY_NONE),
+                                                   dnnl::memory(m.c_md, lib.engine, DNNL_MEMORY_NONE),
+                                                   dnnl::memory(m.scratch_md, lib.engine, DNNL_MEMORY_NONE)});
+  return *args;
+}
+
+void execute(Matmul& m, int slot_index, const uint16_t* A, const uint16_t* B, float* C) {
   const OnednnCallScope in_onednn;  // its own allocations (kernels/onednn_call_scope.h)
-  m.a.set_data_handle(const_cast<uint16_t*>(A));
-  m.b.set_data_handle(const_cast<uint16_t*>(B));
-  m.c.set_data_handle(C);
-  m.scratch.set_data_handle(lib.scratchpad.data());
-  const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, m.a.get()},
-                                  {DNNL_ARG_WEIGHTS, m.b.get()},
-                                  {DNNL_ARG_DST, m.c.get()},
-                                  {DNNL_ARG_SCRATCHPAD, m.scratch.get()}};
-  dnnl_status_t status = dnnl_primitive_execute(m.primitive.get(), lib.stream.get(), 4, args);
+  Slot* slot = nullptr;
+  MatmulArgs& x = args_for(m, slot_index, slot);
+  x.a.set_data_handle(const_cast<uint16_t*>(A));
+  x.b.set_data_handle(const_cast<uint16_t*>(B));
+  x.c.set_data_handle(C);
+  x.scratch.set_data_handle(slot->scratchpad.data());
+  const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, x.a.get()},
+                                  {DNNL_ARG_WEIGHTS, x.b.get()},
+                                  {DNNL_ARG_DST, x.c.get()},
+                                  {DNNL_ARG_SCRATCHPAD, x.scratch.get()}};
+  dnnl_status_t status = dnnl_primitive_execute(m.primitive.get(), slot->stream.get(), 4, args);
   RFA_ASSERT(status == dnnl_success, "bf16 matmul status {} (M {} N {} K {})", static_cast<int>(status),
              m.layout.M, m.layout.N, m.layout.K);
 }
@@ -113,9 +160,12 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, cons
         for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = 0.0f;
     return;
   }
-  const Layout layout{trans_a, trans_b, M, N, K, lda, ldb, ldc, accumulate, threads == GemmThreads::one};
-  // The thread count is fixed when a primitive is created: create and run it alike.
-  auto product = [&] { execute(matmul_for(layout), A, B, C); };
+  // The thread count is fixed when a primitive is created: create and run it alike. Inside a
+  // region whose threads each run their own products (OpenMP's count 1 there) that is one.
+  const bool one_thread = threads == GemmThreads::one || thread_count() == 1;
+  const Layout layout{trans_a, trans_b, M, N, K, lda, ldb, ldc, accumulate, one_thread};
+  const int slot = thread_slot();
+  auto product = [&] { execute(matmul_for(layout), slot, A, B, C); };
   if (threads == GemmThreads::one)
     single_threaded(product);
   else
@@ -146,7 +196,7 @@ Layout packed_layout(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumul
 int64_t gemm_bf16_packed_bytes(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate) {
   int64_t bytes = 0;
   single_threaded([&] {
-    bytes = static_cast<int64_t>(matmul_for(packed_layout(trans_b, M, N, K, accumulate)).b.get_desc().get_size());
+    bytes = static_cast<int64_t>(matmul_for(packed_layout(trans_b, M, N, K, accumulate)).b_md.get_size());
   });
   return bytes;
 }
@@ -158,18 +208,24 @@ void gemm_bf16_pack(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumula
     Matmul& m = matmul_for(packed_layout(trans_b, M, N, K, accumulate));
     dnnl::memory plain(matrix_desc(K, N, ldb, trans_b, dnnl::memory::data_type::bf16), lib.engine,
                        const_cast<uint16_t*>(B));
-    dnnl::memory blocked(m.b.get_desc(), lib.engine, packed);
-    dnnl::reorder(plain, blocked).execute(lib.stream, plain, blocked);
-    lib.stream.wait();
+    dnnl::memory blocked(m.b_md, lib.engine, packed);
+    dnnl::stream stream(lib.engine);
+    dnnl::reorder(plain, blocked).execute(stream, plain, blocked);
+    stream.wait();
   });
 }
 
 void gemm_bf16_packed(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* A,
                       const void* packed, float* C) {
   const Layout layout = packed_layout(trans_b, M, N, K, accumulate);
-  single_threaded([&] { execute(matmul_for(layout), A, static_cast<const uint16_t*>(packed), C); });
+  const int slot = thread_slot();
+  single_threaded([&] { execute(matmul_for(layout), slot, A, static_cast<const uint16_t*>(packed), C); });
 }
 
-int64_t gemm_bf16_primitive_count() { return static_cast<int64_t>(library().matmuls.size()); }
+int64_t gemm_bf16_primitive_count() {
+  Library& lib = library();
+  const std::lock_guard<std::mutex> hold(lib.lock);
+  return static_cast<int64_t>(lib.matmuls.size());
+}
 
 }  // namespace rfa

@@ -13,7 +13,9 @@
 // TrainSession::bf16_prepare; steps only look them up); each runs on a user scratchpad, so nothing of ours is
 // allocated per product (oneDNN's execute still builds its argument map
 // internally, a fixed few allocations per call, as dnnl_sgemm does).
-// Not thread-safe: call from one thread, never inside a parallel region.
+// Called from one thread, or from the threads of one parallel region at once, each
+// running its own products (the batch split): primitives are shared, each thread has its
+// own scratchpad, stream and memory objects (kernels/gemm_bf16.cpp, thread_slot).
 #include <cstdint>
 
 #include "kernels/gemm.h"

@@ -23,13 +23,9 @@ ThreadSplit thread_split_resolve(const Config& c, const ModelSpec& s, int thread
     if (preference)
       fail("train.thread_split batch does not run preference pairs (DPO scores whole pairs); set "
            "train.thread_split: kernels or auto");
-    if (t.precision == Precision::bf16)
-      fail("train.thread_split batch does not run train.precision bf16 (its products share one scratchpad and run "
-           "one at a time); set train.thread_split: kernels or auto");
     return ThreadSplit::batch;
   }
-  if (t.batch_size % threads != 0 || t.stateful || preference || t.precision == Precision::bf16)
-    return ThreadSplit::kernels;
+  if (t.batch_size % threads != 0 || t.stateful || preference) return ThreadSplit::kernels;
   const double copies = double(threads - 1) * memory_param_elements(s);
   const double acts = memory_activation_elements(s, t.batch_size, s.model.context_length, threads, t.precision);
   return copies <= acts ? ThreadSplit::batch : ThreadSplit::kernels;

@@ -9,9 +9,8 @@ namespace rfa {
 
 // The split a run on `threads` threads takes: batch or kernels (never automatic). auto gives batch
 // where it fits: more than one thread, B a multiple of them, neither train.stateful (each row's
-// carried state is laid out over the whole batch) nor preference pairs (DPO scores whole pairs)
-// nor bf16 products (kernels/gemm_bf16.h runs one product at a time), and the gradient copies
-// ((threads - 1) x P floats) no larger than the activations. Throws Error
+// carried state is laid out over the whole batch) nor preference pairs (DPO scores whole pairs),
+// and the gradient copies ((threads - 1) x P floats) no larger than the activations. Throws Error
 // naming the key when `batch` is asked for where it cannot run.
 ThreadSplit thread_split_resolve(const Config& config, const ModelSpec& spec, int threads);
 

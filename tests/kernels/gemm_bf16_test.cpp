@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -101,4 +104,39 @@ TEST_CASE("gemm_bf16_packed: few rows against a packed B equal the plain product
         INFO("trans_b ", tb, " M ", M, " accumulate ", acc);
         check_close("packed vs reference", fast.data(), ref.data(), fast.size(), 1e-5, 1e-4);
       }
+}
+
+TEST_CASE("gemm_bf16: the threads of one region run their own products at once, each its own scratchpad") {
+  if (rfa::test::skip_if(!rfa::bf16_native(), "no bf16 products here (no AVX512-BF16 on this CPU, or a build level below it)")) return;
+  // Each thread a product of its own shape (a scratchpad each, the primitives created by the
+  // threads themselves), 20 rounds side by side, against the product each gives alone: with one
+  // shared scratchpad or memory object the threads overwrite each other's partial sums.
+  const int threads = 2;
+  const int64_t M[] = {96, 160}, N = 384, K = 384;
+  std::vector<std::vector<uint16_t>> A, B;
+  std::vector<std::vector<float>> alone, side;
+  for (int t = 0; t < threads; ++t) {
+    A.push_back(to_bf16(random_vector<float>(size_t(M[t] * K), 11 + t)));
+    B.push_back(to_bf16(random_vector<float>(size_t(N * K), 21 + t)));
+    alone.emplace_back(size_t(M[t] * N));
+    rfa::gemm_bf16(false, true, M[t], N, K, A[t].data(), K, B[t].data(), K, false, alone[t].data(), N,
+                   rfa::GemmThreads::one);
+    side.emplace_back(size_t(M[t] * N));
+  }
+  int same = 0, started = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : same, started)
+  {
+    const int t = omp_get_thread_num();
+    omp_set_num_threads(1);  // as the batch split's threads (core/parallel.h parallel_region_serial_calls)
+    started = 1;
+    for (int round = 0; round < 20; ++round) {
+      std::fill(side[t].begin(), side[t].end(), NAN);
+      rfa::gemm_bf16(false, true, M[t], N, K, A[t].data(), K, B[t].data(), K, false, side[t].data(), N);
+#pragma omp barrier
+      same += side[t] == alone[t] ? 1 : 0;
+#pragma omp barrier
+    }
+  }
+  REQUIRE(started == threads);
+  CHECK(same == 20 * threads);
 }

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/rng.h"
+#include "kernels/bf16.h"
 #include "model/model_forward.h"
 #include "support/tiny_model.h"
 #include "support/train_fixtures.h"
@@ -160,36 +161,40 @@ TEST_CASE("thread split: auto takes the batch split where it fits; batch is refu
   batch.data.format = DataFormat::preference;
   CHECK_THROWS_WITH_AS(thread_split_resolve(batch, spec, 2), doctest::Contains("preference pairs"), Error);
   batch.data.format = DataFormat::text;
-  batch.train.precision = Precision::bf16;
-  CHECK_THROWS_WITH_AS(thread_split_resolve(batch, spec, 2), doctest::Contains("train.precision bf16"), Error);
+  batch.train.precision = Precision::bf16;  // each thread runs its own bf16 products (kernels/gemm_bf16.h)
+  CHECK(thread_split_resolve(batch, spec, 2) == ThreadSplit::batch);
   Config bf16 = c;
   bf16.train.precision = Precision::bf16;
-  CHECK(thread_split_resolve(bf16, spec, 2) == ThreadSplit::kernels);
+  CHECK(thread_split_resolve(bf16, spec, 2) == ThreadSplit::batch);
 }
 
 TEST_CASE("train: a session under the batch split takes the kernel split's steps, and repeats itself") {
   const ThreadsFor pool(2);
-  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
-    const std::string name(enum_name(kind));
-    CAPTURE(name);
-    Config c = test::train_config(kind, 16);
-    c.train.batch_size = 4;
-    c.train.grad_accum = 2;
-    c.optim.lr = 1e-2;
-    const std::vector<uint16_t> tokens = test::random_tokens(4000, 3);
-    const TokenSplit split = test::split_of(tokens);
-    auto run = [&](ThreadSplit how) {
-      Config ci = c;
-      ci.train.thread_split = how;
-      TrainSession session(ci, model_spec_make(ci.model, ci.attention));
-      CHECK(session.thread_split() == how);
-      BatchSampler sampler(split, ci.train.batch_size, ci.model.context_length, ci.train.seed);
-      std::vector<double> losses;
-      for (int64_t s = 0; s < 5; ++s) losses.push_back(session.step(s, sampler).loss);
-      return losses;
-    };
-    const std::vector<double> kernels = run(ThreadSplit::kernels), batch = run(ThreadSplit::batch);
-    for (size_t i = 0; i < kernels.size(); ++i) CHECK(batch[i] == doctest::Approx(kernels[i]).epsilon(1e-5));
-    CHECK(run(ThreadSplit::batch) == batch);
-  }
+  for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate})
+    for (Precision precision : {Precision::fp32, Precision::bf16}) {
+      if (precision == Precision::bf16 && !bf16_native()) continue;  // bf16 products need AVX512-BF16
+      const std::string name(enum_name(kind)), prec(enum_name(precision));
+      CAPTURE(name);
+      CAPTURE(prec);
+      Config c = test::train_config(kind, 16);
+      c.train.precision = precision;  // bf16: both threads' products at once (kernels/gemm_bf16.h)
+      c.train.batch_size = 4;
+      c.train.grad_accum = 2;
+      c.optim.lr = 1e-2;
+      const std::vector<uint16_t> tokens = test::random_tokens(4000, 3);
+      const TokenSplit split = test::split_of(tokens);
+      auto run = [&](ThreadSplit how) {
+        Config ci = c;
+        ci.train.thread_split = how;
+        TrainSession session(ci, model_spec_make(ci.model, ci.attention));
+        CHECK(session.thread_split() == how);
+        BatchSampler sampler(split, ci.train.batch_size, ci.model.context_length, ci.train.seed);
+        std::vector<double> losses;
+        for (int64_t s = 0; s < 5; ++s) losses.push_back(session.step(s, sampler).loss);
+        return losses;
+      };
+      const std::vector<double> kernels = run(ThreadSplit::kernels), batch = run(ThreadSplit::batch);
+      for (size_t i = 0; i < kernels.size(); ++i) CHECK(batch[i] == doctest::Approx(kernels[i]).epsilon(1e-5));
+      CHECK(run(ThreadSplit::batch) == batch);
+    }
 }

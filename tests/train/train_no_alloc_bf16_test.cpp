@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "config/config_enums.h"
+#include "core/parallel.h"
 #include "decode/decoder.h"
 #include "decode/sampler.h"
 #include "kernels/bf16.h"
@@ -43,17 +45,20 @@ TEST_CASE("no allocation bf16: a training step (forward, backward, AdamW), every
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint16_t>((i * 7) % kV);
   const TokenSplit split = test::split_of(tokens);
   long onednn_most = 0;
-  for (const test::AttentionVariant& v : test::attention_variants()) {
-    INFO("variant ", std::string(v.name));
-    const Config c = small_config(v);
-    TrainSession session(c, model_spec_make(c.model, c.attention));
-    BatchSampler sampler(split, 3, 16, 1);
-    session.step(0, sampler);
-    int64_t s = 1;
-    const std::vector<long> onednn = test::check_no_allocation(2, [&] { session.step(s++, sampler); });
-    CHECK(onednn == std::vector<long>(2, onednn[0]));  // oneDNN's own: never growing
-    onednn_most = std::max(onednn_most, onednn[0]);
-  }
+  for (const test::AttentionVariant& v : test::attention_variants())
+    for (ThreadSplit how : {ThreadSplit::kernels, ThreadSplit::batch}) {  // batch: each thread's own products
+      INFO("variant ", std::string(v.name), ", thread split ", std::string(enum_name(how)));
+      Config c = small_config(v);
+      c.train.thread_split = how;
+      c.train.batch_size = std::max(3, thread_count());  // batch: a row a thread at least
+      TrainSession session(c, model_spec_make(c.model, c.attention));
+      BatchSampler sampler(split, c.train.batch_size, 16, 1);
+      session.step(0, sampler);
+      int64_t s = 1;
+      const std::vector<long> onednn = test::check_no_allocation(2, [&] { session.step(s++, sampler); });
+      CHECK(onednn == std::vector<long>(2, onednn[0]));  // oneDNN's own: never growing
+      onednn_most = std::max(onednn_most, onednn[0]);
+    }
   MESSAGE("oneDNN's own allocations per bf16 training step (inside its matmul's execute), at most: ", onednn_most);
 }
 
