@@ -7,6 +7,7 @@
 #include "attention/attention_tasks.h"
 #include "attention/causal_matmul.h"
 #include "attention/tile_matmul.h"
+#include "kernels/transpose.h"
 #include "kernels/vector_math.h"
 #include "core/error.h"
 #include "core/segment_starts.h"
@@ -40,12 +41,13 @@ void check_workspace(size_t size, const AttentionDims& d, int threads) {
 // in panels: block jb of kBlock rows becomes the (Dh, kTileLd) panel at
 // xt + jb * Dh * kTileLd. One (Dh, T) matrix would put a row of it every 4T bytes,
 // and a tile product reading 64 such rows at a power-of-two stride thrashes L1's sets.
+// Each panel one transpose in 8 x 8 register blocks (kernels/transpose.h) rather than a scalar load
+// and strided store per element (the backward packs three panels and unpacks dq's).
 template <typename T>
 void pack_panels(T* xt, const T* x, int T_, int C, int Dh) {
-  for (int t = 0; t < T_; ++t) {
-    T* panel = xt + static_cast<size_t>(t / kBlock) * Dh * kTileLd + t % kBlock;
-    for (int e = 0; e < Dh; ++e) panel[e * kTileLd] = x[static_cast<size_t>(t) * C + e];
-  }
+  for (int t0 = 0; t0 < T_; t0 += kBlock)
+    transpose(xt + static_cast<size_t>(t0 / kBlock) * Dh * kTileLd, kTileLd, x + static_cast<size_t>(t0) * C,
+              size_t(C), std::min(kBlock, T_ - t0), Dh);
 }
 // The panel holding rows [t0, t0 + kBlock) (t0 a multiple of kBlock).
 template <typename T>
@@ -272,9 +274,15 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
         }
       }
     }
-    for (int i = 0; i < Tn; ++i)
-      for (int e = 0; e < Dh; ++e)
-        dq[head + static_cast<size_t>(i) * C + e] = scale * panel_at(dqt, i - i % kBlock, Dh)[e * kTileLd + i % kBlock];
+    // dq = scale dqᵀ's panels transposed back (8 x 8 register blocks), then scaled in its rows.
+    for (int i0 = 0; i0 < Tn; i0 += kBlock)
+      transpose(dq + head + static_cast<size_t>(i0) * C, size_t(C), panel_at(dqt, i0, Dh), kTileLd, Dh,
+                std::min(kBlock, Tn - i0));
+    for (int i = 0; i < Tn; ++i) {
+      T* dqi = dq + head + static_cast<size_t>(i) * C;
+      RFA_OMP_SIMD_FULL  // dq's rows overlap nothing read here
+      for (int e = 0; e < Dh; ++e) dqi[e] *= scale;
+    }
   });
 }
 
