@@ -13,6 +13,11 @@
 //   matmul_lower_c: C = alpha A B where only C's lower triangle (columns j <= i) is wanted:
 //     the tile of rows [i0, i0 + R) computes columns < min(i0 + R, n); the columns right of
 //     that are not written (the caller zeroes or ignores them).
+//   matmul_upper_c: C = alpha A B where only C's upper triangle (columns j >= i) is wanted:
+//     the tile of rows [i0, i0 + R) computes columns from i0 rounded down to a register's
+//     width; the columns left of that are not written (the caller zeroes or ignores them).
+//   matmul_upper_a: C = alpha A B with A (m, k) zero left of its diagonal (A_ip = 0 for
+//     p < i): the tile of rows [i0, i0 + R) reads p >= i0 (upper_at's band on a row-major A).
 // Runs inside a parallel_for body: it neither allocates nor calls gemm.
 #include <algorithm>
 #include <cstddef>
@@ -22,23 +27,27 @@
 namespace rfa {
 
 namespace causal_detail {
-enum class Band { lower_a, upper_at, lower_c };
+enum class Band { lower_a, upper_at, lower_c, upper_c };
 
 // Rows [i0, i0 + R) of C: the p range and the columns the band allows, then one tile (R > 1)
 // or vecmat (R == 1, a remainder row).
 template <typename T, int R, Band kBand>
 inline void band_rows(T* C, size_t ldc, const T* A, simd_detail::MatView av, const T* B, size_t ldb, int i0, int k,
                       int n, T alpha, bool accumulate) {
-  int p0 = 0, p1 = k, cols = n;
+  int p0 = 0, p1 = k, j0 = 0, cols = n;
   if constexpr (kBand == Band::lower_a) p1 = std::min(i0 + R, k);
   if constexpr (kBand == Band::upper_at) p0 = std::min(i0, k);
   if constexpr (kBand == Band::lower_c) cols = std::min(i0 + R, n);
+  if constexpr (kBand == Band::upper_c) {
+    j0 = std::min(i0 / Simd<T>::W * Simd<T>::W, n);
+    cols = n - j0;
+  }
   const T* a = A + i0 * av.ar + p0 * av.ap;
-  const T* b = B + p0 * ldb;
+  const T* b = B + p0 * ldb + j0;
   if constexpr (R == 1)
-    vecmat(C + i0 * ldc, a, b, p1 - p0, cols, ldb, alpha, accumulate, av.ap);
+    vecmat(C + i0 * ldc + j0, a, b, p1 - p0, cols, ldb, alpha, accumulate, av.ap);
   else
-    simd_detail::tile_rows<T, R>(C + i0 * ldc, ldc, a, av, b, ldb, p1 - p0, cols, alpha, accumulate);
+    simd_detail::tile_rows<T, R>(C + i0 * ldc + j0, ldc, a, av, b, ldb, p1 - p0, cols, alpha, accumulate);
 }
 
 template <typename T, Band kBand>
@@ -66,6 +75,20 @@ inline void matmul_at_upper(T* C, size_t ldc, const T* A, size_t lda, const T* B
                             T alpha, bool accumulate) {
   causal_detail::band_matmul<T, causal_detail::Band::upper_at>(C, ldc, A, {1, lda}, B, ldb, m, k, n, alpha,
                                                                accumulate);
+}
+
+template <typename T>
+inline void matmul_upper_a(T* C, size_t ldc, const T* A, size_t lda, const T* B, size_t ldb, int m, int k, int n,
+                           T alpha, bool accumulate) {
+  causal_detail::band_matmul<T, causal_detail::Band::upper_at>(C, ldc, A, {lda, 1}, B, ldb, m, k, n, alpha,
+                                                               accumulate);
+}
+
+template <typename T>
+inline void matmul_upper_c(T* C, size_t ldc, const T* A, size_t lda, const T* B, size_t ldb, int m, int k, int n,
+                           T alpha, bool accumulate) {
+  causal_detail::band_matmul<T, causal_detail::Band::upper_c>(C, ldc, A, {lda, 1}, B, ldb, m, k, n, alpha,
+                                                              accumulate);
 }
 
 template <typename T>

@@ -238,32 +238,41 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
       }
       for (int i0 = j0; i0 < i_end; i0 += kBlock) {
         const int bq = std::min(kBlock, Tn - i0);
+        // In the diagonal block (i0 == j0) key c reads queries r >= c only: pᵀ and dsᵀ are 0 left of
+        // their diagonal, so their products run over the row tiles' bands (causal_matmul.h: the
+        // columns from each tile's first row, the queries from its first key), 0 filled below.
+        const bool diagonal = i0 == j0;
         // sᵀ = scale k_j q_iᵀ  (bk, bq);  p_ij = exp(s_ij - lse_i) for j <= i, else 0
-        tile_matmul(pt, kTileLd, k + head + static_cast<size_t>(j0) * C, C, panel_at(qt, i0, Dh), kTileLd, bk, Dh, bq,
-                    scale, false);
+        (diagonal ? matmul_upper_c<T> : tile_matmul<T>)(pt, kTileLd, k + head + static_cast<size_t>(j0) * C, C,
+                                                        panel_at(qt, i0, Dh), kTileLd, bk, Dh, bq, scale, false);
         for (int c = 0; c < bk; ++c) {
           T* pr = pt + c * kTileLd;
           const T* lse_i = lse_bh + i0;
+          const int r0 = diagonal ? std::min(c, bq) : 0;  // query i0+r < key j0+c: 0
+          std::fill(pr, pr + r0, T(0));
           RFA_OMP_SIMD_FULL
-          for (int r = 0; r < bq; ++r) pr[r] = exp_of(pr[r] - lse_i[r]);
-          if (i0 == j0) std::fill(pr, pr + std::min(c, bq), T(0));  // diagonal block: query i0+r < key j0+c
+          for (int r = r0; r < bq; ++r) pr[r] = exp_of(pr[r] - lse_i[r]);
           if (banded) std::fill(pr + std::clamp(next[c] - i0, 0, bq), pr + bq, T(0));  // later documents, out of window
         }
         // out_i = sum_j p_ij v_j:  dv_j += sum_i p_ij dout_i
-        tile_matmul(dv_acc, z.DP, pt, kTileLd, dop + static_cast<size_t>(i0) * z.DP, z.DP, bk, bq, Dh, T(1), true);
+        (diagonal ? matmul_upper_a<T> : tile_matmul<T>)(dv_acc, z.DP, pt, kTileLd, dop + static_cast<size_t>(i0) * z.DP,
+                                                        z.DP, bk, bq, Dh, T(1), true);
         // dp_ij = dout_i · v_j  (as dpᵀ = v_j doutᵀ, (bk, bq))
-        tile_matmul(dst, kTileLd, v + head + static_cast<size_t>(j0) * C, C, panel_at(dot_, i0, Dh), kTileLd, bk, Dh,
-                    bq, T(1), false);
+        (diagonal ? matmul_upper_c<T> : tile_matmul<T>)(dst, kTileLd, v + head + static_cast<size_t>(j0) * C, C,
+                                                        panel_at(dot_, i0, Dh), kTileLd, bk, Dh, bq, T(1), false);
         // p = softmax(s):  ds_ij = p_ij (dp_ij - D_i),  D_i = sum_j p_ij dp_ij = dout_i · out_i
         for (int c = 0; c < bk; ++c) {
           T* sr = dst + c * kTileLd;
           const T* pr = pt + c * kTileLd;
           const T* delta_i = delta + i0;
+          const int r0 = diagonal ? std::min(c, bq) : 0;
+          std::fill(sr, sr + r0, T(0));  // (p is 0 there; dp was not computed)
           RFA_OMP_SIMD_FULL
-          for (int r = 0; r < bq; ++r) sr[r] = pr[r] * (sr[r] - delta_i[r]);
+          for (int r = r0; r < bq; ++r) sr[r] = pr[r] * (sr[r] - delta_i[r]);
         }
         // s_ij = scale q_i·k_j:  dk_j += sum_i ds_ij q_i,  dqᵀ_i += sum_j k_jᵀ ds_ij  (scale applied at the end)
-        tile_matmul(dk_acc, z.DP, dst, kTileLd, qp + static_cast<size_t>(i0) * z.DP, z.DP, bk, bq, Dh, T(1), true);
+        (diagonal ? matmul_upper_a<T> : tile_matmul<T>)(dk_acc, z.DP, dst, kTileLd, qp + static_cast<size_t>(i0) * z.DP,
+                                                        z.DP, bk, bq, Dh, T(1), true);
         tile_matmul(panel_at(dqt, i0, Dh), kTileLd, panel_at(kt, j0, Dh), kTileLd, dst, kTileLd, Dh, bk, bq, T(1), true);
       }
       for (int c = 0; c < bk; ++c) {

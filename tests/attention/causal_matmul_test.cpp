@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -61,6 +62,35 @@ TEST_CASE("causal products equal matmul over the causal blocks, bit for bit") {
       for (int i = 0; i < m; ++i) {
         for (int j = 0; j <= i; ++j) REQUIRE(got[i * ldc + j] == want[i * ldc + j]);
         for (int j = i + 1; j < m; ++j) REQUIRE((got[i * ldc + j] == want[i * ldc + j] || got[i * ldc + j] == -9.0f));
+      }
+      // C's upper triangle (columns j >= i, n of them), as the flash backward's pᵀ and dsᵀ: every
+      // column j >= i is matmul's; the rest is matmul's or not written.
+      std::vector<float> up_want(size_t(m) * ldc, 0.0f), up_got(size_t(m) * ldc, -9.0f);
+      matmul(up_want.data(), ldc, X.data(), pad16(k), Y.data(), ldb, m, k, n, 1.0f, false);
+      matmul_upper_c(up_got.data(), ldc, X.data(), pad16(k), Y.data(), ldb, m, k, n, 1.0f, false);
+      int computed_left = 0;
+      for (int i = 0; i < m; ++i) {
+        for (int j = i; j < n; ++j) REQUIRE(up_got[i * ldc + j] == up_want[i * ldc + j]);
+        for (int j = 0; j < std::min(i, n); ++j) {
+          REQUIRE((up_got[i * ldc + j] == up_want[i * ldc + j] || up_got[i * ldc + j] == -9.0f));
+          computed_left += up_got[i * ldc + j] != -9.0f;
+        }
+      }
+      if (m == 64 && n == 64) CHECK(computed_left < 64 * 63 / 4);  // the band, not the whole matrix
+      // C = A B with A zero left of its diagonal (A_ip = 0 for p < i): each row tile reads from its
+      // first row on; vecmat's remainder rows agree to rounding (as matmul_at_upper's).
+      std::vector<float> U = random_vector<float>(size_t(m) * lda, 7);
+      for (int i = 0; i < m; ++i)
+        for (int p = 0; p < i; ++p) U[i * lda + p] = 0.0f;
+      for (bool accumulate : {false, true}) {
+        std::vector<float> a_want(size_t(m) * ldc, 0.5f), a_got = a_want;
+        matmul(a_want.data(), ldc, U.data(), lda, B.data(), ldb, m, m, n, 0.75f, accumulate);
+        matmul_upper_a(a_got.data(), ldc, U.data(), lda, B.data(), ldb, m, m, n, 0.75f, accumulate);
+        for (int i = 0; i < m; ++i)
+          for (int j = 0; j < n; ++j) {
+            if (i < m - m % 4) REQUIRE(a_got[i * ldc + j] == a_want[i * ldc + j]);
+            else REQUIRE(std::abs(a_got[i * ldc + j] - a_want[i * ldc + j]) <= 1e-5f * (1 + std::abs(a_want[i * ldc + j])));
+          }
       }
     }
   }
