@@ -73,9 +73,7 @@ T tile_row_max(const T* x) {
     const V y = simd_load(x + c);
     m = y > m ? y : m;
   }
-  T r = m[0];
-  for (int l = 1; l < W; ++l) r = m[l] > r ? m[l] : r;
-  return r;
+  return simd_max<T>(m);
 }
 template <typename T>
 T tile_row_sum(const T* x) {

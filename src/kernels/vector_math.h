@@ -76,9 +76,9 @@ inline void simd_store(T* p, const typename Simd<T>::V& v) {
 }
 
 namespace simd_detail {
-// Folds a Bytes-wide vector held in memory at p down to 16 bytes, halving:
-// the compiler turns the copies into lane extracts.
-template <typename T, int Bytes>
+// Folds a Bytes-wide vector held in memory at p down to 16 bytes, halving (the halves
+// added, or with kMax their larger lanes kept): the compiler turns the copies into lane extracts.
+template <typename T, int Bytes, bool kMax = false>
 inline void fold_to_16(const char* p, char* out16) {
   if constexpr (Bytes == 16) {
     std::memcpy(out16, p, 16);
@@ -87,8 +87,10 @@ inline void fold_to_16(const char* p, char* out16) {
     Half lo, hi;
     std::memcpy(&lo, p, Bytes / 2);
     std::memcpy(&hi, p + Bytes / 2, Bytes / 2);
-    const Half h = lo + hi;
-    fold_to_16<T, Bytes / 2>(reinterpret_cast<const char*>(&h), out16);
+    Half h;
+    if constexpr (kMax) h = hi > lo ? hi : lo;
+    else h = lo + hi;
+    fold_to_16<T, Bytes / 2, kMax>(reinterpret_cast<const char*>(&h), out16);
   }
 }
 }  // namespace simd_detail
@@ -103,6 +105,18 @@ inline T simd_sum(const typename Simd<T>::V& v) {
   T s = 0;
   for (int l = 0; l < int(16 / sizeof(T)); ++l) s += q[l];
   return s;
+}
+
+// Largest of a register's lanes (NaN lanes aside): halves folded down to 128 bits, then those
+// lanes in scalar; a chain of W scalar compares was the softmax rows' longest latency at 16 lanes.
+template <typename T>
+inline T simd_max(const typename Simd<T>::V& v) {
+  typedef T Quarter __attribute__((vector_size(16)));
+  Quarter q;
+  simd_detail::fold_to_16<T, kVectorBytes, true>(reinterpret_cast<const char*>(&v), reinterpret_cast<char*>(&q));
+  T r = q[0];
+  for (int l = 1; l < int(16 / sizeof(T)); ++l) r = q[l] > r ? q[l] : r;
+  return r;
 }
 
 // sum_j a[j] b[j]: vector accumulators, then the tail.
