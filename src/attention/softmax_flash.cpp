@@ -237,8 +237,9 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
       for (int i0 = j0; i0 < i_end; i0 += kBlock) {
         const int bq = std::min(kBlock, Tn - i0);
         // In the diagonal block (i0 == j0) key c reads queries r >= c only: pᵀ and dsᵀ are 0 left of
-        // their diagonal, so their products run over the row tiles' bands (causal_matmul.h: the
-        // columns from each tile's first row, the queries from its first key), 0 filled below.
+        // their diagonal, so their products run over the bands (causal_matmul.h: the columns from
+        // each row tile's first row, the queries from its first key, the keys up to each column
+        // block's last query), 0 filled below.
         const bool diagonal = i0 == j0;
         // sᵀ = scale k_j q_iᵀ  (bk, bq);  p_ij = exp(s_ij - lse_i) for j <= i, else 0
         (diagonal ? matmul_upper_c<T> : tile_matmul<T>)(pt, kTileLd, k + head + static_cast<size_t>(j0) * C, C,
@@ -271,7 +272,8 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
         // s_ij = scale q_i·k_j:  dk_j += sum_i ds_ij q_i,  dqᵀ_i += sum_j k_jᵀ ds_ij  (scale applied at the end)
         (diagonal ? matmul_upper_a<T> : tile_matmul<T>)(dk_acc, z.DP, dst, kTileLd, qp + static_cast<size_t>(i0) * z.DP,
                                                         z.DP, bk, bq, Dh, T(1), true);
-        tile_matmul(panel_at(dqt, i0, Dh), kTileLd, panel_at(kt, j0, Dh), kTileLd, dst, kTileLd, Dh, bk, bq, T(1), true);
+        (diagonal ? matmul_upper_b<T> : tile_matmul<T>)(panel_at(dqt, i0, Dh), kTileLd, panel_at(kt, j0, Dh), kTileLd,
+                                                        dst, kTileLd, Dh, bk, bq, T(1), true);
       }
       for (int c = 0; c < bk; ++c) {
         const size_t row = head + static_cast<size_t>(j0 + c) * C;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "attention/causal_matmul.h"
+#include "attention/tile_matmul.h"
 #include "kernels/vector_math.h"
 #include "support/gradcheck.h"
 
@@ -77,6 +78,18 @@ TEST_CASE("causal products equal matmul over the causal blocks, bit for bit") {
         }
       }
       if (m == 64 && n == 64) CHECK(computed_left < 64 * 63 / 4);  // the band, not the whole matrix
+      // C = A B with B zero left of its diagonal (B_pj = 0 for j < p), as the flash backward's dsᵀ
+      // in dqᵀ = K dsᵀ: tile_matmul's numbers, bit for bit (only zero terms are left out).
+      std::vector<float> Bu = random_vector<float>(size_t(m) * ldb, 8);
+      for (int p = 0; p < m; ++p)
+        for (int j = 0; j < std::min(p, int(ldb)); ++j) Bu[p * ldb + j] = 0.0f;
+      const std::vector<float> Ak = random_vector<float>(size_t(m) * lda, 9);
+      for (bool accumulate : {false, true}) {
+        std::vector<float> b_want(size_t(m) * ldc, 0.5f), b_got = b_want;
+        tile_matmul(b_want.data(), ldc, Ak.data(), lda, Bu.data(), ldb, m, m, n, 0.75f, accumulate);
+        matmul_upper_b(b_got.data(), ldc, Ak.data(), lda, Bu.data(), ldb, m, m, n, 0.75f, accumulate);
+        CHECK(b_got == b_want);
+      }
       // C = A B with A zero left of its diagonal (A_ip = 0 for p < i): each row tile reads from its
       // first row on; vecmat's remainder rows agree to rounding (as matmul_at_upper's).
       std::vector<float> U = random_vector<float>(size_t(m) * lda, 7);
