@@ -31,6 +31,7 @@ namespace profile_detail {
 bool enabled = false;
 thread_local bool muted = false;
 thread_local double work_scale = 1;
+thread_local bool thread_clock = false;
 
 int64_t clock_ns(clockid_t clock) {
   timespec t{};
@@ -39,7 +40,9 @@ int64_t clock_ns(clockid_t clock) {
 }
 
 Stamp now() {
-  return Stamp{clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_PROCESS_CPUTIME_ID), inner_wall_ns, inner_cpu_ns};
+  // (No scope spans a shard's edge, so a scope's stamps and the inner sums it reads use one clock.)
+  return Stamp{clock_ns(CLOCK_MONOTONIC), clock_ns(thread_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_PROCESS_CPUTIME_ID),
+               inner_wall_ns, inner_cpu_ns};
 }
 
 void add(ProfiledKernel k, const Stamp& start, double flop, double bytes, const ProductShape* shape) {
@@ -53,7 +56,7 @@ void add(ProfiledKernel k, const Stamp& start, double flop, double bytes, const 
     if (!r) continue;
     r->calls += 1;
     r->ms += own_ms;
-    r->cpu_ms += own_cpu_ms;
+    r->cpu_ms += own_cpu_ms * work_scale;
     r->flop += flop * work_scale;
     r->bytes += bytes * work_scale;
   }

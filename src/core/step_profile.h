@@ -35,7 +35,9 @@ struct ProfileRow {
   int64_t calls = 0;
   double ms = 0;     // wall time inside the calls
   double cpu_ms = 0; // CPU time of the whole process inside the calls (all threads): on a shared
-                     // machine it counts only the time the cores were ours
+                     // machine it counts only the time the cores were ours. Under the batch split
+                     // the first shard's thread's own CPU time, times the shards (the process's
+                     // clock there would count whatever the other shards ran meanwhile)
   double flop = 0;   // floating-point operations (a multiply-add is 2)
   double bytes = 0;  // bytes read plus written, each operand counted once per call
 };
@@ -69,10 +71,12 @@ const ProfileRow& step_profile_row(ProfiledKernel k);
 namespace profile_detail {
 extern bool enabled;
 // The batch split (train/batch_shards.h) on this thread: muted on every shard but the first, whose
-// calls count `work_scale` times their operations and bytes (the work of all the shards, which
-// run side by side on equal rows); not muted and 1 elsewhere.
+// calls count `work_scale` times their operations, bytes and CPU time (the work of all the shards,
+// which run side by side on equal rows), its CPU time read from its own thread's clock; not muted,
+// 1 and the process's clock elsewhere.
 extern thread_local bool muted;
 extern thread_local double work_scale;
+extern thread_local bool thread_clock;
 struct Stamp {
   int64_t wall_ns = -1, cpu_ns = 0;
   int64_t inner_wall_ns = 0, inner_cpu_ns = 0;  // the time of the calls inside scopes, at the start
@@ -88,10 +92,12 @@ class ProfileShard {
   ProfileShard(int shard, int shards) {
     profile_detail::muted = shard != 0;
     profile_detail::work_scale = shards;
+    profile_detail::thread_clock = true;
   }
   ~ProfileShard() {
     profile_detail::muted = false;
     profile_detail::work_scale = 1;
+    profile_detail::thread_clock = false;
   }
   ProfileShard(const ProfileShard&) = delete;
   ProfileShard& operator=(const ProfileShard&) = delete;

@@ -2,7 +2,9 @@
 
 #include <time.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "core/step_profile.h"
 
@@ -67,6 +69,33 @@ void spin_for(double ms) {
   while (thread_cpu_ms() - start < ms) x = x + 1;
 }
 }  // namespace
+
+TEST_CASE("step profile: under the batch split, shard 0's CPU time is its own thread's, times the shards") {
+  // Another thread busy beside the shard would be in the process's clock: with it, the row would read
+  // own + other (about 2x here), not 3x own.
+  step_profile_enable(true);
+  std::atomic<bool> stop{false};
+  std::thread other([&] {
+    volatile double x = 0;
+    while (!stop.load()) x = x + 1;
+  });
+  double own = 0;
+  {
+    const ProfileShard first(0, 3);
+    const double start = thread_cpu_ms();
+    {
+      ProfileScope s(ProfiledKernel::swiglu, 0, 0);
+      spin_for(30);
+    }
+    own = thread_cpu_ms() - start;
+  }
+  stop = true;
+  other.join();
+  const ProfileRow& row = step_profile_row(ProfiledKernel::swiglu);
+  CHECK(row.cpu_ms >= 3 * 30 * 0.97);
+  CHECK(row.cpu_ms <= 3 * own * 1.03);
+  step_profile_enable(false);
+}
 
 TEST_CASE("step profile: a scope inside another counts in its own row only; the rows add up to the outer time") {
   step_profile_enable(true);
