@@ -3,7 +3,8 @@
 # binaries and diffs what they produce, byte for byte.
 #   scripts/check-bit-identical.sh BASE_BIN NEW_BIN [OUT_DIR]
 # For every attention kind and feature map (softmax; rfa and rfa_gate with the
-# gaussian and arccos maps; rfa_gate with rope), on a tiny model (L=2, C=32, H=2,
+# gaussian and arccos maps; rfa_gate with rope; rfa_gate with the short convolution
+# and the output gate), on a tiny model (L=2, C=32, H=2,
 # T=32, F=8, chunks of 16) trained on a generated corpus:
 #   - `rfa train`: metrics.jsonl without its wall-time fields, sha256 of the final
 #     model.safetensors and optimizer.safetensors (150 steps, grad_accum 2, evals),
@@ -25,7 +26,7 @@ mkdir -p "$out"
 export OMP_WAIT_POLICY=passive
 threads=2
 
-cases=(softmax rfa-gaussian rfa-arccos rfa_gate-gaussian rfa_gate-arccos rfa_gate-rope)
+cases=(softmax rfa-gaussian rfa-arccos rfa_gate-gaussian rfa_gate-arccos rfa_gate-rope rfa_gate-conv)
 
 corpus() {
   for i in $(seq 1 1200); do
@@ -34,15 +35,16 @@ corpus() {
 }
 
 config() {  # config <case>
-  local kind map=gaussian pos=auto
+  local kind map=gaussian pos=auto extra=
   case $1 in
     softmax) kind=softmax ;;
     rfa_gate-rope) kind=rfa_gate pos=rope ;;
+    rfa_gate-conv) kind=rfa_gate extra=", short_conv: 4, output_gate: true" ;;  # the shipped configs' layers
     *) kind=${1%-*} map=${1#*-} ;;
   esac
   cat <<YAML
 model: {n_layers: 2, d_model: 32, n_heads: 2, context_length: 32}
-attention: {kind: $kind, feature_map: $map, positions: $pos, num_features: 8, chunk_size: 16}
+attention: {kind: $kind, feature_map: $map, positions: $pos, num_features: 8, chunk_size: 16$extra}
 tokenizer: {path: data/char.model, kind: char, vocab_size: 300}
 data: {corpus: corpus.txt, tokens: data/corpus.tokens, val_fraction: 0.1}
 train: {run_dir: run, batch_size: 4, grad_accum: 2, steps: 150, log_every: 10, eval_every: 50, eval_batches: 2}

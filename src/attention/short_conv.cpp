@@ -37,24 +37,29 @@ namespace {
 // Taps of output t that read its own document (or the history): all K, or back to the last start.
 inline int taps_at(int t, int K, int last_start) { return last_start < 0 ? K : std::min(K, t - last_start + 1); }
 
-// y[t, c..c+W) for every t: channels of one register. Scalar (W = 1) is the tail.
-template <typename T, int W>
-void conv_forward_lanes(T* y, const T* ext, const T* w, int T_len, int C, int K, int c, const uint8_t* starts) {
+// Output row t of one tensor: a register of channels at a time across the row (contiguous in x,
+// ext and w; row by row, each output's K input rows are the last ones read: a register of channels
+// down all the rows first had each row's lines come from L2 or further, a fifth slower at nano),
+// then the tail one by one. x_t: the input row x[t], overwritten with y[t]; it is also stored into
+// its ext row ext_t (which the backward reads); x[t - j] is ext_t j rows above.
+template <typename T>
+void conv_forward_row(T* x_t, T* ext_t, const T* w, int C, int taps) {
   using V = typename Simd<T>::V;
-  int last_start = -1;
-  for (int t = 0; t < T_len; ++t) {
-    const T* xt = ext + int64_t(K - 1 + t) * C + c;  // x[t]; x[t - j] is j rows above
-    if (starts && starts[t]) last_start = t;
-    const int taps = taps_at(t, K, last_start);
-    if constexpr (W == 1) {
-      T acc = w[c] * xt[0];
-      for (int j = 1; j < taps; ++j) acc += w[int64_t(j) * C + c] * xt[-int64_t(j) * C];
-      y[int64_t(t) * C + c] = acc;
-    } else {
-      V acc = simd_load(w + c) * simd_load(xt);
-      for (int j = 1; j < taps; ++j) acc += simd_load(w + int64_t(j) * C + c) * simd_load(xt - int64_t(j) * C);
-      simd_store(y + int64_t(t) * C + c, acc);
-    }
+  constexpr int W = Simd<T>::W;
+  int c = 0;
+  for (; c + W <= C; c += W) {
+    const V x = simd_load(x_t + c);
+    simd_store(ext_t + c, x);
+    V acc = simd_load(w + c) * x;
+    for (int j = 1; j < taps; ++j) acc += simd_load(w + int64_t(j) * C + c) * simd_load(ext_t - int64_t(j) * C + c);
+    simd_store(x_t + c, acc);
+  }
+  for (; c < C; ++c) {
+    const T x = x_t[c];
+    ext_t[c] = x;
+    T acc = w[c] * x;
+    for (int j = 1; j < taps; ++j) acc += w[int64_t(j) * C + c] * ext_t[c - int64_t(j) * C];
+    x_t[c] = acc;
   }
 }
 
@@ -139,17 +144,17 @@ void conv_dx_lanes(T* dy_dx, const T* w, int T_len, int C, int K, int c, const u
 }  // namespace
 
 template <typename T>
-void short_conv_forward(T* y, const T* ext, const T* w, int T_len, int C, int K, int c0, int c1,
-                        const uint8_t* starts = nullptr) {
-  constexpr int W = Simd<T>::W;
-  int c = c0;
-  for (; c + W <= c1; c += W) conv_forward_lanes<T, W>(y, ext, w, T_len, C, K, c, starts);
-  for (; c < c1; ++c) conv_forward_lanes<T, 1>(y, ext, w, T_len, C, K, c, starts);
+void short_conv_forward(T* x, T* ext, const T* w, int T_len, int C, int K, const uint8_t* starts) {
+  int last_start = -1;
+  for (int t = 0; t < T_len; ++t) {
+    if (starts && starts[t]) last_start = t;
+    conv_forward_row(x + int64_t(t) * C, ext + int64_t(K - 1 + t) * C, w, C, taps_at(t, K, last_start));
+  }
 }
 
 template <typename T>
 void short_conv_backward(T* dy_dx, T* dw, const T* ext, const T* w, int T_len, int C, int K, int c0, int c1,
-                         const uint8_t* starts = nullptr) {
+                         const uint8_t* starts) {
   constexpr int W = Simd<T>::W;
   // dw first: it reads dy, which dx then overwrites. Two registers of channels a pass (4 taps x 2
   // accumulators plus the loads fit even 16 registers), then one, then the tail channel by channel.
@@ -189,10 +194,9 @@ void short_conv_apply(const AttentionSpec& s, const ShortConvCall<T>& a) {
     const T* in = a.hist_in ? a.hist_in + b * a.hist_stride + i * hist : nullptr;
     if (in) std::memcpy(ext, in, sizeof(T) * size_t(hist));
     else std::fill(ext, ext + hist, T(0));
-    std::memcpy(ext + hist, x, sizeof(T) * size_t(a.T_len) * C);
+    short_conv_forward(x, ext, a.w[i], a.T_len, C, K, a.starts ? a.starts + int64_t(b) * a.T_len : nullptr);
     if (a.hist_out)  // the last K-1 rows of ext: the history after the segment
       std::memcpy(a.hist_out + b * a.hist_stride + i * hist, ext + int64_t(a.T_len) * C, sizeof(T) * size_t(hist));
-    short_conv_forward(x, ext, a.w[i], a.T_len, C, K, 0, C, a.starts ? a.starts + int64_t(b) * a.T_len : nullptr);
   });
 }
 
@@ -225,7 +229,7 @@ void short_conv_apply_step(const AttentionSpec& s, const T* const w[3], T* const
 }
 
 #define RFA_INSTANTIATE(T)                                                                                        \
-  template void short_conv_forward<T>(T*, const T*, const T*, int, int, int, int, int, const uint8_t*);          \
+  template void short_conv_forward<T>(T*, T*, const T*, int, int, int, const uint8_t*);                          \
   template void short_conv_backward<T>(T*, T*, const T*, const T*, int, int, int, int, int, const uint8_t*);     \
   template void short_conv_step<T>(T*, T*, const T*, int, int);                                                   \
   template void short_conv_apply<T>(const AttentionSpec&, const ShortConvCall<T>&);                               \

@@ -25,9 +25,11 @@ int64_t short_conv_history_size(const AttentionSpec& spec);
 // Elements of the ext rows of B rows of T tokens for the three tensors, (3, B, K-1+T, C).
 int64_t short_conv_ext_size(const AttentionSpec& spec, int B, int T);
 
-// y (T, C) from ext (K-1+T, C), w (K, C). Channels [c0, c1) only.
+// One row of one tensor, row by row: x (T, C) holds the inputs on entry, each copied into its ext
+// row (rows [K-1, K-1+T)) before it is overwritten with its output; ext's history rows [0, K-1) are
+// the caller's. starts: (T) document starts of the row, or null.
 template <typename T>
-void short_conv_forward(T* y, const T* ext, const T* w, int T_len, int C, int K, int c0, int c1);
+void short_conv_forward(T* x, T* ext, const T* w, int T_len, int C, int K, const uint8_t* starts);
 
 // The backward of the line above, channels [c0, c1):
 //   dx[t, c] = sum_{j : t + j < T} w[j, c] dy[t + j, c]     (dy is overwritten with dx, in place:
@@ -35,7 +37,8 @@ void short_conv_forward(T* y, const T* ext, const T* w, int T_len, int C, int K,
 //   dw[j, c] += sum_t dy[t, c] ext[K-1+t-j, c]
 // dy_dx (T, C), dw (K, C) added into; the history gets no gradient (a carried state is a constant).
 template <typename T>
-void short_conv_backward(T* dy_dx, T* dw, const T* ext, const T* w, int T_len, int C, int K, int c0, int c1);
+void short_conv_backward(T* dy_dx, T* dw, const T* ext, const T* w, int T_len, int C, int K, int c0, int c1,
+                         const uint8_t* starts);
 
 // One token: x (C) becomes y = sum_j w[j, :] x[t - j], and hist (K-1, C) drops its oldest row and
 // takes x as its newest.

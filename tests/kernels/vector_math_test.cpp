@@ -115,3 +115,25 @@ TEST_CASE("vector math: the register tiles do not change a result (every row of 
     CHECK(differ_t == 0);
   }
 }
+
+TEST_CASE("vector math: a register's sum and max fold its halves in a fixed order (bit for bit)") {
+  // simd_sum: halves added down to 16 bytes (lane l + lane l + width/2), then those lanes from 0
+  // in scalar, the order every dot and row sum of the attention kernels was made with. Lanes of
+  // very different sizes make another order give other bits.
+  constexpr int W = Simd<float>::W;
+  for (int seed = 0; seed < 20; ++seed) {
+    CAPTURE(seed);
+    auto values = random_vector<double>(W, 300 + seed);
+    Simd<float>::V v;
+    float lanes[W];
+    for (int l = 0; l < W; ++l) lanes[l] = v[l] = float(values[l] * std::pow(10.0, (l * 7 + seed) % 9 - 4));
+    for (int width = W; width * int(sizeof(float)) > 16; width /= 2)
+      for (int l = 0; l < width / 2; ++l) lanes[l] = lanes[l] + lanes[l + width / 2];
+    float sum = 0;
+    for (int l = 0; l < 16 / int(sizeof(float)); ++l) sum += lanes[l];
+    CHECK(simd_sum<float>(v) == sum);
+    float largest = v[0];
+    for (int l = 1; l < W; ++l) largest = std::max(largest, float(v[l]));
+    CHECK(simd_max<float>(v) == largest);
+  }
+}
