@@ -39,7 +39,7 @@ inline int taps_at(int t, int K, int last_start) { return last_start < 0 ? K : s
 
 // Output row t of one tensor: a register of channels at a time across the row (contiguous in x,
 // ext and w; row by row, each output's K input rows are the last ones read: a register of channels
-// down all the rows first had each row's lines come from L2 or further, a fifth slower at nano),
+// down all the rows first had each row's lines come from L2 or further: a sixth slower at nano),
 // then the tail one by one. x_t: the input row x[t], overwritten with y[t]; it is also stored into
 // its ext row ext_t (which the backward reads); x[t - j] is ext_t j rows above.
 template <typename T>

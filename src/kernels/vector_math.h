@@ -80,7 +80,8 @@ namespace simd_detail {
 // Folds a Bytes-wide vector down to 16 bytes, halving (the halves added, or with kMax their larger
 // lanes kept), in registers: __builtin_shufflevector names the halves. (Copied out through memory,
 // GCC stored a 64-byte register to the stack and loaded its 32-byte halves back, which does not
-// store-forward: ~20 cycles a sum, an eighth of the RFA backward at nano on AVX-512.)
+// store-forward: most of the RFA backward's l2_normalize_backward time at nano on AVX-512. Builds
+// of 32-byte vectors had folded in registers already.)
 template <typename T, int Bytes, bool kMax>
 struct Fold {
   typedef T Vec __attribute__((vector_size(Bytes)));
