@@ -176,10 +176,10 @@ void rfa_decode_step(T* out, const RfaStateView<T>& st, const RfaInputs<T>& in, 
     const T* W = Wt + static_cast<size_t>(h) * Dh * D;  // (Dh, D)
     feature_row(phiq, sx, u, in.q + row, sigma, W, c, D, Dh);
     feature_row(phik, sx, u, in.k + row, sigma, W, c, D, Dh);
-    GateValues<T> gv{T(0), T(1), T(1)};
+    T g = T(1), beta = T(1);  // ungated: no decay
     if (c.gated && !c.feature_gate)
-      gv = gate_values(row_dot(p.gate_w + static_cast<size_t>(h) * C, in.n + static_cast<size_t>(b) * C, C) +
-                       p.gate_b[h]);
+      gate_sigmoids(row_dot(p.gate_w + static_cast<size_t>(h) * C, in.n + static_cast<size_t>(b) * C, C) + p.gate_b[h],
+                    g, beta);
     std::copy(in.v + row, in.v + row + Dh, vp);
     vp[Dh] = T(1);
     std::fill(y, y + E, T(0));
@@ -207,9 +207,8 @@ void rfa_decode_step(T* out, const RfaStateView<T>& st, const RfaInputs<T>& in, 
         }
       }
     }
-    const T g = gv.g;
-    if (c.time_discount) gv.beta *= rfa_discount<T>(c, pos);
-    if (!c.feature_gate) scalar_gate_state_pass(S, y, vp, phik, phiq, g, gv.beta, F, E);
+    if (c.time_discount) beta *= rfa_discount<T>(c, pos);
+    if (!c.feature_gate) scalar_gate_state_pass(S, y, vp, phik, phiq, g, beta, F, E);
     const T inv = T(1) / (y[Dh] > eps_d ? y[Dh] : eps_d);
     for (int e = 0; e < Dh; ++e) out[row + e] = y[e] * inv;
   });

@@ -3,9 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 #include <vector>
 
+#include "attention/rfa_layout.h"
 #include "attention/rfa_recurrent.h"
 #include "attention/softmax_kv_cache.h"
 #include "core/error.h"
@@ -82,6 +84,27 @@ TEST_CASE("decode step: fused rfa step equals rfa_step_reference") {
   c.gated = true;
   c.feature_map = FeatureMapKind::gaussian;
   check_rfa_step<double>(c, 4, 8, 32, 1e-11);
+}
+
+TEST_CASE("decode step: a token's scalar gate is the chunked forward's, bit for bit") {
+  // gate_sigmoids (the decode step) against gate_rows (the chunked forward), over pre-activations
+  // from deep in either tail (exp_of's clamps) to 0; and both near the stable libm form.
+  std::vector<float> a;
+  for (float x = -95.0f; x <= 95.0f; x += 0.37f) a.push_back(x);
+  a.push_back(0.0f);
+  const int n = int(a.size());
+  std::vector<float> g(n), beta(n), eG(n);
+  gate_rows(g.data(), beta.data(), eG.data(), a.data(), n);
+  int differ = 0;
+  for (int i = 0; i < n; ++i) {
+    float gi, bi;
+    gate_sigmoids(a[i], gi, bi);
+    differ += gi != g[i] || bi != beta[i];
+    const GateValues<double> exact = gate_values(double(a[i]));
+    CHECK(std::abs(gi - exact.g) <= 1e-6 * exact.g + 1e-37);
+    CHECK(std::abs(bi - exact.beta) <= 1e-6 * exact.beta + 1e-37);
+  }
+  CHECK(differ == 0);
 }
 
 TEST_CASE("decode step: softmax step equals softmax_attention_step_reference") {
