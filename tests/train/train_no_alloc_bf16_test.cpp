@@ -13,10 +13,10 @@
 #include "config/config_enums.h"
 #include "core/parallel.h"
 #include "decode/decoder.h"
-#include "decode/sampler.h"
 #include "kernels/bf16.h"
 #include "support/alloc_counter.h"
 #include "support/attention_variants.h"
+#include "support/decode_no_alloc.h"
 #include "support/skip.h"
 #include "support/train_fixtures.h"
 #include "train/train_session.h"
@@ -64,7 +64,7 @@ TEST_CASE("no allocation bf16: a training step (forward, backward, AdamW), every
 
 TEST_CASE("no allocation bf16: a decode step (Decoder::step, step_rows) and sampling, every variant") {
   if (test::skip_if(!bf16_native(), kNoBf16)) return;
-  constexpr int B = 3;
+  constexpr int B = test::kDecodeNoAllocRows;
   for (const test::AttentionVariant& v : test::attention_variants()) {
     INFO("variant ", std::string(v.name));
     const Config c = small_config(v);
@@ -77,19 +77,6 @@ TEST_CASE("no allocation bf16: a decode step (Decoder::step, step_rows) and samp
     o.window = v.grows ? 8 : 0;
     o.precision = Precision::bf16;
     Decoder<float> dec(model, o);
-    Sampler sampler(kV, {.temperature = 0.9, .top_k = 5, .top_p = 0.9, .seed = 3});
-    const int32_t prompt[B * 4] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-    dec.prefill(prompt, 4);
-    int32_t tokens[B] = {1, 2, 3};
-    const int rows[2] = {2, 0};
-    auto decode_step = [&] {
-      const float* logits = dec.step(tokens);
-      for (int b = 0; b < B; ++b) tokens[b] = sampler.sample(logits + b * kV, uint64_t(b), dec.position(b));
-      const int32_t some[2] = {tokens[2], tokens[0]};
-      logits = dec.step_rows(rows, 2, some);
-      for (int i = 0; i < 2; ++i) tokens[rows[i]] = sampler.sample(logits + i * kV, uint64_t(rows[i]), dec.position(rows[i]));
-    };
-    decode_step();  // warm-up
-    test::check_no_allocation(6, decode_step);
+    test::check_decode_steps_allocate_nothing(dec, kV, 6);
   }
 }

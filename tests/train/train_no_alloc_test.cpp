@@ -21,11 +21,11 @@
 
 #include "config/config_enums.h"
 #include "decode/decoder.h"
-#include "decode/sampler.h"
 #include "core/parallel.h"
 #include "model/model_forward.h"
 #include "support/alloc_counter.h"
 #include "support/attention_variants.h"
+#include "support/decode_no_alloc.h"
 #include "support/train_fixtures.h"
 #include "train/train_session.h"
 
@@ -115,7 +115,7 @@ TEST_CASE("no allocation: a stateful training step, every variant stateful train
 }
 
 TEST_CASE("no allocation: a decode step (Decoder::step, step_rows) and sampling, every variant") {
-  constexpr int B = 3;
+  constexpr int B = test::kDecodeNoAllocRows;
   for (const test::AttentionVariant& v : test::attention_variants()) {
     INFO("variant ", std::string(v.name));
     const Config c = small_config(v);
@@ -126,22 +126,7 @@ TEST_CASE("no allocation: a decode step (Decoder::step, step_rows) and sampling,
     o.max_positions = 64;
     o.window = v.grows ? 8 : 0;  // softmax: a ring cache that wraps within the steps below
     Decoder<float> dec(model, o);
-    Sampler sampler(kV, {.temperature = 0.9, .top_k = 5, .top_p = 0.9, .seed = 3});
-    const int32_t prompt[B * 4] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-    dec.prefill(prompt, 4);
-    int32_t tokens[B] = {1, 2, 3};
-    const int rows[2] = {2, 0};
-    // One decode step: every row stepped, then two of them, each sampled from its logits.
-    auto decode_step = [&] {
-      const float* logits = dec.step(tokens);
-      for (int b = 0; b < B; ++b) tokens[b] = sampler.sample(logits + b * kV, uint64_t(b), dec.position(b));
-      const int32_t some[2] = {tokens[2], tokens[0]};
-      logits = dec.step_rows(rows, 2, some);
-      for (int i = 0; i < 2; ++i)
-        tokens[rows[i]] = sampler.sample(logits + i * kV, uint64_t(rows[i]), dec.position(rows[i]));
-    };
-    decode_step();  // warm-up
-    test::check_no_allocation(12, decode_step);
+    test::check_decode_steps_allocate_nothing(dec, kV, 12);
     CHECK(dec.position(0) == 4 + 2 * 13);  // 13 decode steps ran: rows 0 and 2 move twice in each
   }
 }
