@@ -11,12 +11,11 @@
 #include <vector>
 
 #include "config/config_enums.h"
-#include "core/parallel.h"
 #include "decode/decoder.h"
 #include "kernels/bf16.h"
 #include "support/alloc_counter.h"
 #include "support/attention_variants.h"
-#include "support/decode_no_alloc.h"
+#include "support/no_alloc_loops.h"
 #include "support/skip.h"
 #include "support/train_fixtures.h"
 #include "train/train_session.h"
@@ -48,16 +47,10 @@ TEST_CASE("no allocation bf16: a training step (forward, backward, AdamW), every
   for (const test::AttentionVariant& v : test::attention_variants())
     for (ThreadSplit how : {ThreadSplit::kernels, ThreadSplit::batch}) {  // batch: each thread's own products
       INFO("variant ", std::string(v.name), ", thread split ", std::string(enum_name(how)));
-      Config c = small_config(v);
-      c.train.thread_split = how;
-      c.train.batch_size = std::max(3, thread_count());  // batch: a row a thread at least
+      const Config c = test::with_thread_split(small_config(v), how);
       TrainSession session(c, model_spec_make(c.model, c.attention));
       BatchSampler sampler(split, c.train.batch_size, 16, 1);
-      session.step(0, sampler);
-      int64_t s = 1;
-      const std::vector<long> onednn = test::check_no_allocation(2, [&] { session.step(s++, sampler); });
-      CHECK(onednn == std::vector<long>(2, onednn[0]));  // oneDNN's own: never growing
-      onednn_most = std::max(onednn_most, onednn[0]);
+      onednn_most = std::max(onednn_most, test::check_training_steps_allocate_nothing(session, sampler, 2));
     }
   MESSAGE("oneDNN's own allocations per bf16 training step (inside its matmul's execute), at most: ", onednn_most);
 }

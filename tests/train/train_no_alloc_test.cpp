@@ -21,11 +21,10 @@
 
 #include "config/config_enums.h"
 #include "decode/decoder.h"
-#include "core/parallel.h"
 #include "model/model_forward.h"
 #include "support/alloc_counter.h"
 #include "support/attention_variants.h"
-#include "support/decode_no_alloc.h"
+#include "support/no_alloc_loops.h"
 #include "support/train_fixtures.h"
 #include "train/train_session.h"
 
@@ -81,17 +80,10 @@ TEST_CASE("no allocation: a float training step (forward, backward, AdamW) and l
   for (const test::AttentionVariant& v : test::attention_variants())
     for (ThreadSplit how : {ThreadSplit::kernels, ThreadSplit::batch}) {  // batch: the rows over the pool's threads
       INFO("variant ", std::string(v.name), ", thread split ", std::string(enum_name(how)));
-      Config c = small_config(v);
-      c.train.thread_split = how;
-      c.train.batch_size = std::max(3, thread_count());  // batch: a row a thread at least
+      const Config c = test::with_thread_split(small_config(v), how);
       TrainSession session(c, model_spec_make(c.model, c.attention));
       BatchSampler sampler(split, c.train.batch_size, 16, 1);
-      session.step(0, sampler);  // warm-up: oneDNN's first call per shape sets up its kernels
-      int64_t s = 1;
-      const std::vector<long> onednn = test::check_no_allocation(3, [&] { session.step(s++, sampler); });
-      // oneDNN's own (kernels/onednn_call_scope.h): the same every step, never growing.
-      CHECK(onednn == std::vector<long>(3, onednn[0]));
-      onednn_most = std::max(onednn_most, onednn[0]);
+      onednn_most = std::max(onednn_most, test::check_training_steps_allocate_nothing(session, sampler, 3));
       session.evaluate(val);  // the first builds its decoder
       test::check_no_allocation(2, [&] { session.evaluate(val); });
     }
