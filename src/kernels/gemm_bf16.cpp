@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -60,10 +61,16 @@ struct Slot {
   Arena<uint8_t> scratchpad;  // the largest scratchpad of the products this thread ran
 };
 
+// Distinct product layouts one process may create (a run makes tens).
+constexpr int kMaxMatmuls = 4096;
+
 struct Library {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  std::mutex lock;  // matmuls (lookup and creation) and slots' creation
-  std::vector<std::unique_ptr<Matmul>> matmuls;
+  std::mutex lock;  // the creation of matmuls and slots
+  // matmuls[0, matmul_count) are complete and never change: a lookup reads them without the lock
+  // (every product looks its primitive up; under the batch split both threads, each time).
+  std::array<std::unique_ptr<Matmul>, kMaxMatmuls> matmuls;
+  std::atomic<int> matmul_count{0};
   std::array<std::unique_ptr<Slot>, kSlots> slots;
 };
 
@@ -78,11 +85,20 @@ dnnl::memory::desc matrix_desc(int64_t rows, int64_t cols, int64_t ld, bool tran
   return dnnl::memory::desc({rows, cols}, type, strides);
 }
 
+Matmul* find_matmul(const Library& lib, const Layout& l, int count) {
+  for (int i = 0; i < count; ++i)
+    if (lib.matmuls[i]->layout == l) return lib.matmuls[i].get();
+  return nullptr;
+}
+
 Matmul& matmul_for(const Layout& l) {
   Library& lib = library();
+  if (Matmul* m = find_matmul(lib, l, lib.matmul_count.load(std::memory_order_acquire))) return *m;
   const std::lock_guard<std::mutex> hold(lib.lock);
-  for (auto& m : lib.matmuls)
-    if (m->layout == l) return *m;
+  const int count = lib.matmul_count.load(std::memory_order_relaxed);
+  if (Matmul* m = find_matmul(lib, l, count)) return *m;  // made by another thread meanwhile
+  if (count == kMaxMatmuls)
+    fail("bf16 products: more than {} distinct product layouts in one process", kMaxMatmuls);
   using dt = dnnl::memory::data_type;
   auto a_md = matrix_desc(l.M, l.K, l.lda, l.trans_a, dt::bf16);
   auto b_md = l.packed_b ? dnnl::memory::desc({l.K, l.N}, dt::bf16, dnnl::memory::format_tag::any)
@@ -109,8 +125,9 @@ Matmul& matmul_for(const Layout& l) {
     fail("oneDNN cannot build a bf16 matmul (trans_a {} trans_b {} M {} N {} K {} lda {} ldb {} ldc {}): {}",
          l.trans_a, l.trans_b, l.M, l.N, l.K, l.lda, l.ldb, l.ldc, e.what());
   }
-  lib.matmuls.push_back(std::move(m));
-  return *lib.matmuls.back();
+  lib.matmuls[count] = std::move(m);
+  lib.matmul_count.store(count + 1, std::memory_order_release);  // published complete
+  return *lib.matmuls[count];
 }
 
 // This thread's slot and memory objects for m, created at its first product there.
@@ -222,10 +239,6 @@ void gemm_bf16_packed(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumu
   single_threaded([&] { execute(matmul_for(layout), slot, A, static_cast<const uint16_t*>(packed), C); });
 }
 
-int64_t gemm_bf16_primitive_count() {
-  Library& lib = library();
-  const std::lock_guard<std::mutex> hold(lib.lock);
-  return static_cast<int64_t>(lib.matmuls.size());
-}
+int64_t gemm_bf16_primitive_count() { return library().matmul_count.load(std::memory_order_acquire); }
 
 }  // namespace rfa
