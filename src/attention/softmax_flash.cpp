@@ -7,6 +7,7 @@
 #include "attention/attention_tasks.h"
 #include "attention/causal_matmul.h"
 #include "attention/tile_matmul.h"
+#include "kernels/simd_exp.h"
 #include "kernels/transpose.h"
 #include "kernels/vector_math.h"
 #include "core/error.h"
@@ -18,17 +19,18 @@ namespace {
 constexpr int kBlock = kFlashBlock;
 constexpr size_t kTileLd = (kBlock + 15) / 16 * 16;  // leading dimension of a (block, block) tile
 
-// Per-thread scratch in elements. Forward: keys transposed in panels (Dh, TB),
-// values (T, DP), the score tile, the output accumulator (block, DP), row max
-// and sum. Backward: keys, queries, dout and dq transposed in panels (4 x (Dh,
-// TB)), queries and dout padded (2 x (T, DP)), D_i (T), two tiles, dk and dv
-// accumulators.
+// Per-thread scratch in elements. Forward: queries and values transposed in panels
+// (2 x (Dh, TB)), the score tile, the output accumulator transposed (Dh, kTileLd),
+// per query max, sum and rescale factor (3 x kTileLd). Backward: keys, queries, dout
+// and dq transposed in panels (4 x (Dh, TB)), queries and dout padded (2 x (T, DP)),
+// D_i and lse_i (2 x TB: zero past T, read a register at a time), two tiles, dk and
+// dv accumulators.
 struct FlashSizes {
   size_t T, TB, DP, tile;
   explicit FlashSizes(const AttentionDims& d)
       : T(d.T), TB((d.T + kBlock - 1) / kBlock * kTileLd), DP(pad16(d.Dh)), tile(kBlock * kTileLd) {}
-  size_t forward(const AttentionDims& d) const { return d.Dh * TB + T * DP + tile + kBlock * DP + 2 * kBlock; }
-  size_t backward(const AttentionDims& d) const { return 4 * d.Dh * TB + 2 * T * DP + T + 2 * tile + 2 * kBlock * DP; }
+  size_t forward(const AttentionDims& d) const { return 2 * d.Dh * TB + tile + d.Dh * kTileLd + 3 * kTileLd; }
+  size_t backward(const AttentionDims& d) const { return 4 * d.Dh * TB + 2 * T * DP + 2 * TB + 2 * tile + 2 * kBlock * DP; }
   size_t per_thread(const AttentionDims& d) const { return std::max(forward(d), backward(d)); }
 };
 
@@ -93,31 +95,38 @@ size_t softmax_flash_workspace_size(const AttentionDims& d, int threads) {
 template <typename T>
 void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, const T* k, const T* v,
                            const AttentionDims& d, const uint8_t* starts, int window) {
+  using V = typename Simd<T>::V;
+  constexpr int W = Simd<T>::W;
   const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C();
   const FlashSizes z(d);
   const int threads = thread_count();
   check_workspace(workspace.size, d, threads);
   const T scale = T(1) / std::sqrt(T(Dh));
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  V lane;  // 0, 1, ..., W - 1: a register's query offsets
+  for (int l = 0; l < W; ++l) lane[l] = T(l);
   attention_tasks_run(int64_t(d.B) * H, workspace.data, z.per_thread(d), threads, [&](int64_t task, T* scratch) {
     const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
     const size_t head = static_cast<size_t>(b) * Tn * C + static_cast<size_t>(h) * Dh;
-    T* kt = scratch;              // (Dh, TB) keys transposed, in panels
-    T* vp = kt + Dh * z.TB;       // (T, DP)  values
-    T* s = vp + z.T * z.DP;       // (block, kTileLd) scores, then probabilities
-    T* acc = s + z.tile;          // (block, DP) unnormalised output
-    T* row_max = acc + kBlock * z.DP;  // (block)
-    T* row_sum = row_max + kBlock;     // (block)
-    pack_panels(kt, k + head, Tn, C, Dh);
-    pack_rows(vp, z.DP, v + head, Tn, C, Dh);
+    T* qt = scratch;                  // (Dh, TB) queries transposed, in panels
+    T* vt = qt + Dh * z.TB;           // (Dh, TB) values transposed, in panels
+    T* pt = vt + Dh * z.TB;           // (block, kTileLd) scores transposed (keys by queries), then p
+    T* acct = pt + z.tile;            // (Dh, kTileLd) unnormalised output transposed
+    T* row_max = acct + Dh * kTileLd; // (kTileLd) per query: the running max
+    T* row_sum = row_max + kTileLd;   // (kTileLd) per query: the running sum under it
+    T* corr = row_sum + kTileLd;      // (kTileLd) per query: old max -> new max factor of this key block
+    pack_panels(qt, q + head, Tn, C, Dh);
+    pack_panels(vt, v + head, Tn, C, Dh);
     T* lse_bh = lse + static_cast<size_t>(task) * Tn;
     const uint8_t* st = starts ? starts + static_cast<size_t>(b) * Tn : nullptr;  // (T) or null
-    const bool banded = st || window > 0;  // keys below a row's first one are masked
-    int first[kBlock];  // banded: each query row's first key, max(its document's first token, i - window + 1)
+    const bool banded = st || window > 0;  // keys below a query's first one are masked
+    int first[kBlock];    // banded: each query row's first key, max(its document's first token, i - window + 1)
+    int key_end[kBlock];  // per key row of a block: its queries are [diagonal ? c : 0, key_end[c])
     for (int i0 = 0; i0 < Tn; i0 += kBlock) {
       const int bq = std::min(kBlock, Tn - i0);
-      std::fill(acc, acc + bq * z.DP, T(0));
-      std::fill(row_max, row_max + bq, -std::numeric_limits<T>::infinity());
-      std::fill(row_sum, row_sum + bq, T(0));
+      const int nr = (bq + W - 1) / W * W;  // the registers of queries
+      std::fill(row_max, row_max + kTileLd, kNegInf);
+      std::fill(row_sum, row_sum + kTileLd, T(0));
       int j_begin = 0;  // the first key block any query row of this block reads
       if (banded) {  // first[] ascends with r, so first[0] bounds the block's keys
         int f = st ? std::max(segment_first(st, i0), 0) : 0;  // the document's first token
@@ -127,58 +136,80 @@ void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, c
         }
         j_begin = first[0] / kBlock * kBlock;  // key blocks wholly before it are skipped: O(T * window)
       }
-      // Key blocks up to the diagonal block (blocks are aligned: j0 <= i0).
+      // Key blocks up to the diagonal block (blocks are aligned: j0 <= i0). Transposed, each
+      // query's running max and sum are a lane of a register: no reduction across lanes.
       for (int j0 = j_begin; j0 <= i0; j0 += kBlock) {
         const int bk = std::min(kBlock, Tn - j0);
-        // s = scale q_i k_jᵀ  (bq, bk); the diagonal block's keys j <= i only (causal_matmul.h: each
-        // row tile's columns up to its last row; the rest of a row is set to -inf below)
         const bool diagonal = j0 == i0;
-        if (diagonal)
-          matmul_lower_c(s, kTileLd, q + head + static_cast<size_t>(i0) * C, C, panel_at(kt, j0, Dh), kTileLd, bq, Dh,
-                         bk, scale, false);
-        else
-          tile_matmul(s, kTileLd, q + head + static_cast<size_t>(i0) * C, C, panel_at(kt, j0, Dh), kTileLd, bq, Dh,
-                      bk, scale, false);
-        for (int r = 0; r < bq; ++r) {
-          T* sr = s + r * kTileLd;
-          const int live = std::min(bk, i0 + r - j0 + 1);  // keys j <= i; >= 1 since j0 <= i0
-          std::fill(sr + live, sr + kTileLd, -std::numeric_limits<T>::infinity());
-          if (banded) {  // and keys j >= first(i): none in this block leaves the row as it was
-            const int lo = std::clamp(first[r] - j0, 0, live);
-            if (lo == live) {
-              std::fill(sr, sr + kTileLd, T(0));
-              continue;
-            }
-            std::fill(sr, sr + lo, -std::numeric_limits<T>::infinity());
-          }
-          const T mx = tile_row_max(sr);
-          // Running softmax: rescale what was summed under the old max (nothing yet: 0).
-          if (mx > row_max[r]) {
-            const T corr = row_max[r] == -std::numeric_limits<T>::infinity() ? T(0) : exp_of(row_max[r] - mx);
-            row_sum[r] *= corr;
-            T* ar = acc + r * z.DP;
-            for (int e = 0; e < Dh; ++e) ar[e] *= corr;
-            row_max[r] = mx;
-          }
-          const T m = row_max[r];
-          RFA_OMP_SIMD_FULL  // (kernels/vector_math.h: the whole register)
-          for (int c = 0; c < live; ++c) sr[c] = exp_of(sr[c] - m);
-          std::fill(sr + live, sr + kTileLd, T(0));  // the keys after i (exp_approx(-inf) is 1e-38, not 0)
-          if (banded) std::fill(sr, sr + std::clamp(first[r] - j0, 0, live), T(0));
-          row_sum[r] += tile_row_sum(sr);
+        // sᵀ = scale k_j q_iᵀ  (bk, bq); on the diagonal key c is read by queries r >= c only
+        // (causal_matmul.h: columns from each row tile's first row, rounded down to a register)
+        (diagonal ? matmul_upper_c<T> : tile_matmul<T>)(pt, kTileLd, k + head + static_cast<size_t>(j0) * C, C,
+                                                        panel_at(qt, i0, Dh), kTileLd, bk, Dh, bq, scale, false);
+        // Key c's live queries: [r0, key_end[c]) with r0 = c on the diagonal (else 0) and the end
+        // the queries whose first key is at or before it (first[] ascends: a prefix), or bq.
+        for (int c = 0, e = 0; c < bk; ++c) {
+          if (banded)
+            while (e < bq && first[e] <= j0 + c) ++e;
+          key_end[c] = banded ? e : bq;
         }
-        // acc += p v_j  (bq, Dh); on the diagonal p is 0 right of it: each row tile reads keys up to its last row
-        if (diagonal)
-          matmul_lower_a(acc, z.DP, s, kTileLd, vp + static_cast<size_t>(j0) * z.DP, z.DP, bq, bk, Dh, T(1), true);
-        else
-          tile_matmul(acc, z.DP, s, kTileLd, vp + static_cast<size_t>(j0) * z.DP, z.DP, bq, bk, Dh, T(1), true);
+        for (int r = 0; r < nr; r += W) {
+          const V rows = lane + T(r);
+          // On the diagonal keys past this register's last query are masked in all its lanes:
+          // read up to it; the product below reads keys up to its two-register column block's
+          // end, so those rows of p are zeroed.
+          const int c_end = diagonal ? std::min(bk, r + W) : bk;
+          const int c_zero = diagonal ? std::min(bk, (r / (2 * W) + 1) * 2 * W) : bk;
+          // Keys [0, c_all) are live in every lane (unbanded, the register within bq: the keys before
+          // its first query on the diagonal, all of them off it); the rest are masked lane by lane.
+          const int c_all = banded || r + W > bq ? 0 : diagonal ? std::min(r, c_end) : c_end;
+          const auto live = [&](int c) { return (rows >= T(diagonal ? c : 0)) & (rows < T(key_end[c])); };
+          const V old_max = simd_load(row_max + r);
+          V mx = old_max;
+          for (int c = 0; c < c_all; ++c) {
+            const V s = simd_load(pt + c * kTileLd + r);
+            mx = s > mx ? s : mx;
+          }
+          for (int c = c_all; c < c_end; ++c) {
+            const V s = simd_load(pt + c * kTileLd + r);
+            const V sm = live(c) ? s : V{} + kNegInf;
+            mx = sm > mx ? sm : mx;
+          }
+          // Rescale what was summed under the old max (nothing yet: 0; unchanged: exactly 1).
+          const V gone = V{} + T(0), one = V{} + T(1);
+          const V factor = old_max == kNegInf ? gone : (mx > old_max ? simd_exp<T>(old_max - mx) : one);
+          const V m = mx == kNegInf ? gone : mx;  // a query with no key yet: its p are all 0
+          V sum = simd_load(row_sum + r) * factor;
+          for (int c = 0; c < c_all; ++c) {
+            T* sr = pt + c * kTileLd + r;
+            const V p = simd_exp<T>(simd_load(sr) - m);
+            simd_store(sr, p);
+            sum += p;
+          }
+          for (int c = c_all; c < c_end; ++c) {
+            T* sr = pt + c * kTileLd + r;
+            const V p = live(c) ? simd_exp<T>(simd_load(sr) - m) : gone;
+            simd_store(sr, p);
+            sum += p;
+          }
+          for (int c = c_end; c < c_zero; ++c) simd_store(pt + c * kTileLd + r, gone);
+          simd_store(row_max + r, mx);
+          simd_store(row_sum + r, sum);
+          simd_store(corr + r, factor);
+        }
+        // accᵀ = accᵀ corr + v_jᵀ pᵀ  (Dh, bq); pᵀ is 0 left of its diagonal on the diagonal block
+        const bool accumulate = j0 != j_begin;
+        if (accumulate)
+          for (int e = 0; e < Dh; ++e)
+            for (int r = 0; r < nr; r += W) simd_store(acct + e * kTileLd + r, simd_load(acct + e * kTileLd + r) * simd_load(corr + r));
+        (diagonal ? matmul_upper_b<T> : tile_matmul<T>)(acct, kTileLd, panel_at(vt, j0, Dh), kTileLd, pt, kTileLd, Dh,
+                                                        bk, bq, T(1), accumulate);
       }
-      for (int r = 0; r < bq; ++r) {
-        const T inv = T(1) / row_sum[r];
-        T* o = out + head + static_cast<size_t>(i0 + r) * C;
-        for (int e = 0; e < Dh; ++e) o[e] = acc[r * z.DP + e] * inv;
-        lse_bh[i0 + r] = row_max[r] + std::log(row_sum[r]);
-      }
+      // out = acc / sum, lse = max + log sum; accᵀ scaled in its columns, then transposed into out's rows
+      for (int r = 0; r < nr; r += W) simd_store(corr + r, T(1) / simd_load(row_sum + r));
+      for (int e = 0; e < Dh; ++e)
+        for (int r = 0; r < nr; r += W) simd_store(acct + e * kTileLd + r, simd_load(acct + e * kTileLd + r) * simd_load(corr + r));
+      transpose(out + head + static_cast<size_t>(i0) * C, size_t(C), acct, kTileLd, Dh, bq);
+      for (int r = 0; r < bq; ++r) lse_bh[i0 + r] = row_max[r] + std::log(row_sum[r]);
     }
   });
 }
@@ -187,11 +218,15 @@ template <typename T>
 void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T* dout, const T* out,
                             const T* lse, const T* q, const T* k, const T* v, const AttentionDims& d,
                             const uint8_t* starts, int window) {
+  using V = typename Simd<T>::V;
+  constexpr int W = Simd<T>::W;
   const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C();
   const FlashSizes z(d);
   const int threads = thread_count();
   check_workspace(workspace.size, d, threads);
   const T scale = T(1) / std::sqrt(T(Dh));
+  V lane;  // 0, 1, ..., W - 1: a register's query offsets
+  for (int l = 0; l < W; ++l) lane[l] = T(l);
   attention_tasks_run(int64_t(d.B) * H, workspace.data, z.per_thread(d), threads, [&](int64_t task, T* scratch) {
     const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
     const size_t head = static_cast<size_t>(b) * Tn * C + static_cast<size_t>(h) * Dh;
@@ -200,24 +235,34 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
     T* qt = kt + plane;          // (Dh, TB) queries transposed, in panels
     T* dot_ = qt + plane;        // (Dh, TB) dout transposed, in panels
     T* dqt = dot_ + plane;       // (Dh, TB) dq transposed in panels, accumulated over key blocks
-    T* qp = dqt + plane;         // (T, DP)  queries
-    T* dop = qp + z.T * z.DP;    // (T, DP)  dout
-    T* delta = dop + z.T * z.DP; // (T)      D_i = dout_i · out_i
-    T* pt = delta + z.T;         // (block, kTileLd) p transposed: keys by queries
+    T* qp = dqt + plane;         // (T, DP)  queries, when Dh is not whole registers
+    T* dop = qp + z.T * z.DP;    // (T, DP)  dout, the same
+    T* delta = dop + z.T * z.DP; // (TB)     D_i = dout_i · out_i, 0 past T
+    T* lse_i = delta + z.TB;     // (TB)     the forward's lse_i, 0 past T
+    T* pt = lse_i + z.TB;        // (block, kTileLd) p transposed: keys by queries
     T* dst = pt + z.tile;        // (block, kTileLd) dp, then ds, transposed
     T* dk_acc = dst + z.tile;    // (block, DP)
     T* dv_acc = dk_acc + kBlock * z.DP;  // (block, DP)
     pack_panels(kt, k + head, Tn, C, Dh);
     pack_panels(qt, q + head, Tn, C, Dh);
     pack_panels(dot_, dout + head, Tn, C, Dh);
-    pack_rows(qp, z.DP, q + head, Tn, C, Dh);
-    pack_rows(dop, z.DP, dout + head, Tn, C, Dh);
+    // q's and dout's rows are the products' B operands, read in whole registers: in place when a
+    // head is whole registers, else copied into rows padded to DP (the last head's would read
+    // past the tensor).
+    const bool in_place = Dh % W == 0;
+    const T* q_rows = in_place ? q + head : qp;
+    const T* dout_rows = in_place ? dout + head : dop;
+    const size_t ld_rows = in_place ? size_t(C) : z.DP;
+    if (!in_place) {
+      pack_rows(qp, z.DP, q + head, Tn, C, Dh);
+      pack_rows(dop, z.DP, dout + head, Tn, C, Dh);
+    }
     std::fill(dqt, dqt + plane, T(0));
     for (int i = 0; i < Tn; ++i) {
       const size_t row = head + static_cast<size_t>(i) * C;
       delta[i] = dot(dout + row, out + row, Dh);
     }
-    const T* lse_bh = lse + static_cast<size_t>(task) * Tn;
+    std::copy_n(lse + static_cast<size_t>(task) * Tn, Tn, lse_i);
     const uint8_t* st = starts ? starts + static_cast<size_t>(b) * Tn : nullptr;  // (T) or null
     const bool banded = st || window > 0;  // queries at or past a key's end do not read it
     int next[kBlock];  // banded: key j's end, min(the next document's first token (or T), j + window)
@@ -236,6 +281,7 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
       }
       for (int i0 = j0; i0 < i_end; i0 += kBlock) {
         const int bq = std::min(kBlock, Tn - i0);
+        const int nr = (bq + W - 1) / W * W;  // the registers of queries
         // In the diagonal block (i0 == j0) key c reads queries r >= c only: pᵀ and dsᵀ are 0 left of
         // their diagonal, so their products run over the bands (causal_matmul.h: the columns from
         // each row tile's first row, the queries from its first key, the keys up to each column
@@ -244,18 +290,30 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
         // sᵀ = scale k_j q_iᵀ  (bk, bq);  p_ij = exp(s_ij - lse_i) for j <= i, else 0
         (diagonal ? matmul_upper_c<T> : tile_matmul<T>)(pt, kTileLd, k + head + static_cast<size_t>(j0) * C, C,
                                                         panel_at(qt, i0, Dh), kTileLd, bk, Dh, bq, scale, false);
+        // Key c is read by queries [r0, r1): causal (r0 = c on the diagonal) and, banded, before its
+        // end; its row of pᵀ (and of dsᵀ below) is 0 elsewhere, in registers: the registers before r0's
+        // are zeroed, the one holding r0 and those after are masked lane by lane.
+        const auto key_range = [&](int c, int& r0, int& r1) {
+          r0 = diagonal ? std::min(c, bq) : 0;
+          r1 = banded ? std::clamp(next[c] - i0, r0, bq) : bq;
+        };
+        const V zero = V{};
         for (int c = 0; c < bk; ++c) {
           T* pr = pt + c * kTileLd;
-          const T* lse_i = lse_bh + i0;
-          const int r0 = diagonal ? std::min(c, bq) : 0;  // query i0+r < key j0+c: 0
-          std::fill(pr, pr + r0, T(0));
-          RFA_OMP_SIMD_FULL
-          for (int r = r0; r < bq; ++r) pr[r] = exp_of(pr[r] - lse_i[r]);
-          if (banded) std::fill(pr + std::clamp(next[c] - i0, 0, bq), pr + bq, T(0));  // later documents, out of window
+          int r0, r1;
+          key_range(c, r0, r1);
+          const int v0 = r0 / W * W;
+          for (int r = 0; r < v0; r += W) simd_store(pr + r, zero);
+          for (int r = v0; r < nr; r += W) {
+            const V rows = lane + T(r);
+            const V p = simd_exp<T>(simd_load(pr + r) - simd_load(lse_i + i0 + r));
+            simd_store(pr + r, (rows >= T(r0)) & (rows < T(r1)) ? p : zero);
+          }
         }
         // out_i = sum_j p_ij v_j:  dv_j += sum_i p_ij dout_i
-        (diagonal ? matmul_upper_a<T> : tile_matmul<T>)(dv_acc, z.DP, pt, kTileLd, dop + static_cast<size_t>(i0) * z.DP,
-                                                        z.DP, bk, bq, Dh, T(1), true);
+        (diagonal ? matmul_upper_a<T> : tile_matmul<T>)(dv_acc, z.DP, pt, kTileLd,
+                                                        dout_rows + static_cast<size_t>(i0) * ld_rows, ld_rows, bk,
+                                                        bq, Dh, T(1), true);
         // dp_ij = dout_i · v_j  (as dpᵀ = v_j doutᵀ, (bk, bq))
         (diagonal ? matmul_upper_c<T> : tile_matmul<T>)(dst, kTileLd, v + head + static_cast<size_t>(j0) * C, C,
                                                         panel_at(dot_, i0, Dh), kTileLd, bk, Dh, bq, T(1), false);
@@ -263,21 +321,32 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
         for (int c = 0; c < bk; ++c) {
           T* sr = dst + c * kTileLd;
           const T* pr = pt + c * kTileLd;
-          const T* delta_i = delta + i0;
-          const int r0 = diagonal ? std::min(c, bq) : 0;
-          std::fill(sr, sr + r0, T(0));  // (p is 0 there; dp was not computed)
-          RFA_OMP_SIMD_FULL
-          for (int r = r0; r < bq; ++r) sr[r] = pr[r] * (sr[r] - delta_i[r]);
+          int r0, r1;
+          key_range(c, r0, r1);
+          const int v0 = r0 / W * W;
+          for (int r = 0; r < v0; r += W) simd_store(sr + r, zero);  // (p is 0 there; dp was not computed)
+          for (int r = v0; r < nr; r += W) {
+            const V rows = lane + T(r);
+            const V ds = simd_load(pr + r) * (simd_load(sr + r) - simd_load(delta + i0 + r));
+            simd_store(sr + r, (rows >= T(r0)) & (rows < T(r1)) ? ds : zero);
+          }
         }
         // s_ij = scale q_i·k_j:  dk_j += sum_i ds_ij q_i,  dqᵀ_i += sum_j k_jᵀ ds_ij  (scale applied at the end)
-        (diagonal ? matmul_upper_a<T> : tile_matmul<T>)(dk_acc, z.DP, dst, kTileLd, qp + static_cast<size_t>(i0) * z.DP,
-                                                        z.DP, bk, bq, Dh, T(1), true);
+        (diagonal ? matmul_upper_a<T> : tile_matmul<T>)(dk_acc, z.DP, dst, kTileLd,
+                                                        q_rows + static_cast<size_t>(i0) * ld_rows, ld_rows, bk, bq,
+                                                        Dh, T(1), true);
         (diagonal ? matmul_upper_b<T> : tile_matmul<T>)(panel_at(dqt, i0, Dh), kTileLd, panel_at(kt, j0, Dh), kTileLd,
                                                         dst, kTileLd, Dh, bk, bq, T(1), true);
       }
       for (int c = 0; c < bk; ++c) {
         const size_t row = head + static_cast<size_t>(j0 + c) * C;
-        for (int e = 0; e < Dh; ++e) {
+        int e = 0;
+        for (; e + W <= Dh; e += W) {
+          simd_store(dk + row + e, scale * simd_load(dk_acc + c * z.DP + e));
+          const V dv_e = simd_load(dv_acc + c * z.DP + e);  // (a V, not the load's unaligned U: bound to
+          simd_store(dv + row + e, dv_e);                    // simd_store's V& directly, GCC loaded it aligned)
+        }
+        for (; e < Dh; ++e) {
           dk[row + e] = scale * dk_acc[c * z.DP + e];
           dv[row + e] = dv_acc[c * z.DP + e];
         }
