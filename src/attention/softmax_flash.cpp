@@ -84,6 +84,18 @@ T tile_row_sum(const T* x) {
   return simd_sum<T>(acc);
 }
 
+// A row of queries [0, nr) (whole registers of W) of which [r0, r1) are live: registers [0, v0)
+// hold none, [u0, u1) only live ones, the others (the one holding r0, those from r1's) some.
+template <typename T>
+struct LiveSpans {
+  using V = typename Simd<T>::V;
+  static constexpr int W = Simd<T>::W;
+  int r0, r1, v0, u0, u1;
+  LiveSpans(int r0_, int r1_, int nr) : r0(r0_), r1(r1_), v0(r0_ / W * W), u0(std::min(nr, (r0_ + W - 1) / W * W)),
+                                         u1(std::max(u0, r1_ / W * W)) {}
+  auto live(const V& rows) const { return (rows >= T(r0)) & (rows < T(r1)); }
+};
+
 }  // namespace
 
 size_t softmax_flash_saved_size(const AttentionDims& d) { return static_cast<size_t>(d.B) * d.H * d.T; }
@@ -235,8 +247,8 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
     T* qt = kt + plane;          // (Dh, TB) queries transposed, in panels
     T* dot_ = qt + plane;        // (Dh, TB) dout transposed, in panels
     T* dqt = dot_ + plane;       // (Dh, TB) dq transposed in panels, accumulated over key blocks
-    T* qp = dqt + plane;         // (T, DP)  queries, when Dh is not whole registers
-    T* dop = qp + z.T * z.DP;    // (T, DP)  dout, the same
+    T* qp = dqt + plane;         // (T, DP)  queries
+    T* dop = qp + z.T * z.DP;    // (T, DP)  dout
     T* delta = dop + z.T * z.DP; // (TB)     D_i = dout_i · out_i, 0 past T
     T* lse_i = delta + z.TB;     // (TB)     the forward's lse_i, 0 past T
     T* pt = lse_i + z.TB;        // (block, kTileLd) p transposed: keys by queries
@@ -246,17 +258,11 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
     pack_panels(kt, k + head, Tn, C, Dh);
     pack_panels(qt, q + head, Tn, C, Dh);
     pack_panels(dot_, dout + head, Tn, C, Dh);
-    // q's and dout's rows are the products' B operands, read in whole registers: in place when a
-    // head is whole registers, else copied into rows padded to DP (the last head's would read
-    // past the tensor).
-    const bool in_place = Dh % W == 0;
-    const T* q_rows = in_place ? q + head : qp;
-    const T* dout_rows = in_place ? dout + head : dop;
-    const size_t ld_rows = in_place ? size_t(C) : z.DP;
-    if (!in_place) {
-      pack_rows(qp, z.DP, q + head, Tn, C, Dh);
-      pack_rows(dop, z.DP, dout + head, Tn, C, Dh);
-    }
+    // q's and dout's rows are the products' B operands, copied into rows padded to DP: in place
+    // (when a head is whole registers) the backward at nano was 2-4% faster, but at T 2048, Dh 64
+    // (rows 1 KiB apart) 7% slower on AVX-512: 64 rows at that stride share too few of L1's sets.
+    pack_rows(qp, z.DP, q + head, Tn, C, Dh);
+    pack_rows(dop, z.DP, dout + head, Tn, C, Dh);
     std::fill(dqt, dqt + plane, T(0));
     for (int i = 0; i < Tn; ++i) {
       const size_t row = head + static_cast<size_t>(i) * C;
@@ -291,29 +297,28 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
         (diagonal ? matmul_upper_c<T> : tile_matmul<T>)(pt, kTileLd, k + head + static_cast<size_t>(j0) * C, C,
                                                         panel_at(qt, i0, Dh), kTileLd, bk, Dh, bq, scale, false);
         // Key c is read by queries [r0, r1): causal (r0 = c on the diagonal) and, banded, before its
-        // end; its row of pᵀ (and of dsᵀ below) is 0 elsewhere, in registers: the registers before r0's
-        // are zeroed, the one holding r0 and those after are masked lane by lane.
+        // end; its row of pᵀ (and of dsᵀ below) is 0 elsewhere, in registers (LiveSpans): the
+        // registers before r0's are zeroed, those inside [r0, r1) computed whole, the rest masked.
         const auto key_range = [&](int c, int& r0, int& r1) {
           r0 = diagonal ? std::min(c, bq) : 0;
           r1 = banded ? std::clamp(next[c] - i0, r0, bq) : bq;
         };
         const V zero = V{};
+        using Spans = LiveSpans<T>;
         for (int c = 0; c < bk; ++c) {
           T* pr = pt + c * kTileLd;
           int r0, r1;
           key_range(c, r0, r1);
-          const int v0 = r0 / W * W;
-          for (int r = 0; r < v0; r += W) simd_store(pr + r, zero);
-          for (int r = v0; r < nr; r += W) {
-            const V rows = lane + T(r);
-            const V p = simd_exp<T>(simd_load(pr + r) - simd_load(lse_i + i0 + r));
-            simd_store(pr + r, (rows >= T(r0)) & (rows < T(r1)) ? p : zero);
-          }
+          const Spans sp(r0, r1, nr);
+          const auto p_at = [&](int r) { return simd_exp<T>(simd_load(pr + r) - simd_load(lse_i + i0 + r)); };
+          for (int r = 0; r < sp.v0; r += W) simd_store(pr + r, zero);
+          for (int r = sp.v0; r < sp.u0; r += W) simd_store(pr + r, sp.live(lane + T(r)) ? p_at(r) : zero);
+          for (int r = sp.u0; r < sp.u1; r += W) simd_store(pr + r, p_at(r));
+          for (int r = sp.u1; r < nr; r += W) simd_store(pr + r, sp.live(lane + T(r)) ? p_at(r) : zero);
         }
         // out_i = sum_j p_ij v_j:  dv_j += sum_i p_ij dout_i
-        (diagonal ? matmul_upper_a<T> : tile_matmul<T>)(dv_acc, z.DP, pt, kTileLd,
-                                                        dout_rows + static_cast<size_t>(i0) * ld_rows, ld_rows, bk,
-                                                        bq, Dh, T(1), true);
+        (diagonal ? matmul_upper_a<T> : tile_matmul<T>)(dv_acc, z.DP, pt, kTileLd, dop + static_cast<size_t>(i0) * z.DP,
+                                                        z.DP, bk, bq, Dh, T(1), true);
         // dp_ij = dout_i · v_j  (as dpᵀ = v_j doutᵀ, (bk, bq))
         (diagonal ? matmul_upper_c<T> : tile_matmul<T>)(dst, kTileLd, v + head + static_cast<size_t>(j0) * C, C,
                                                         panel_at(dot_, i0, Dh), kTileLd, bk, Dh, bq, T(1), false);
@@ -323,18 +328,16 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
           const T* pr = pt + c * kTileLd;
           int r0, r1;
           key_range(c, r0, r1);
-          const int v0 = r0 / W * W;
-          for (int r = 0; r < v0; r += W) simd_store(sr + r, zero);  // (p is 0 there; dp was not computed)
-          for (int r = v0; r < nr; r += W) {
-            const V rows = lane + T(r);
-            const V ds = simd_load(pr + r) * (simd_load(sr + r) - simd_load(delta + i0 + r));
-            simd_store(sr + r, (rows >= T(r0)) & (rows < T(r1)) ? ds : zero);
-          }
+          const Spans sp(r0, r1, nr);
+          const auto ds_at = [&](int r) { return simd_load(pr + r) * (simd_load(sr + r) - simd_load(delta + i0 + r)); };
+          for (int r = 0; r < sp.v0; r += W) simd_store(sr + r, zero);  // (p is 0 there; dp was not computed)
+          for (int r = sp.v0; r < sp.u0; r += W) simd_store(sr + r, sp.live(lane + T(r)) ? ds_at(r) : zero);
+          for (int r = sp.u0; r < sp.u1; r += W) simd_store(sr + r, ds_at(r));
+          for (int r = sp.u1; r < nr; r += W) simd_store(sr + r, sp.live(lane + T(r)) ? ds_at(r) : zero);
         }
         // s_ij = scale q_i·k_j:  dk_j += sum_i ds_ij q_i,  dqᵀ_i += sum_j k_jᵀ ds_ij  (scale applied at the end)
-        (diagonal ? matmul_upper_a<T> : tile_matmul<T>)(dk_acc, z.DP, dst, kTileLd,
-                                                        q_rows + static_cast<size_t>(i0) * ld_rows, ld_rows, bk, bq,
-                                                        Dh, T(1), true);
+        (diagonal ? matmul_upper_a<T> : tile_matmul<T>)(dk_acc, z.DP, dst, kTileLd, qp + static_cast<size_t>(i0) * z.DP,
+                                                        z.DP, bk, bq, Dh, T(1), true);
         (diagonal ? matmul_upper_b<T> : tile_matmul<T>)(panel_at(dqt, i0, Dh), kTileLd, panel_at(kt, j0, Dh), kTileLd,
                                                         dst, kTileLd, Dh, bk, bq, T(1), true);
       }
