@@ -30,7 +30,9 @@ struct FlashSizes {
   explicit FlashSizes(const AttentionDims& d)
       : T(d.T), TB((d.T + kBlock - 1) / kBlock * kTileLd), DP(pad16(d.Dh)), tile(kBlock * kTileLd) {}
   size_t forward(const AttentionDims& d) const { return d.Dh * TB + tile + d.Dh * kTileLd + 3 * kTileLd; }
-  size_t backward(const AttentionDims& d) const { return 4 * d.Dh * TB + 2 * T * DP + 2 * TB + 2 * tile + 2 * kBlock * DP; }
+  size_t backward(const AttentionDims& d) const {
+    return 4 * d.Dh * TB + 2 * T * DP + 2 * TB + 2 * tile + 2 * kBlock * DP;
+  }
   size_t per_thread(const AttentionDims& d) const { return std::max(forward(d), backward(d)); }
 };
 
@@ -95,6 +97,14 @@ struct LiveSpans {
                                          u1(std::max(u0, r1_ / W * W)) {}
   auto live(const V& rows) const { return (rows >= T(r0)) & (rows < T(r1)); }
 };
+
+// accᵀ (rows, kTileLd): each row's first nr columns times factor's (nr a multiple of the width).
+template <typename T>
+void scale_columns(T* acct, const T* factor, int rows, int nr) {
+  for (int e = 0; e < rows; ++e)
+    for (int r = 0; r < nr; r += Simd<T>::W)
+      simd_store(acct + e * kTileLd + r, simd_load(acct + e * kTileLd + r) * simd_load(factor + r));
+}
 
 }  // namespace
 
@@ -208,9 +218,7 @@ void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, c
         }
         // accᵀ = accᵀ corr + v_jᵀ pᵀ  (Dh, bq); pᵀ is 0 left of its diagonal on the diagonal block
         const bool accumulate = j0 != j_begin;
-        if (accumulate)
-          for (int e = 0; e < Dh; ++e)
-            for (int r = 0; r < nr; r += W) simd_store(acct + e * kTileLd + r, simd_load(acct + e * kTileLd + r) * simd_load(corr + r));
+        if (accumulate) scale_columns(acct, corr, Dh, nr);
         // (vᵀ read in place: A's entry (e, c) is v's (j0 + c, e))
         const simd_detail::MatView v_t{1, size_t(C)};
         (diagonal ? matmul_upper_b_view<T> : tile_matmul_view<T>)(acct, kTileLd, v + head + static_cast<size_t>(j0) * C,
@@ -218,8 +226,7 @@ void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, c
       }
       // out = acc / sum, lse = max + log sum; accᵀ scaled in its columns, then transposed into out's rows
       for (int r = 0; r < nr; r += W) simd_store(corr + r, T(1) / simd_load(row_sum + r));
-      for (int e = 0; e < Dh; ++e)
-        for (int r = 0; r < nr; r += W) simd_store(acct + e * kTileLd + r, simd_load(acct + e * kTileLd + r) * simd_load(corr + r));
+      scale_columns(acct, corr, Dh, nr);
       transpose(out + head + static_cast<size_t>(i0) * C, size_t(C), acct, kTileLd, Dh, bq);
       for (int r = 0; r < bq; ++r) lse_bh[i0 + r] = row_max[r] + std::log(row_sum[r]);
     }
