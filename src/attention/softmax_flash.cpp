@@ -108,15 +108,28 @@ void scale_columns(T* acct, const T* factor, int rows, int nr) {
 
 }  // namespace
 
-size_t softmax_flash_saved_size(const AttentionDims& d) { return static_cast<size_t>(d.B) * d.H * d.T; }
+namespace {
+// The saved diagonal blocks' pᵀ after the B H T log-sum-exps: (B H, blocks, kBlock, kTileLd).
+size_t diagonal_blocks(const AttentionDims& d) { return static_cast<size_t>((d.T + kBlock - 1) / kBlock); }
+template <typename T>
+T* saved_diagonal(T* saved, const AttentionDims& d, int64_t task, int i0) {
+  return saved + static_cast<size_t>(d.B) * d.H * d.T +
+         (static_cast<size_t>(task) * diagonal_blocks(d) + static_cast<size_t>(i0 / kBlock)) * kBlock * kTileLd;
+}
+}  // namespace
+
+size_t softmax_flash_saved_size(const AttentionDims& d) {
+  return static_cast<size_t>(d.B) * d.H * (static_cast<size_t>(d.T) + diagonal_blocks(d) * kBlock * kTileLd);
+}
 
 size_t softmax_flash_workspace_size(const AttentionDims& d, int threads) {
   return static_cast<size_t>(threads) * FlashSizes(d).per_thread(d);
 }
 
 template <typename T>
-void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, const T* k, const T* v,
+void softmax_flash_forward(T* out, T* saved, Workspace<T> workspace, const T* q, const T* k, const T* v,
                            const AttentionDims& d, const uint8_t* starts, int window) {
+  T* lse = saved;
   using V = typename Simd<T>::V;
   constexpr int W = Simd<T>::W;
   const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C();
@@ -227,6 +240,16 @@ void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, c
       // out = acc / sum, lse = max + log sum; accᵀ scaled in its columns, then transposed into out's rows
       for (int r = 0; r < nr; r += W) simd_store(corr + r, T(1) / simd_load(row_sum + r));
       scale_columns(acct, corr, Dh, nr);
+      // The diagonal block's pᵀ (its key block was the last, so under the final max) divided by the
+      // sums: the backward's p there without recomputing sᵀ and its exp. Key c's row is 0 before
+      // query c; the register holding c was masked there, the ones before are zeroed.
+      T* p_saved = saved_diagonal(saved, d, task, i0);
+      for (int c = 0; c < bq; ++c) {
+        const int v0 = c / W * W;
+        std::fill(p_saved + c * kTileLd, p_saved + c * kTileLd + v0, T(0));
+        for (int r = v0; r < nr; r += W)
+          simd_store(p_saved + c * kTileLd + r, simd_load(pt + c * kTileLd + r) * simd_load(corr + r));
+      }
       transpose(out + head + static_cast<size_t>(i0) * C, size_t(C), acct, kTileLd, Dh, bq);
       for (int r = 0; r < bq; ++r) lse_bh[i0 + r] = row_max[r] + std::log(row_sum[r]);
     }
@@ -235,8 +258,9 @@ void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, c
 
 template <typename T>
 void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T* dout, const T* out,
-                            const T* lse, const T* q, const T* k, const T* v, const AttentionDims& d,
+                            const T* saved, const T* q, const T* k, const T* v, const AttentionDims& d,
                             const uint8_t* starts, int window) {
+  const T* lse = saved;
   using V = typename Simd<T>::V;
   constexpr int W = Simd<T>::W;
   const int Tn = d.T, H = d.H, Dh = d.Dh, C = d.C();
@@ -263,7 +287,7 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
     T* dk_acc = dst + z.tile;    // (block, DP)
     T* dv_acc = dk_acc + kBlock * z.DP;  // (block, DP)
     pack_panels(kt, k + head, Tn, C, Dh);
-    pack_panels(qt, q + head, Tn, C, Dh);
+    if (Tn > kBlock) pack_panels(qt, q + head, Tn, C, Dh);  // for sᵀ off the diagonal only
     pack_panels(dot_, dout + head, Tn, C, Dh);
     // q's and dout's rows are the products' B operands, copied into rows padded to DP: in place
     // (when a head is whole registers) the backward at nano was 2-4% faster, but at T 2048, Dh 64
@@ -300,9 +324,6 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
         // each row tile's first row, the queries from its first key, the keys up to each column
         // block's last query), 0 filled below.
         const bool diagonal = i0 == j0;
-        // sᵀ = scale k_j q_iᵀ  (bk, bq);  p_ij = exp(s_ij - lse_i) for j <= i, else 0
-        (diagonal ? matmul_upper_c<T> : tile_matmul<T>)(pt, kTileLd, k + head + static_cast<size_t>(j0) * C, C,
-                                                        panel_at(qt, i0, Dh), kTileLd, bk, Dh, bq, scale, false);
         // Key c is read by queries [r0, r1): causal (r0 = c on the diagonal) and, banded, before its
         // end; its row of pᵀ (and of dsᵀ below) is 0 elsewhere, in registers (LiveSpans): the
         // registers before r0's are zeroed, those inside [r0, r1) computed whole, the rest masked.
@@ -312,7 +333,12 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
         };
         const V zero = V{};
         using Spans = LiveSpans<T>;
-        for (int c = 0; c < bk; ++c) {
+        // pᵀ (bk, bq): the diagonal block's as the forward saved it; off it recomputed,
+        // sᵀ = scale k_j q_iᵀ, p_ij = exp(s_ij - lse_i) at the live queries, else 0
+        const T* p_tile = diagonal ? saved_diagonal(saved, d, task, i0) : pt;
+        if (!diagonal) tile_matmul<T>(pt, kTileLd, k + head + static_cast<size_t>(j0) * C, C, panel_at(qt, i0, Dh),
+                                      kTileLd, bk, Dh, bq, scale, false);
+        for (int c = 0; c < bk && !diagonal; ++c) {
           T* pr = pt + c * kTileLd;
           int r0, r1;
           key_range(c, r0, r1);
@@ -324,7 +350,7 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
           for (int r = sp.u1; r < nr; r += W) simd_store(pr + r, sp.live(lane + T(r)) ? p_at(r) : zero);
         }
         // out_i = sum_j p_ij v_j:  dv_j += sum_i p_ij dout_i
-        (diagonal ? matmul_upper_a<T> : tile_matmul<T>)(dv_acc, z.DP, pt, kTileLd, dop + static_cast<size_t>(i0) * z.DP,
+        (diagonal ? matmul_upper_a<T> : tile_matmul<T>)(dv_acc, z.DP, p_tile, kTileLd, dop + static_cast<size_t>(i0) * z.DP,
                                                         z.DP, bk, bq, Dh, T(1), true);
         // dp_ij = dout_i · v_j  (as dpᵀ = v_j doutᵀ, (bk, bq))
         (diagonal ? matmul_upper_c<T> : tile_matmul<T>)(dst, kTileLd, v + head + static_cast<size_t>(j0) * C, C,
@@ -332,7 +358,7 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
         // p = softmax(s):  ds_ij = p_ij (dp_ij - D_i),  D_i = sum_j p_ij dp_ij = dout_i · out_i
         for (int c = 0; c < bk; ++c) {
           T* sr = dst + c * kTileLd;
-          const T* pr = pt + c * kTileLd;
+          const T* pr = p_tile + c * kTileLd;
           int r0, r1;
           key_range(c, r0, r1);
           const Spans sp(r0, r1, nr);

@@ -3,8 +3,9 @@
 // per (batch row, head):
 //   s_ij = q_i·k_j / sqrt(Dh) (j <= i),  p_ij = exp(s_ij - lse_i),  out_i = sum_j p_ij v_j
 // The forward walks key blocks with a running row max and sum and saves only
-// lse_i = log sum_j exp(s_ij) (B, H, T); the backward recomputes p block by block
-// from lse. Memory is linear in T: saved B*H*T, scratch O(T * Dh) per thread.
+// lse_i = log sum_j exp(s_ij) (B, H, T) and the diagonal blocks' p (each query block's own key
+// block, (B, H, T/64, 64, 64)); the backward recomputes p block by block from lse off the
+// diagonal. Memory is linear in T: saved B*H*T*65, scratch O(T * Dh) per thread.
 // softmax_attention.h keeps the (B, H, T, T) path as the reference twin.
 // Document boundaries (starts (B, T), nonzero at a document's first token, or null): query i
 // attends only to keys j in [first(i), i], first(i) its document's first token (0 before the
@@ -25,20 +26,21 @@ namespace rfa {
 // and each operand in L1.
 inline constexpr int kFlashBlock = 64;
 
-size_t softmax_flash_saved_size(const AttentionDims& d);  // elements: B*H*T (lse)
+size_t softmax_flash_saved_size(const AttentionDims& d);  // elements: lse (B*H*T), then the diagonal p
 // Scratch of forward and backward for `threads` threads (thread_count() at call time or more).
 size_t softmax_flash_workspace_size(const AttentionDims& d, int threads);
 
-// out: (B, T, C) overwritten. lse: (B, H, T) saved for the backward.
+// out: (B, T, C) overwritten. saved (softmax_flash_saved_size): lse (B, H, T) first, then the
+// diagonal blocks' p, for the backward.
 // q, k, v: (B, T, C), RoPE already applied.
 template <typename T>
-void softmax_flash_forward(T* out, T* lse, Workspace<T> workspace, const T* q, const T* k, const T* v,
+void softmax_flash_forward(T* out, T* saved, Workspace<T> workspace, const T* q, const T* k, const T* v,
                            const AttentionDims& d, const uint8_t* starts = nullptr, int window = 0);
 
-// Overwrites dq, dk, dv: (B, T, C). dout: (B, T, C); out and lse: the forward's.
+// Overwrites dq, dk, dv: (B, T, C). dout: (B, T, C); out and saved: the forward's.
 template <typename T>
 void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T* dout, const T* out,
-                            const T* lse, const T* q, const T* k, const T* v, const AttentionDims& d,
+                            const T* saved, const T* q, const T* k, const T* v, const AttentionDims& d,
                             const uint8_t* starts = nullptr, int window = 0);
 
 }  // namespace rfa

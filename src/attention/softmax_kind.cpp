@@ -30,7 +30,7 @@ double forward_flops_per_token(const AttentionSpec& s, int64_t T) {
   return 2.0 * s.C() * double((s.window > 0 ? std::min<int64_t>(T, s.window) : T) + 1);
 }
 // dS = dO Vᵀ, dV = Pᵀ dO, dQ = dS K, dK = dSᵀ Q: twice the forward's products (the scores it
-// recomputes from the saved log-sum-exp are not counted: work a saved P would avoid).
+// recomputes off the diagonal blocks from the saved log-sum-exp are not counted).
 double backward_flops_per_token(const AttentionSpec& s, int64_t T) { return 2 * forward_flops_per_token(s, T); }
 bool state_grows(const AttentionSpec& s) { return s.window == 0; }
 
