@@ -20,7 +20,7 @@
 //     p < i): the tile of rows [i0, i0 + R) reads p >= i0 (upper_at's band on a row-major A).
 //   matmul_upper_b: C = alpha A B with B (k, n) zero left of its diagonal (B_pj = 0 for
 //     j < p): tile_matmul (attention/tile_matmul.h, every row a tile) by blocks of two registers
-//     of columns [j0, j0 + 2W), each reading p < j0 + 2W. matmul_upper_b_view: A through a view.
+//     of columns [j0, j0 + 2W), each reading p < j0 + 2W.
 // Runs inside a parallel_for body: it neither allocates nor calls gemm.
 #include <algorithm>
 #include <cstddef>
@@ -96,17 +96,12 @@ inline void matmul_upper_c(T* C, size_t ldc, const T* A, size_t lda, const T* B,
 }
 
 template <typename T>
-inline void matmul_upper_b_view(T* C, size_t ldc, const T* A, simd_detail::MatView av, const T* B, size_t ldb, int m,
-                                int k, int n, T alpha, bool accumulate) {
-  constexpr int kCols = 2 * Simd<T>::W;  // the tiles' width: tile_matmul's tiles, its columns in blocks
-  for (int j0 = 0; j0 < n; j0 += kCols)
-    tile_matmul_view(C + j0, ldc, A, av, B + j0, ldb, m, std::min(j0 + kCols, k), std::min(kCols, n - j0), alpha,
-                     accumulate);
-}
-template <typename T>
 inline void matmul_upper_b(T* C, size_t ldc, const T* A, size_t lda, const T* B, size_t ldb, int m, int k, int n,
                            T alpha, bool accumulate) {
-  matmul_upper_b_view(C, ldc, A, simd_detail::MatView{lda, 1}, B, ldb, m, k, n, alpha, accumulate);
+  constexpr int kCols = 2 * Simd<T>::W;  // the tiles' width: tile_matmul's tiles, its columns in blocks
+  for (int j0 = 0; j0 < n; j0 += kCols)
+    tile_matmul(C + j0, ldc, A, lda, B + j0, ldb, m, std::min(j0 + kCols, k), std::min(kCols, n - j0), alpha,
+                accumulate);
 }
 
 template <typename T>

@@ -19,8 +19,8 @@ namespace {
 constexpr int kBlock = kFlashBlock;
 constexpr size_t kTileLd = (kBlock + 15) / 16 * 16;  // leading dimension of a (block, block) tile
 
-// Per-thread scratch in elements. Forward: queries transposed in panels (Dh, TB),
-// the score tile, the output accumulator transposed (Dh, kTileLd),
+// Per-thread scratch in elements. Forward: queries and values transposed in panels
+// (2 x (Dh, TB)), the score tile, the output accumulator transposed (Dh, kTileLd),
 // per query max, sum and rescale factor (3 x kTileLd). Backward: keys, queries, dout
 // and dq transposed in panels (4 x (Dh, TB)), queries and dout padded (2 x (T, DP)),
 // D_i and lse_i (2 x TB: zero past T, read a register at a time), two tiles, dk and
@@ -29,7 +29,7 @@ struct FlashSizes {
   size_t T, TB, DP, tile;
   explicit FlashSizes(const AttentionDims& d)
       : T(d.T), TB((d.T + kBlock - 1) / kBlock * kTileLd), DP(pad16(d.Dh)), tile(kBlock * kTileLd) {}
-  size_t forward(const AttentionDims& d) const { return d.Dh * TB + tile + d.Dh * kTileLd + 3 * kTileLd; }
+  size_t forward(const AttentionDims& d) const { return 2 * d.Dh * TB + tile + d.Dh * kTileLd + 3 * kTileLd; }
   size_t backward(const AttentionDims& d) const {
     return 4 * d.Dh * TB + 2 * T * DP + 2 * TB + 2 * tile + 2 * kBlock * DP;
   }
@@ -144,12 +144,14 @@ void softmax_flash_forward(T* out, T* saved, Workspace<T> workspace, const T* q,
     const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
     const size_t head = static_cast<size_t>(b) * Tn * C + static_cast<size_t>(h) * Dh;
     T* qt = scratch;                  // (Dh, TB) queries transposed, in panels
-    T* pt = qt + Dh * z.TB;           // (block, kTileLd) scores transposed (keys by queries), then p
+    T* vt = qt + Dh * z.TB;           // (Dh, TB) values transposed, in panels
+    T* pt = vt + Dh * z.TB;           // (block, kTileLd) scores transposed (keys by queries), then p
     T* acct = pt + z.tile;            // (Dh, kTileLd) unnormalised output transposed
     T* row_max = acct + Dh * kTileLd; // (kTileLd) per query: the running max
     T* row_sum = row_max + kTileLd;   // (kTileLd) per query: the running sum under it
     T* corr = row_sum + kTileLd;      // (kTileLd) per query: old max -> new max factor of this key block
     pack_panels(qt, q + head, Tn, C, Dh);
+    pack_panels(vt, v + head, Tn, C, Dh);
     T* lse_bh = lse + static_cast<size_t>(task) * Tn;
     const uint8_t* st = starts ? starts + static_cast<size_t>(b) * Tn : nullptr;  // (T) or null
     const bool banded = st || window > 0;  // keys below a query's first one are masked
@@ -232,10 +234,8 @@ void softmax_flash_forward(T* out, T* saved, Workspace<T> workspace, const T* q,
         // accᵀ = accᵀ corr + v_jᵀ pᵀ  (Dh, bq); pᵀ is 0 left of its diagonal on the diagonal block
         const bool accumulate = j0 != j_begin;
         if (accumulate) scale_columns(acct, corr, Dh, nr);
-        // (vᵀ read in place: A's entry (e, c) is v's (j0 + c, e))
-        const simd_detail::MatView v_t{1, size_t(C)};
-        (diagonal ? matmul_upper_b_view<T> : tile_matmul_view<T>)(acct, kTileLd, v + head + static_cast<size_t>(j0) * C,
-                                                                  v_t, pt, kTileLd, Dh, bk, bq, T(1), accumulate);
+        (diagonal ? matmul_upper_b<T> : tile_matmul<T>)(acct, kTileLd, panel_at(vt, j0, Dh), kTileLd, pt, kTileLd, Dh,
+                                                        bk, bq, T(1), accumulate);
       }
       // out = acc / sum, lse = max + log sum; accᵀ scaled in its columns, then transposed into out's rows
       for (int r = 0; r < nr; r += W) simd_store(corr + r, T(1) / simd_load(row_sum + r));

@@ -13,26 +13,18 @@
 
 namespace rfa {
 
-// The same with A read through a view (simd_detail::MatView: entry (r, p) at A[r ar + p ap]);
-// {1, lda} reads A stored transposed, (k, m), in place.
-template <typename T>
-inline void tile_matmul_view(T* C, size_t ldc, const T* A, simd_detail::MatView av, const T* B, size_t ldb, int m,
-                             int k, int n, T alpha, bool accumulate) {
-  int i = 0;
-  for (; i + kTileRows <= m; i += kTileRows)
-    simd_detail::tile_rows<T, kTileRows>(C + i * ldc, ldc, A + i * av.ar, av, B, ldb, k, n, alpha, accumulate);
-  for (; i + 4 <= m; i += 4)
-    simd_detail::tile_rows<T, 4>(C + i * ldc, ldc, A + i * av.ar, av, B, ldb, k, n, alpha, accumulate);
-  for (; i + 2 <= m; i += 2)
-    simd_detail::tile_rows<T, 2>(C + i * ldc, ldc, A + i * av.ar, av, B, ldb, k, n, alpha, accumulate);
-  for (; i < m; ++i)
-    simd_detail::tile_rows<T, 1>(C + i * ldc, ldc, A + i * av.ar, av, B, ldb, k, n, alpha, accumulate);
-}
-
 template <typename T>
 inline void tile_matmul(T* C, size_t ldc, const T* A, size_t lda, const T* B, size_t ldb, int m, int k, int n,
                         T alpha, bool accumulate) {
-  tile_matmul_view(C, ldc, A, simd_detail::MatView{lda, 1}, B, ldb, m, k, n, alpha, accumulate);
+  const simd_detail::MatView av{lda, 1};
+  int i = 0;
+  for (; i + kTileRows <= m; i += kTileRows)
+    simd_detail::tile_rows<T, kTileRows>(C + i * ldc, ldc, A + i * lda, av, B, ldb, k, n, alpha, accumulate);
+  for (; i + 4 <= m; i += 4)
+    simd_detail::tile_rows<T, 4>(C + i * ldc, ldc, A + i * lda, av, B, ldb, k, n, alpha, accumulate);
+  for (; i + 2 <= m; i += 2)
+    simd_detail::tile_rows<T, 2>(C + i * ldc, ldc, A + i * lda, av, B, ldb, k, n, alpha, accumulate);
+  for (; i < m; ++i) simd_detail::tile_rows<T, 1>(C + i * ldc, ldc, A + i * lda, av, B, ldb, k, n, alpha, accumulate);
 }
 
 }  // namespace rfa
