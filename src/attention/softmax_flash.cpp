@@ -199,8 +199,17 @@ void softmax_flash_forward(T* out, T* saved, Workspace<T> workspace, const T* q,
           const int c_all = banded || r + W > bq ? 0 : diagonal ? std::min(r, c_end) : c_end;
           const auto live = [&](int c) { return (rows >= T(diagonal ? c : 0)) & (rows < T(key_end[c])); };
           const V old_max = simd_load(row_max + r);
-          V mx = old_max;
-          for (int c = 0; c < c_all; ++c) {
+          // Off the masks, two chains (even and odd keys) for the max and the sum: one chain of 64
+          // dependent adds per register held the forward at T 4096 back 2-3% (x86-64-v3 and native).
+          V mx = old_max, mx_odd = old_max;
+          int c = 0;
+          for (; c + 1 < c_all; c += 2) {
+            const V s0 = simd_load(pt + c * kTileLd + r), s1 = simd_load(pt + (c + 1) * kTileLd + r);
+            mx = s0 > mx ? s0 : mx;
+            mx_odd = s1 > mx_odd ? s1 : mx_odd;
+          }
+          mx = mx_odd > mx ? mx_odd : mx;
+          for (; c < c_all; ++c) {
             const V s = simd_load(pt + c * kTileLd + r);
             mx = s > mx ? s : mx;
           }
@@ -213,8 +222,17 @@ void softmax_flash_forward(T* out, T* saved, Workspace<T> workspace, const T* q,
           const V gone = V{} + T(0), one = V{} + T(1);
           const V factor = old_max == kNegInf ? gone : (mx > old_max ? simd_exp<T>(old_max - mx) : one);
           const V m = mx == kNegInf ? gone : mx;  // a query with no key yet: its p are all 0
-          V sum = simd_load(row_sum + r) * factor;
-          for (int c = 0; c < c_all; ++c) {
+          V sum = simd_load(row_sum + r) * factor, sum_odd = V{};
+          for (c = 0; c + 1 < c_all; c += 2) {
+            T* sr = pt + c * kTileLd + r;
+            const V p0 = simd_exp<T>(simd_load(sr) - m), p1 = simd_exp<T>(simd_load(sr + kTileLd) - m);
+            simd_store(sr, p0);
+            simd_store(sr + kTileLd, p1);
+            sum += p0;
+            sum_odd += p1;
+          }
+          sum += sum_odd;
+          for (; c < c_all; ++c) {
             T* sr = pt + c * kTileLd + r;
             const V p = simd_exp<T>(simd_load(sr) - m);
             simd_store(sr, p);
