@@ -213,7 +213,7 @@ void softmax_flash_forward(T* out, T* saved, Workspace<T> workspace, const T* q,
             const V s = simd_load(pt + c * kTileLd + r);
             mx = s > mx ? s : mx;
           }
-          for (int c = c_all; c < c_end; ++c) {
+          for (c = c_all; c < c_end; ++c) {
             const V s = simd_load(pt + c * kTileLd + r);
             const V sm = live(c) ? s : V{} + kNegInf;
             mx = sm > mx ? sm : mx;
@@ -231,20 +231,20 @@ void softmax_flash_forward(T* out, T* saved, Workspace<T> workspace, const T* q,
             sum += p0;
             sum_odd += p1;
           }
-          sum += sum_odd;
           for (; c < c_all; ++c) {
             T* sr = pt + c * kTileLd + r;
             const V p = simd_exp<T>(simd_load(sr) - m);
             simd_store(sr, p);
-            sum += p;
+            (c & 1 ? sum_odd : sum) += p;
           }
-          for (int c = c_all; c < c_end; ++c) {
+          for (c = c_all; c < c_end; ++c) {
             T* sr = pt + c * kTileLd + r;
             const V p = live(c) ? simd_exp<T>(simd_load(sr) - m) : gone;
             simd_store(sr, p);
-            sum += p;
+            (c & 1 ? sum_odd : sum) += p;  // the same chains as unmasked: banded or not, the same bits
           }
-          for (int c = c_end; c < c_zero; ++c) simd_store(pt + c * kTileLd + r, gone);
+          sum += sum_odd;
+          for (c = c_end; c < c_zero; ++c) simd_store(pt + c * kTileLd + r, gone);
           simd_store(row_max + r, mx);
           simd_store(row_sum + r, sum);
           simd_store(corr + r, factor);
