@@ -65,27 +65,6 @@ void pack_rows(T* xp, size_t ld, const T* x, int T_, int C, int Dh) {
   for (int t = 0; t < T_; ++t) std::copy_n(x + static_cast<size_t>(t) * C, Dh, xp + t * ld);
 }
 
-// Max and sum of one tile row (kTileLd entries), with register accumulators:
-// the plain loops are reductions the compiler keeps scalar without -ffast-math,
-// and they ran the forward at half the speed of its products.
-template <typename T>
-T tile_row_max(const T* x) {
-  using V = typename Simd<T>::V;
-  constexpr int W = Simd<T>::W;
-  V m = simd_load(x);
-  for (size_t c = W; c < kTileLd; c += W) {
-    const V y = simd_load(x + c);
-    m = y > m ? y : m;
-  }
-  return simd_max<T>(m);
-}
-template <typename T>
-T tile_row_sum(const T* x) {
-  typename Simd<T>::V acc = {};
-  for (size_t c = 0; c < kTileLd; c += Simd<T>::W) acc += simd_load(x + c);
-  return simd_sum<T>(acc);
-}
-
 // A row of queries [0, nr) (whole registers of W) of which [r0, r1) are live: registers [0, v0)
 // hold none, [u0, u1) only live ones, the others (the one holding r0, those from r1's) some.
 template <typename T>
@@ -96,6 +75,16 @@ struct LiveSpans {
   LiveSpans(int r0_, int r1_, int nr) : r0(r0_), r1(r1_), v0(r0_ / W * W), u0(std::min(nr, (r0_ + W - 1) / W * W)),
                                          u1(std::max(u0, r1_ / W * W)) {}
   auto live(const V& rows) const { return (rows >= T(r0)) & (rows < T(r1)); }
+  // row[r] = f(r) at the live queries, 0 at the others; f gives the register at r, lanes the
+  // offsets 0 .. W-1.
+  template <typename F>
+  void fill(T* row, int nr, const V& lanes, F f) const {
+    const V zero = V{};
+    for (int r = 0; r < v0; r += W) simd_store(row + r, zero);
+    for (int r = v0; r < u0; r += W) simd_store(row + r, live(lanes + T(r)) ? f(r) : zero);
+    for (int r = u0; r < u1; r += W) simd_store(row + r, f(r));
+    for (int r = u1; r < nr; r += W) simd_store(row + r, live(lanes + T(r)) ? f(r) : zero);
+  }
 };
 
 // accᵀ (rows, kTileLd): each row's first nr columns times factor's (nr a multiple of the width).
@@ -106,9 +95,6 @@ void scale_columns(T* acct, const T* factor, int rows, int nr) {
       simd_store(acct + e * kTileLd + r, simd_load(acct + e * kTileLd + r) * simd_load(factor + r));
 }
 
-}  // namespace
-
-namespace {
 // The saved diagonal blocks' pᵀ after the B H T log-sum-exps: (B H, blocks, kBlock, kTileLd).
 size_t diagonal_blocks(const AttentionDims& d) { return static_cast<size_t>((d.T + kBlock - 1) / kBlock); }
 template <typename T>
@@ -349,8 +335,6 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
           r0 = diagonal ? std::min(c, bq) : 0;
           r1 = banded ? std::clamp(next[c] - i0, r0, bq) : bq;
         };
-        const V zero = V{};
-        using Spans = LiveSpans<T>;
         // pᵀ (bk, bq): the diagonal block's as the forward saved it; off it recomputed,
         // sᵀ = scale k_j q_iᵀ, p_ij = exp(s_ij - lse_i) at the live queries, else 0
         const T* p_tile = diagonal ? saved_diagonal(saved, d, task, i0) : pt;
@@ -360,16 +344,14 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
           T* pr = pt + c * kTileLd;
           int r0, r1;
           key_range(c, r0, r1);
-          const Spans sp(r0, r1, nr);
-          const auto p_at = [&](int r) { return simd_exp<T>(simd_load(pr + r) - simd_load(lse_i + i0 + r)); };
-          for (int r = 0; r < sp.v0; r += W) simd_store(pr + r, zero);
-          for (int r = sp.v0; r < sp.u0; r += W) simd_store(pr + r, sp.live(lane + T(r)) ? p_at(r) : zero);
-          for (int r = sp.u0; r < sp.u1; r += W) simd_store(pr + r, p_at(r));
-          for (int r = sp.u1; r < nr; r += W) simd_store(pr + r, sp.live(lane + T(r)) ? p_at(r) : zero);
+          LiveSpans<T>(r0, r1, nr).fill(pr, nr, lane, [&](int r) {
+            return simd_exp<T>(simd_load(pr + r) - simd_load(lse_i + i0 + r));
+          });
         }
         // out_i = sum_j p_ij v_j:  dv_j += sum_i p_ij dout_i
-        (diagonal ? matmul_upper_a<T> : tile_matmul<T>)(dv_acc, z.DP, p_tile, kTileLd, dop + static_cast<size_t>(i0) * z.DP,
-                                                        z.DP, bk, bq, Dh, T(1), true);
+        (diagonal ? matmul_upper_a<T> : tile_matmul<T>)(dv_acc, z.DP, p_tile, kTileLd,
+                                                        dop + static_cast<size_t>(i0) * z.DP, z.DP, bk, bq, Dh, T(1),
+                                                        true);
         // dp_ij = dout_i · v_j  (as dpᵀ = v_j doutᵀ, (bk, bq))
         (diagonal ? matmul_upper_c<T> : tile_matmul<T>)(dst, kTileLd, v + head + static_cast<size_t>(j0) * C, C,
                                                         panel_at(dot_, i0, Dh), kTileLd, bk, Dh, bq, T(1), false);
@@ -379,12 +361,10 @@ void softmax_flash_backward(T* dq, T* dk, T* dv, Workspace<T> workspace, const T
           const T* pr = p_tile + c * kTileLd;
           int r0, r1;
           key_range(c, r0, r1);
-          const Spans sp(r0, r1, nr);
-          const auto ds_at = [&](int r) { return simd_load(pr + r) * (simd_load(sr + r) - simd_load(delta + i0 + r)); };
-          for (int r = 0; r < sp.v0; r += W) simd_store(sr + r, zero);  // (p is 0 there; dp was not computed)
-          for (int r = sp.v0; r < sp.u0; r += W) simd_store(sr + r, sp.live(lane + T(r)) ? ds_at(r) : zero);
-          for (int r = sp.u0; r < sp.u1; r += W) simd_store(sr + r, ds_at(r));
-          for (int r = sp.u1; r < nr; r += W) simd_store(sr + r, sp.live(lane + T(r)) ? ds_at(r) : zero);
+          // (0 where p is 0; dp was not computed there)
+          LiveSpans<T>(r0, r1, nr).fill(sr, nr, lane, [&](int r) {
+            return simd_load(pr + r) * (simd_load(sr + r) - simd_load(delta + i0 + r));
+          });
         }
         // s_ij = scale q_i·k_j:  dk_j += sum_i ds_ij q_i,  dqᵀ_i += sum_j k_jᵀ ds_ij  (scale applied at the end)
         (diagonal ? matmul_upper_a<T> : tile_matmul<T>)(dk_acc, z.DP, dst, kTileLd, qp + static_cast<size_t>(i0) * z.DP,

@@ -2,7 +2,7 @@
 // Causal softmax attention without the (T, T) matrix (flash-attention style),
 // per (batch row, head):
 //   s_ij = q_i·k_j / sqrt(Dh) (j <= i),  p_ij = exp(s_ij - lse_i),  out_i = sum_j p_ij v_j
-// The forward walks key blocks with a running row max and sum and saves only
+// The forward walks key blocks with a running row max and sum and saves
 // lse_i = log sum_j exp(s_ij) (B, H, T) and the diagonal blocks' p (each query block's own key
 // block, (B, H, T/64, 64, 64)); the backward recomputes p block by block from lse off the
 // diagonal. Memory is linear in T: saved B*H*T*65, scratch O(T * Dh) per thread.

@@ -18,9 +18,8 @@ inline typename Simd<T>::V simd_exp(const typename Simd<T>::V& x_in) {
   using V = typename Simd<T>::V;
   if constexpr (sizeof(T) == sizeof(float)) {
     typedef uint32_t Bits __attribute__((vector_size(kVectorBytes)));
-    // exp_approx's clamps. Here a ternary on whole registers is one min or max instruction
-    // (maxps(lo, x) is x < lo ? lo : x, a NaN x flows through); fast_exp.h says why the scalar
-    // code selects on the bits instead.
+    // exp_approx's clamps as selects of whole registers (a compare and a blend; a NaN lane
+    // compares false and flows through); fast_exp.h says why the scalar code selects on the bits.
     V x = x_in < -87.3f ? V{} - 87.3f : x_in;
     x = x > 88.3f ? V{} + 88.3f : x;
     const float shifter = 12582912.0f;
