@@ -80,6 +80,8 @@ inline void parallel_barrier() {
 }
 
 inline int thread_count() { return omp_get_max_threads(); }
+// True inside a parallel region (of any team size).
+inline bool in_parallel_region() { return omp_in_parallel(); }
 void thread_count_set(int n);  // n <= 0: physical cores
 
 // Ends the calling thread's pool of OpenMP workers (they exit; a later parallel region on this

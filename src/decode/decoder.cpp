@@ -111,12 +111,13 @@ void Decoder<T>::pack_step_weights_bf16() {
     const ModelSpec& s = spec_;
     const int64_t C = s.C, Hf = s.Hf, V = s.V;
     struct Job {
-      const void** slot;
+      PackedBf16* slot;
       const uint16_t* weight;
       bool trans;  // weight stored (N, K): the product reads its transpose
       int64_t N, K;
       bool accumulate;
-      int64_t offset = 0;
+      int parts = 1;
+      size_t first = 0;  // its first part's index in step_parts_ and offsets
     };
     std::vector<Job> jobs;
     step_bf16_.resize(static_cast<size_t>(s.L));
@@ -131,16 +132,31 @@ void Decoder<T>::pack_step_weights_bf16() {
       jobs.push_back({&p.w2, w.w2, false, C, Hf, true});  // W2 (Hf, C) input-major
     }
     jobs.push_back({&step_lm_head_bf16_, model_.wh.lm_head, true, V, C, false});
+    // A part per physical core for a product of more than kParallelMinWork multiply-adds (a smaller
+    // one, as one row's 384 x 384, ran slower split: the fork cost more than the half saved), each
+    // part at least 64 columns wide. By the cores, not the pool's threads: oneDNN's sums depend on a
+    // part's width in their last bits, and the parts are the same whatever `--threads` says (each
+    // thread runs its share of them), so a step gives the same bits on one thread as on several.
+    const int cores = std::max(1, physical_core_count());
+    std::vector<int64_t> offsets;
     int64_t bytes = 0;
     for (Job& j : jobs) {
-      j.offset = bytes;
-      bytes += arena_round<uint8_t>(gemm_bf16_packed_bytes(j.trans, B_, j.N, j.K, j.accumulate));
+      const bool split = int64_t(B_) * j.N * j.K > kParallelMinWork;
+      j.parts = split ? static_cast<int>(std::clamp<int64_t>(j.N / 64, 1, cores)) : 1;
+      j.first = offsets.size();
+      for (int p = 0; p < j.parts; ++p) {
+        offsets.push_back(bytes);
+        bytes += arena_round<uint8_t>(gemm_bf16_packed_bytes(j.trans, B_, j.N, j.K, j.accumulate, p, j.parts));
+      }
     }
     step_packed_ = Arena<uint8_t>(bytes);
+    step_parts_.resize(offsets.size());
+    for (size_t i = 0; i < offsets.size(); ++i) step_parts_[i] = step_packed_.data() + offsets[i];
     for (Job& j : jobs) {
-      *j.slot = step_packed_.data() + j.offset;
-      gemm_bf16_pack(j.trans, B_, j.N, j.K, j.accumulate, j.weight, j.trans ? j.K : j.N,
-                     step_packed_.data() + j.offset);
+      *j.slot = PackedBf16{step_parts_.data() + j.first, j.parts};
+      for (int p = 0; p < j.parts; ++p)
+        gemm_bf16_pack(j.trans, B_, j.N, j.K, j.accumulate, j.weight, j.trans ? j.K : j.N, p, j.parts,
+                       step_packed_.data() + offsets[j.first + size_t(p)]);
     }
   }
 }
@@ -347,13 +363,13 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
   // out (M, OC) (+)= in (M, IC) · op(W): W (OC, IC) read transposed, or W2 (IC, OC) as stored.
   // bf16: `in` converted, against the packed copy of W.
   // W: the packed copy (step_weights_), or null for bf16's packed_bf16 (trans: W stored (OC, IC)).
-  auto product = [&](T* out, const T* in, const T* W, const void* packed_bf16, bool trans, int IC, int OC,
+  auto product = [&](T* out, const T* in, const T* W, const PackedBf16& packed_bf16, bool trans, int IC, int OC,
                      bool accumulate) {
     if constexpr (std::is_same_v<T, float>) {
-      if (packed_bf16) {
+      if (packed_bf16.part) {
         uint16_t* in_bf16 = IC == C ? acts_bf16_.attn_norm : acts_bf16_.ffn_act;  // (M, IC) scratch
         bf16_from_float_serial(in_bf16, in, int64_t(M) * IC);
-        gemm_bf16_packed(trans, M, OC, IC, accumulate, in_bf16, packed_bf16, out);
+        gemm_bf16_packed(trans, M, OC, IC, accumulate, in_bf16, packed_bf16.part, packed_bf16.parts, out);
         return;
       }
     }
@@ -369,7 +385,7 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
     const StepLayerWeights<T>& f = step_weights_.layer(l);
     const StepWeightsBf16 p = step_bf16_.empty() ? StepWeightsBf16{} : step_bf16_[static_cast<size_t>(l)];
     rmsnorm_rows(nrm, x, w.attn_norm, M, C, s.model.norm_eps);
-    if (p.wq) {
+    if (p.wq.part) {
       product(a.q, nrm, f.wq, p.wq, true, C, C, false);
       product(a.k, nrm, f.wk, p.wk, true, C, C, false);
       product(a.v, nrm, f.wv, p.wv, true, C, C, false);

@@ -162,12 +162,18 @@ class Decoder {
   BlockActs<T> acts_;     // one segment's block buffers (max(P S, B) rows), shared by every layer
   BlockActsBf16 acts_bf16_;  // bf16 only: the products' inputs (B, S, C) / (B, S, Hf); null in fp32
   // bf16 only: the step's weight matrices packed for B-row products (gemm_bf16_packed),
-  // taken from the model's bf16 copies at construction.
+  // taken from the model's bf16 copies at construction, each in column parts that run
+  // side by side on the pool: `part` points at its `parts` packed blocks in step_parts_.
+  struct PackedBf16 {
+    const void* const* part = nullptr;
+    int parts = 0;
+  };
   struct StepWeightsBf16 {
-    const void *wq = nullptr, *wk = nullptr, *wv = nullptr, *wo = nullptr, *w13 = nullptr, *w2 = nullptr;
+    PackedBf16 wq, wk, wv, wo, w13, w2;
   };
   std::vector<StepWeightsBf16> step_bf16_;  // (L)
-  const void* step_lm_head_bf16_ = nullptr;
+  PackedBf16 step_lm_head_bf16_;
+  std::vector<const void*> step_parts_;  // every packed matrix's parts, in packing order
   Arena<uint8_t> step_packed_;
   StepWeights<T> step_weights_;  // the step's packed weights (bf16: the output gates' only; none without steps)
   T* logits_ = nullptr;   // (P, S, V), at least (B, V)

@@ -201,30 +201,47 @@ void gemm_bf16_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64
 
 namespace {
 
-Layout packed_layout(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate) {
+// Part p of a product packed in `parts`: its columns of op(B) and C, and its primitive's layout
+// (C's rows keep the whole product's stride N).
+struct PackedPart {
+  int64_t n0, n;
+  Layout layout;
+};
+
+PackedPart packed_part(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, int p, int parts) {
   RFA_ASSERT(M > 0 && N > 0 && K > 0, "packed bf16 product M {} N {} K {}", M, N, K);
-  Layout l{false, trans_b, M, N, K, K, 0, N, accumulate, true};
+  RFA_ASSERT(parts >= 1 && (parts == 1 || parts <= N / 16) && p >= 0 && p < parts,
+             "packed bf16 product: part {} of {} over {} columns", p, parts, N);
+  const int64_t n0 = gemm_bf16_part_begin(N, p, parts), n = gemm_bf16_part_begin(N, p + 1, parts) - n0;
+  Layout l{false, trans_b, M, n, K, K, 0, N, accumulate, true};
   l.packed_b = true;
-  return l;
+  return {n0, n, l};
 }
 
 }  // namespace
 
-int64_t gemm_bf16_packed_bytes(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate) {
+int64_t gemm_bf16_part_begin(int64_t N, int p, int parts) {
+  // Whole 16-column blocks (a 64-byte register of C's row) but for the last part's end.
+  return p >= parts ? N : N * p / parts / 16 * 16;
+}
+
+int64_t gemm_bf16_packed_bytes(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, int p, int parts) {
+  const PackedPart part = packed_part(trans_b, M, N, K, accumulate, p, parts);
   int64_t bytes = 0;
-  single_threaded([&] {
-    bytes = static_cast<int64_t>(matmul_for(packed_layout(trans_b, M, N, K, accumulate)).b_md.get_size());
-  });
+  single_threaded([&] { bytes = static_cast<int64_t>(matmul_for(part.layout).b_md.get_size()); });
   return bytes;
 }
 
 void gemm_bf16_pack(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* B, int64_t ldb,
-                    void* packed) {
+                    int p, int parts, void* packed) {
   Library& lib = library();
+  const PackedPart part = packed_part(trans_b, M, N, K, accumulate, p, parts);
+  // op(B)'s columns [n0, n0 + n): B's rows n0.. when it is stored (N, K) (trans_b), else its columns.
+  const uint16_t* b = B + (trans_b ? part.n0 * ldb : part.n0);
   single_threaded([&] {
-    Matmul& m = matmul_for(packed_layout(trans_b, M, N, K, accumulate));
-    dnnl::memory plain(matrix_desc(K, N, ldb, trans_b, dnnl::memory::data_type::bf16), lib.engine,
-                       const_cast<uint16_t*>(B));
+    Matmul& m = matmul_for(part.layout);
+    dnnl::memory plain(matrix_desc(K, part.n, ldb, trans_b, dnnl::memory::data_type::bf16), lib.engine,
+                       const_cast<uint16_t*>(b));
     dnnl::memory blocked(m.b_md, lib.engine, packed);
     dnnl::stream stream(lib.engine);
     dnnl::reorder(plain, blocked).execute(stream, plain, blocked);
@@ -233,10 +250,21 @@ void gemm_bf16_pack(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumula
 }
 
 void gemm_bf16_packed(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* A,
-                      const void* packed, float* C) {
-  const Layout layout = packed_layout(trans_b, M, N, K, accumulate);
-  const int slot = thread_slot();
-  single_threaded([&] { execute(matmul_for(layout), slot, A, static_cast<const uint16_t*>(packed), C); });
+                      const void* const* packed, int parts, float* C) {
+  // The parts' layouts were made when packing: here they are only looked up (no primitive is created).
+  auto run = [&](int p) {
+    const PackedPart part = packed_part(trans_b, M, N, K, accumulate, p, parts);
+    execute(matmul_for(part.layout), thread_slot(), A, static_cast<const uint16_t*>(packed[p]), C + part.n0);
+  };
+  if (parts == 1 || in_parallel_region()) {
+    single_threaded([&] {
+      for (int p = 0; p < parts; ++p) run(p);
+    });
+  } else {
+    parallel_region_serial_calls([&](int t, int threads) {
+      for (int p = t; p < parts; p += threads) run(p);
+    });
+  }
 }
 
 int64_t gemm_bf16_primitive_count() { return library().matmul_count.load(std::memory_order_acquire); }

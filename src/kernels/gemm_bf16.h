@@ -35,17 +35,24 @@ void gemm_bf16_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64
 // once into oneDNN's blocked bf16 layout. With B plain, every call reformats all
 // of B (the kernel reads it in K-pairs), which costs as much as the product when M
 // is 1; packed, a one-row product streams half the bytes of the float one.
-// Always on the calling thread only (GemmThreads::one).
-//   bytes = gemm_bf16_packed_bytes(...); gemm_bf16_pack(..., packed) once;
-//   gemm_bf16_packed(..., packed, ...) per product, same (trans_b, M, N, K, accumulate).
-// `packed` must be 64-byte aligned and `bytes` long.
-int64_t gemm_bf16_packed_bytes(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate);
+// B is packed in `parts` blocks of columns, part p holding op(B)'s columns
+// [gemm_bf16_part_begin(N, p, parts), gemm_bf16_part_begin(N, p + 1, parts)), so that the
+// parts of a product run side by side, each one oneDNN call on one of the pool's threads
+// (a one-row product streams its weights, which one core alone does at about half the
+// rate of two; 64 rows are bound by the multiply-adds). `parts` is fixed when packing:
+// the same parts whatever the thread count, so a product's values do not depend on it.
+//   for each p: bytes_p = gemm_bf16_packed_bytes(..., p, parts); gemm_bf16_pack(..., p, parts, packed[p]);
+//   then per product gemm_bf16_packed(..., packed, parts, C) with the same (trans_b, M, N, K, accumulate).
+// Each packed[p] must be 64-byte aligned and bytes_p long. 1 <= parts <= max(1, N / 16).
+int64_t gemm_bf16_part_begin(int64_t N, int p, int parts);
+int64_t gemm_bf16_packed_bytes(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, int p, int parts);
 void gemm_bf16_pack(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* B, int64_t ldb,
-                    void* packed);
-// C (M, N) (+)= A (M, K) · op(B), B as packed by gemm_bf16_pack; A and C contiguous rows.
+                    int p, int parts, void* packed);
+// C (M, N) (+)= A (M, K) · op(B), B as packed by gemm_bf16_pack; A and C contiguous rows. Outside a
+// parallel region the parts run on the pool (thread t: parts t, t + threads, ...); inside one, all on
+// the calling thread.
 void gemm_bf16_packed(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* A,
-                      const void* packed, float* C);
-
+                      const void* const* packed, int parts, float* C);
 // Primitives created so far (a test checks that repeated steps create none).
 int64_t gemm_bf16_primitive_count();
 

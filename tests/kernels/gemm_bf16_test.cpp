@@ -85,25 +85,44 @@ TEST_CASE("gemm_bf16: a repeated product creates no new primitive; one thread ge
   for (float d : D) CHECK(d == 0.0f);
 }
 
-TEST_CASE("gemm_bf16_packed: few rows against a packed B equal the plain product, both layouts, accumulate") {
+TEST_CASE("gemm_bf16_packed: few rows against a packed B in column parts equal the plain product, both layouts, accumulate") {
   if (rfa::test::skip_if(!rfa::bf16_native(), "no bf16 products here (no AVX512-BF16 on this CPU, or a build level below it)")) return;
   for (bool tb : {false, true})
     for (int64_t M : {1, 3})
-      for (bool acc : {false, true}) {
-        const int64_t N = 96, K = 80;
-        const auto A = to_bf16(random_vector<float>(size_t(M * K), 6));
-        const auto B = to_bf16(random_vector<float>(size_t(K * N), 7));  // (K, N), or (N, K) when tb
-        const auto C0 = random_vector<float>(size_t(M * N), 8);
-        const int64_t bytes = rfa::gemm_bf16_packed_bytes(tb, M, N, K, acc);
-        REQUIRE(bytes >= K * N * 2);
-        rfa::Arena<uint8_t> packed(bytes);
-        rfa::gemm_bf16_pack(tb, M, N, K, acc, B.data(), tb ? K : N, packed.data());
-        auto fast = C0, ref = C0;
-        rfa::gemm_bf16_packed(tb, M, N, K, acc, A.data(), packed.data(), fast.data());
-        rfa::gemm_bf16_reference(false, tb, M, N, K, A.data(), K, B.data(), tb ? K : N, acc, ref.data(), N);
-        INFO("trans_b ", tb, " M ", M, " accumulate ", acc);
-        check_close("packed vs reference", fast.data(), ref.data(), fast.size(), 1e-5, 1e-4);
-      }
+      for (bool acc : {false, true})
+        for (int parts : {1, 2, 3}) {
+          const int64_t N = 96, K = 80;
+          const auto A = to_bf16(random_vector<float>(size_t(M * K), 6));
+          const auto B = to_bf16(random_vector<float>(size_t(K * N), 7));  // (K, N), or (N, K) when tb
+          const auto C0 = random_vector<float>(size_t(M * N), 8);
+          std::vector<rfa::Arena<uint8_t>> blocks;
+          std::vector<const void*> packed;
+          int64_t columns = 0;
+          for (int p = 0; p < parts; ++p) {
+            const int64_t n = rfa::gemm_bf16_part_begin(N, p + 1, parts) - rfa::gemm_bf16_part_begin(N, p, parts);
+            CHECK(n > 0);
+            columns += n;
+            const int64_t bytes = rfa::gemm_bf16_packed_bytes(tb, M, N, K, acc, p, parts);
+            REQUIRE(bytes >= K * n * 2);
+            blocks.emplace_back(bytes);
+            rfa::gemm_bf16_pack(tb, M, N, K, acc, B.data(), tb ? K : N, p, parts, blocks.back().data());
+            packed.push_back(blocks.back().data());
+          }
+          CHECK(columns == N);
+          auto fast = C0, ref = C0;
+          rfa::gemm_bf16_packed(tb, M, N, K, acc, A.data(), packed.data(), parts, fast.data());
+          rfa::gemm_bf16_reference(false, tb, M, N, K, A.data(), K, B.data(), tb ? K : N, acc, ref.data(), N);
+          INFO("trans_b ", tb, " M ", M, " accumulate ", acc, " parts ", parts);
+          check_close("packed vs reference", fast.data(), ref.data(), fast.size(), 1e-5, 1e-4);
+          // Inside a parallel region (a thread of the batch split) every part runs on the caller.
+          auto inside = C0;
+#pragma omp parallel num_threads(2)
+          {
+#pragma omp single
+            rfa::gemm_bf16_packed(tb, M, N, K, acc, A.data(), packed.data(), parts, inside.data());
+          }
+          CHECK(inside == fast);
+        }
 }
 
 TEST_CASE("gemm_bf16: the threads of one region run their own products at once, each its own scratchpad") {
