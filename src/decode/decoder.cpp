@@ -132,16 +132,20 @@ void Decoder<T>::pack_step_weights_bf16() {
       jobs.push_back({&p.w2, w.w2, false, C, Hf, true});  // W2 (Hf, C) input-major
     }
     jobs.push_back({&step_lm_head_bf16_, model_.wh.lm_head, true, V, C, false});
-    // A part per physical core for a product of more than kParallelMinWork multiply-adds (a smaller
-    // one, as one row's 384 x 384, ran slower split: the fork cost more than the half saved), each
-    // part at least 64 columns wide. By the cores, not the pool's threads: oneDNN's sums depend on a
-    // part's width in their last bits, and the parts are the same whatever `--threads` says (each
-    // thread runs its share of them), so a step gives the same bits on one thread as on several.
+    // A part per physical core for a product that takes tens of µs on one thread, each part at least
+    // 64 columns wide: 4M multiply-adds (64 rows of 384 x 128, 32 of 384 x 384), or one row streaming
+    // 1.5 MB of weights (2048 x 384). Measured on two Zen 5 cores, one thread against two parts: 64 x
+    // 704 x 128 29 -> 22 µs, 32 x 384 x 384 26 -> 21, 1 x 2048 x 384 24 -> 17; smaller ones lose to
+    // the fork and the second call (8 x 384 x 384 8.5 -> 11.7, 1 x 768 x 384 8.0 -> 8.5). By the
+    // cores, not the pool's threads: oneDNN's sums depend on a part's width in their last bits, and
+    // the parts are the same whatever `--threads` says (each thread runs its share of them), so a step
+    // gives the same bits on one thread as on several.
+    constexpr int64_t kSplitMacs = int64_t(1) << 22, kSplitWeightBytes = int64_t(3) << 19;
     const int cores = std::max(1, physical_core_count());
     std::vector<int64_t> offsets;
     int64_t bytes = 0;
     for (Job& j : jobs) {
-      const bool split = int64_t(B_) * j.N * j.K > kParallelMinWork;
+      const bool split = int64_t(B_) * j.N * j.K >= kSplitMacs || j.N * j.K * 2 >= kSplitWeightBytes;
       j.parts = split ? static_cast<int>(std::clamp<int64_t>(j.N / 64, 1, cores)) : 1;
       j.first = offsets.size();
       for (int p = 0; p < j.parts; ++p) {

@@ -47,10 +47,10 @@ TEST_CASE("decoder bf16: equals the bf16 training forward, and fp32 within bf16 
 
 TEST_CASE("decoder bf16: the step's products in column parts give the same bits on one thread as on two") {
   if (rfa::test::skip_if(!bf16_native(), "no bf16 products here (no AVX512-BF16 on this CPU, or a build level below it)")) return;
-  // Width 384: a 384 x 384 product of 2 rows passes kParallelMinWork, so on a machine of two cores
-  // or more every matrix of the step is packed in column parts (decoder.cpp pack_step_weights_bf16),
-  // as many as the cores whatever the pool's threads: two threads run them side by side, one runs
-  // them in turn, and the bits are the same. Both against the bf16 training forward.
+  // Width 384, 2 rows: the SwiGLU's gate and up projection (2 Hf x 384, 1.5 MB of bf16) is at the
+  // split's sizes (decoder.cpp pack_step_weights_bf16), so on a machine of two cores or more it is
+  // packed in column parts, as many as the cores whatever the pool's threads: two threads run them
+  // side by side, one runs them in turn, and the bits are the same. Against the bf16 training forward.
   Config c = rfa::test::tiny_config(AttentionKind::rfa_gate,
                                     {.vocab = kV, .context = kT, .d_model = 384, .n_heads = 6, .n_layers = 1,
                                      .num_features = 8, .chunk_size = 4, .init_std = 0.05});
@@ -66,7 +66,8 @@ TEST_CASE("decoder bf16: the step's products in column parts give the same bits 
   thread_count_set(2);
   const std::vector<float> two = decode(bf16, tokens, 0, 1, 0, Precision::bf16);
   thread_count_set(before);
-  MESSAGE("physical cores ", physical_core_count(), "; bf16 steps vs the forward ", relative_error(two, full));
+  MESSAGE("physical cores ", physical_core_count(), ", SwiGLU hidden ", spec.Hf, "; bf16 steps vs the forward ",
+          relative_error(two, full));
   CHECK(two == one);
   CHECK(relative_error(two, full) < 5e-3);
 }
