@@ -34,6 +34,8 @@ class Sampler {
  private:
   int V_;
   SamplerConfig config_;
+  std::vector<uint64_t> keys_;    // (V) candidates as sortable keys (sampler.cpp candidate_key)
+  std::vector<uint64_t> sorted_;  // (V) the radix sort's second buffer
   std::vector<int32_t> order_;  // (V) candidate ids, most likely first
   std::vector<double> probs_;   // (V) their probabilities, in that order
 };

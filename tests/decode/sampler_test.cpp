@@ -3,11 +3,14 @@
 // softmax(logits / T), and non-finite logits are an error.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <vector>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "decode/sampler.h"
 
 using namespace rfa;
@@ -113,4 +116,90 @@ TEST_CASE("sampler: non-finite logits and bad options are errors") {
   // inf is >= 0: the message says finite, else "--temperature inf must be >= 0" reads false.
   wrong.temperature = std::numeric_limits<float>::infinity();
   CHECK_THROWS_WITH_AS(Sampler(5, wrong), doctest::Contains("--temperature inf must be a finite number >= 0"), Error);
+}
+
+namespace {
+// The sampler as first written (a comparator on (logits[a], a) through the ids, std::sort and
+// nth_element; argmax against logits[best]): the draws the faster candidate order must repeat.
+int32_t sample_as_first_written(const std::vector<float>& logits, const SamplerConfig& config, uint64_t row,
+                                int64_t position) {
+  const int V = static_cast<int>(logits.size());
+  int32_t best = 0;
+  for (int i = 0; i < V; ++i)
+    if (logits[i] > logits[best]) best = i;
+  if (config.greedy || config.temperature == 0) return best;
+  std::vector<int32_t> order(static_cast<size_t>(V));
+  std::vector<double> probs(static_cast<size_t>(V));
+  std::iota(order.begin(), order.end(), 0);
+  auto more_likely = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  int n = V;
+  if (config.top_k > 0 && config.top_k < V) {
+    n = config.top_k;
+    std::nth_element(order.begin(), order.begin() + (n - 1), order.end(), more_likely);
+  }
+  std::sort(order.begin(), order.begin() + n, more_likely);
+  const double inv_t = 1.0 / config.temperature, top = logits[order[0]];
+  double sum = 0;
+  for (int i = 0; i < n; ++i) {
+    probs[size_t(i)] = std::exp((double(logits[order[size_t(i)]]) - top) * inv_t);
+    sum += probs[size_t(i)];
+  }
+  if (config.top_p < 1) {
+    double mass = 0;
+    int keep = 0;
+    while (keep < n) {
+      mass += probs[size_t(keep++)];
+      if (mass >= config.top_p * sum) break;
+    }
+    n = keep;
+    sum = mass;
+  }
+  CounterRng rng(config.seed, 0x5a3b1e, row, static_cast<uint64_t>(position));
+  double u = rng.uniform() * sum;
+  for (int i = 0; i < n; ++i) {
+    u -= probs[size_t(i)];
+    if (u < 0) return order[size_t(i)];
+  }
+  return order[size_t(n - 1)];
+}
+}  // namespace
+
+TEST_CASE("sampler: the candidates' order by sortable keys draws what the comparator sort drew, ties and zeros too") {
+  // Logits with many exact ties (a few distinct values), +0 and -0 side by side, negatives and
+  // large spreads; every cut (top-k below, at and above V; top-p) at several temperatures.
+  CounterRng rng(77);
+  int draws = 0, spread = 0;
+  for (int V : {1, 2, 7, 64, 2048, 5000})
+    for (int kind = 0; kind < 3; ++kind) {
+      std::vector<float> logits(static_cast<size_t>(V));
+      for (size_t i = 0; i < logits.size(); ++i) {
+        const double z = rng.normal();
+        logits[i] = kind == 0   ? float(3 * z)
+                    : kind == 1 ? float(std::round(2 * z) / 2)  // ties
+                                : (rng.below(3) == 0 ? (rng.below(2) ? 0.0f : -0.0f) : float(-std::fabs(z)));
+      }
+      for (int top_k : {0, 1, 5, V, V + 3})
+        for (double top_p : {1.0, 0.9, 0.3})
+          for (double temperature : {0.0, 0.7, 1.0, 2.5}) {
+            SamplerConfig c;
+            c.temperature = temperature;
+            c.greedy = temperature == 0;
+            c.top_k = top_k;
+            c.top_p = top_p;
+            c.seed = 5;
+            Sampler sampler(V, c);
+            int mismatches = 0, last = -1;
+            for (int64_t position = 0; position < 40; ++position) {
+              const int32_t got = sampler.sample(logits.data(), 3, position);
+              mismatches += got != sample_as_first_written(logits, c, 3, position);
+              spread += last >= 0 && got != last;
+              last = got;
+              ++draws;
+            }
+            INFO("V ", V, " kind ", kind, " top_k ", top_k, " top_p ", top_p, " temperature ", temperature);
+            CHECK(mismatches == 0);
+          }
+    }
+  MESSAGE(draws, " draws, ", spread, " changes of token between positions");
+  CHECK(spread > draws / 10);  // the draws vary: the comparison is not of constants
 }
