@@ -25,15 +25,16 @@ struct BenchServeArgs {
   int repeats = 1;
   uint64_t prompt_seed = 1;
   double timeout_s = 600;
+  double temperature = 0;
 };
 
 std::string load_json(const LoadResult& r, const BenchServeArgs& a) {
   return fmt::format(
       "{{\"bench\": \"serve\", \"client\": \"rfa bench serve\", \"streams\": {}, \"tokens_per_stream\": {}, "
-      "\"prompt_letters\": {}, \"generated\": {}, \"seconds\": {}, \"tokens_per_s\": {}, \"gap_ms_p50\": {}, "
+      "\"prompt_letters\": {}, \"temperature\": {}, \"generated\": {}, \"seconds\": {}, \"tokens_per_s\": {}, \"gap_ms_p50\": {}, "
       "\"gap_ms_p95\": {}, \"ttft_ms_median\": {}, \"client_cpu_s\": {}, \"prompt_tokens\": {}, "
       "\"cached_tokens\": {}, \"failed\": {}}}",
-      r.streams, a.tokens, a.prompt_letters, r.generated, json_number(r.seconds), json_number(r.tokens_per_s),
+      r.streams, a.tokens, a.prompt_letters, json_number(a.temperature), r.generated, json_number(r.seconds), json_number(r.tokens_per_s),
       json_number(r.gap_ms_p50), json_number(r.gap_ms_p95), json_number(r.ttft_ms_median),
       json_number(r.client_cpu_s), r.prompt_tokens, r.cached_tokens, r.failed);
 }
@@ -64,6 +65,7 @@ void run_bench_serve(const BenchServeArgs& a) {
       o.prompt_seed = seed;
       seed += static_cast<uint64_t>(s);
       o.timeout_s = a.timeout_s;
+      o.temperature = a.temperature;
       const LoadResult r = load_run(target, o);
       if (r.failed)
         fail("bench serve: {} of {} streams failed; the first: {}. With many streams, start the server with "
@@ -106,6 +108,11 @@ void register_bench_serve_command(CLI::App& app, CommandAction& action) {
                   "Seed of the first stream's prompt; every stream of the invocation gets the next one, so no prompt "
                   "repeats (a server that cached an earlier run's prompts would skip their prefill)")
       ->capture_default_str();
+  cmd->add_option("--temperature", args->temperature,
+                  "Sampling temperature of every request (0 = greedy); above 0 with the OpenAI API's defaults "
+                  "top_k 0 and top_p 1, and a seed per stream, so a stream may end early at EOS")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 2.0));
   cmd->add_option("--repeats", args->repeats, "Runs of each stream count")
       ->capture_default_str()
       ->check(cli_integer<int>(1, 1000));

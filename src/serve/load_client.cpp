@@ -194,11 +194,12 @@ LoadResult load_run(const LoadTarget& target, const LoadOptions& o) {
       (target.host.find(':') != std::string::npos ? "[" + target.host + "]" : target.host) + ":" +
       std::to_string(target.port);
   for (size_t i = 0; i < streams.size(); ++i) {
-    const nlohmann::json body = {{"prompt", load_prompt(o.prompt_letters, o.prompt_seed + i)},
-                                 {"max_tokens", o.max_tokens},
-                                 {"temperature", 0},
-                                 {"stream", true},
-                                 {"stream_options", {{"include_usage", true}}}};
+    nlohmann::json body = {{"prompt", load_prompt(o.prompt_letters, o.prompt_seed + i)},
+                           {"max_tokens", o.max_tokens},
+                           {"temperature", o.temperature},
+                           {"stream", true},
+                           {"stream_options", {{"include_usage", true}}}};
+    if (o.temperature > 0) body["seed"] = o.prompt_seed + i;
     const std::string text = body.dump();
     std::string& r = streams[i].request;
     r = "POST /v1/completions HTTP/1.1\r\nHost: " + host_header +

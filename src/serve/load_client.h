@@ -21,10 +21,12 @@ LoadTarget load_target_parse(const std::string& url);
 
 struct LoadOptions {
   int streams = 1;            // concurrent requests
-  int max_tokens = 256;       // each request's max_tokens (greedy, so every stream decodes them all)
+  int max_tokens = 256;       // each request's max_tokens (greedy decodes them all, unless EOS)
   int prompt_letters = 16;    // each prompt: that many letters and spaces, different per stream
   uint64_t prompt_seed = 1;   // stream i's prompt is load_prompt(prompt_letters, prompt_seed + i)
   double timeout_s = 600;     // the whole run; streams not done by then fail
+  double temperature = 0;     // 0: greedy; above, each request sampled at it with top_k 0 and top_p 1
+                              // (the OpenAI API's defaults) and its own seed (prompt_seed + i)
 };
 
 struct LoadResult {
