@@ -35,6 +35,23 @@ node -e 'const fs = require("fs");
   "$tmp/bench.jsonl" "$before" "$after" || { cat "$tmp/bench.out" >&2; fail "bench serve rows"; }
 echo "bench_serve: 1 and 4 streams measured, $((after - before)) tokens as the server counts them"
 
+# Sampled requests (--temperature): they complete, the row says the temperature, and two runs of
+# the same prompts and seeds generate the same number of tokens (a stream may stop at EOS early).
+for i in 1 2; do
+  "$rfa" bench serve --url "$base" --api-key sekrit --streams 4 --tokens 12 --prompt-letters 6 --temperature 1 \
+    --prompt-seed 500 >"$tmp/sampled$i.out" 2>"$tmp/sampled.log" || { cat "$tmp/sampled.log" >&2; fail "bench serve --temperature"; }
+done
+node -e 'const fs = require("fs");
+  const row = (f) => JSON.parse(fs.readFileSync(f, "utf8").trim().split("\n").filter((l) => l.startsWith("{"))[0]);
+  const a = row(process.argv[1]), b = row(process.argv[2]);
+  if (a.temperature !== 1 || a.failed !== 0 || a.generated < 4 || a.generated > 48) throw new Error(JSON.stringify(a));
+  if (a.generated !== b.generated) throw new Error("seeded runs differ: " + a.generated + " vs " + b.generated);' \
+  "$tmp/sampled1.out" "$tmp/sampled2.out" || { cat "$tmp/sampled1.out" "$tmp/sampled2.out" >&2; fail "sampled rows"; }
+expect_error_early() { if "$rfa" bench serve "$@" >"$tmp/err.out" 2>"$tmp/err.log"; then fail "rfa bench serve $* succeeded"; fi; }
+expect_error_early --url "$base" --temperature 3
+grep -q "temperature" "$tmp/err.log" || { cat "$tmp/err.log" >&2; fail "--temperature 3 not named"; }
+echo "bench_serve: sampled streams repeat with their seeds"
+
 # Errors: each names the fix and exits non-zero.
 expect_error() {  # expect_error <text> <args...>
   local text=$1
