@@ -191,6 +191,8 @@ class Engine {
   std::vector<SlotToken> batch_;
   std::vector<std::pair<Active*, int>> batch_owner_;
   std::vector<const float*> batch_logits_;
+  std::vector<int32_t> batch_tokens_;      // a decode tick's sampled tokens, by batch row
+  std::vector<std::string> batch_errors_;  // and a row's sampling error (empty: none)
   std::vector<SlotPrefill> pieces_;  // a prefill tick's pieces, one pass (SequenceBackend::prefill_batch)
   std::vector<Active*> piece_owner_;
   std::vector<const float*> piece_logits_;

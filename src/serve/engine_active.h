@@ -20,6 +20,7 @@ struct ActiveChoice {
   int64_t fed = 0;                 // of them, consumed by the state
   int64_t sampled = 0;             // tokens sampled (EOS included): usage.completion_tokens
   int32_t pending = -1;            // sampled, not yet handled
+  std::optional<Sampler> sampler;  // its own scratch: the choices of a step sample side by side
   bool finished = false;
   bool final_feed = false;         // fed for the cache, then finished with `reason`
   FinishReason reason = FinishReason::stop;
@@ -28,7 +29,6 @@ struct ActiveChoice {
 struct Engine::Active {
   std::shared_ptr<RequestHandle> handle;
   GenerationRequest request;
-  std::optional<Sampler> sampler;
   std::vector<ActiveChoice> choices;
   int64_t cursor = 0;        // prompt tokens in choice 0's state
   bool prefilling = true;

@@ -1,6 +1,7 @@
 #pragma once
 // The engine tests' scripted backend and helpers (engine_test.cpp, engine_prefill_test.cpp): a
 // character tokenizer, a SequenceBackend whose logits follow a script, and a reply collector.
+#include <limits>
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -98,12 +99,14 @@ class ScriptBackend final : public SequenceBackend {
   int64_t prefilled = 0;
   int32_t poison = -1;  // a token prefill refuses (Error)
   std::chrono::microseconds step_time{50};
+  int64_t nan_at = -1;  // a slot reaching this position gets a NaN logit (a diverged model)
 
  private:
   const float* next(int slot) {
     std::vector<float>& l = logits_[size_t(slot)];
     std::fill(l.begin(), l.end(), 0.0f);
     l[size_t(script_[size_t(position_[size_t(slot)]) % script_.size()])] = 10.0f;
+    if (position_[size_t(slot)] == nan_at) l[1] = std::numeric_limits<float>::quiet_NaN();
     return l.data();
   }
   std::vector<int32_t> script_;

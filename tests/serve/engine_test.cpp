@@ -274,3 +274,32 @@ TEST_CASE("engine: stream_batch N wakes a waiting reader every N tokens (and at 
     }
   }
 }
+
+TEST_CASE("engine: a row whose logits turn non-finite in a step fails its request alone; the others go on") {
+  // Sampled rows of a step run side by side (decode_tick): the sampler's error is its row's, kept
+  // and reported after the parallel pass, never thrown inside it.
+  // Twelve rows a step (above the pass's grain at V 300: they run on the pool's threads).
+  ScriptBackend backend(ids("abcdefgh"), 12, 16);
+  backend.nan_at = 6;  // reached by a step of the 2-token prompt's request; the others start past it
+  EngineOptions eo;
+  eo.queue = 16;
+  Engine engine(backend, tokenizer(), nullptr, eo);
+  GenerationRequest bad = request("ab", 20, 0.8, 3);
+  bad.params.stop_at_eos = false;
+  auto hb = engine.submit(bad);
+  std::vector<std::shared_ptr<RequestHandle>> good;
+  for (int i = 0; i < 11; ++i) {
+    GenerationRequest g = request("abcdefgh" + std::string(size_t(i % 3), 'a'), 20, i % 2 ? 0.8 : 0.0, uint64_t(i));
+    g.params.stop_at_eos = false;
+    good.push_back(engine.submit(g));
+  }
+  const Reply rb = collect(*hb);
+  CHECK(rb.reason[0] == FinishReason::error);
+  CHECK(rb.error.find("non-finite") != std::string::npos);
+  for (auto& h : good) {
+    const Reply r = collect(*h);
+    CHECK(r.reason[0] == FinishReason::length);
+    CHECK(r.error.empty());
+    CHECK(r.text[0].size() == 20);
+  }
+}
