@@ -165,6 +165,16 @@ void check_kind(AttentionKind kind) {
   warm.seed = 9;
   CHECK(rows[2] == run(dec, warm, prompt, 30));
   CHECK(rows[2] != rows[0]);
+  // 24 rows: more than the sampling pass's grain at V 96, so the rows draw side by side on the
+  // pool (generate.cpp); each is still its seed's one-row text.
+  warm.seed = 7;
+  const std::vector<std::string> many = run_rows(model, warm, prompt, 30, 24);
+  CHECK(many[0] == a);
+  CHECK(many[1] == b);
+  CHECK(many[2] == rows[2]);
+  warm.seed = 7 + 23;
+  dec.reset();
+  CHECK(many[23] == run(dec, warm, prompt, 30));
 }
 
 }  // namespace
