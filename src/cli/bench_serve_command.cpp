@@ -31,11 +31,11 @@ struct BenchServeArgs {
 std::string load_json(const LoadResult& r, const BenchServeArgs& a) {
   return fmt::format(
       "{{\"bench\": \"serve\", \"client\": \"rfa bench serve\", \"streams\": {}, \"tokens_per_stream\": {}, "
-      "\"prompt_letters\": {}, \"temperature\": {}, \"generated\": {}, \"seconds\": {}, \"tokens_per_s\": {}, \"gap_ms_p50\": {}, "
-      "\"gap_ms_p95\": {}, \"ttft_ms_median\": {}, \"client_cpu_s\": {}, \"prompt_tokens\": {}, "
+      "\"prompt_letters\": {}, \"temperature\": {}, \"generated\": {}, \"seconds\": {}, \"tokens_per_s\": {}, "
+      "\"gap_ms_p50\": {}, \"gap_ms_p95\": {}, \"ttft_ms_median\": {}, \"client_cpu_s\": {}, \"prompt_tokens\": {}, "
       "\"cached_tokens\": {}, \"failed\": {}}}",
-      r.streams, a.tokens, a.prompt_letters, json_number(a.temperature), r.generated, json_number(r.seconds), json_number(r.tokens_per_s),
-      json_number(r.gap_ms_p50), json_number(r.gap_ms_p95), json_number(r.ttft_ms_median),
+      r.streams, a.tokens, a.prompt_letters, json_number(a.temperature), r.generated, json_number(r.seconds),
+      json_number(r.tokens_per_s), json_number(r.gap_ms_p50), json_number(r.gap_ms_p95), json_number(r.ttft_ms_median),
       json_number(r.client_cpu_s), r.prompt_tokens, r.cached_tokens, r.failed);
 }
 

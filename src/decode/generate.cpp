@@ -41,9 +41,9 @@ GenerateStats generate(Decoder<float>& dec, std::span<Sampler> samplers, std::sp
   for (int64_t i = 0; i < max_new_tokens; ++i) {
     // Every active row samples; a row that samples the stop token is fed it in this step and then leaves.
     // The rows' draws side by side on the pool (each row its own sampler; a draw is a pure function
-    // of seed, row and position): about 20 µs a row at V 2048 without top-k. A sampler's error is
-    // kept, not thrown inside the region, and the first row's rethrown after it.
-    parallel_for(active, parallel_grain(int64_t(128) * dec.vocab()), [&](int64_t j) {
+    // of seed, row and position). A sampler's error is kept, not thrown inside the region, and the
+    // first row's rethrown after it.
+    parallel_for(active, sampler_rows_grain(dec.vocab()), [&](int64_t j) {
       const int b = rows[size_t(j)];
       try {
         drawn[size_t(j)] = samplers[size_t(b)].sample(dec.row_logits(b), 0, dec.position(b));

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/rng.h"
 
 namespace rfa {
@@ -47,8 +48,15 @@ void sampler_config_validate(const SamplerConfig& c) {
   if (!(c.top_p > 0 && c.top_p <= 1)) fail("--top-p {} must be in (0, 1] (1 = no limit)", c.top_p);
 }
 
+int64_t sampler_rows_grain(int V) { return parallel_grain(int64_t(128) * V); }
+
 Sampler::Sampler(int V, const SamplerConfig& config)
-    : V_(V), config_(config), keys_(static_cast<size_t>(V)), sorted_(static_cast<size_t>(V)), order_(static_cast<size_t>(V)), probs_(static_cast<size_t>(V)) {
+    : V_(V),
+      config_(config),
+      keys_(static_cast<size_t>(V)),
+      sorted_(static_cast<size_t>(V)),
+      order_(static_cast<size_t>(V)),
+      probs_(static_cast<size_t>(V)) {
   if (V <= 0) fail("sampler: vocabulary size {} must be positive", V);
   sampler_config_validate(config_);
 }

@@ -321,14 +321,12 @@ void Engine::decode_tick() {
   ++times_.decode_steps;
   times_.decode_rows += static_cast<int64_t>(batch_.size());
   // The rows' next tokens, side by side on the pool: each choice has its own sampler, and a draw
-  // is a pure function of (seed, choice, position), so the tokens are those of one row at a time
-  // (sampling at V 2048 without top-k takes about 20 µs a row; counted as 128 multiply-adds a
-  // candidate, so 8 rows of V 300 fork). An error (non-finite logits) is kept for its row, not
-  // thrown inside the parallel region.
+  // is a pure function of (seed, choice, position), so the tokens are those of one row at a time.
+  // An error (non-finite logits) is kept for its row, not thrown inside the parallel region.
   const int64_t rows = static_cast<int64_t>(batch_owner_.size());
   batch_tokens_.assign(batch_owner_.size(), -1);
   batch_errors_.resize(batch_owner_.size());
-  parallel_for(rows, parallel_grain(int64_t(128) * backend_.vocab()), [&](int64_t i) {
+  parallel_for(rows, sampler_rows_grain(backend_.vocab()), [&](int64_t i) {
     auto [a, c] = batch_owner_[static_cast<size_t>(i)];
     ActiveChoice& ch = a->choices[static_cast<size_t>(c)];
     if (ch.final_feed) return;
