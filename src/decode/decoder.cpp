@@ -162,6 +162,22 @@ void Decoder<T>::pack_step_weights_bf16() {
         gemm_bf16_pack(j.trans, B_, j.N, j.K, j.accumulate, j.weight, j.trans ? j.K : j.N, p, j.parts,
                        step_packed_.data() + offsets[j.first + size_t(p)]);
     }
+    // A step of fewer rows (a server's slots not all busy) runs its products for the next power of two
+    // at or above its count, over the same packing, where oneDNN gives those rows the bits they get among
+    // B (gemm_bf16_packed_rows_prepare, each shape checked on its first matrix): one row does not cost B.
+    step_rows_bf16_.clear();
+    for (int m = 1; m < B_; m *= 2) {
+      bool usable = true;
+      for (size_t i = 0; usable && i < jobs.size(); ++i) {
+        const Job& j = jobs[i];
+        const bool seen = std::any_of(jobs.begin(), jobs.begin() + static_cast<std::ptrdiff_t>(i), [&](const Job& k) {
+          return k.trans == j.trans && k.N == j.N && k.K == j.K && k.accumulate == j.accumulate && k.parts == j.parts;
+        });
+        if (!seen) usable = gemm_bf16_packed_rows_prepare(j.trans, m, j.N, j.K, j.accumulate, j.slot->part, j.parts, B_);
+      }
+      if (usable) step_rows_bf16_.push_back(m);
+    }
+    step_rows_bf16_.push_back(B_);
   }
 }
 
@@ -354,13 +370,14 @@ void Decoder<T>::prefill_logits(const T* nrm, int64_t N, T* logits) {
 // decode row kernels (serial at small sizes: no thread fork, no BLAS call per
 // matrix-vector product) and the attention's one-token step. Same math; the
 // decoder tests pin steps to the prefill. n rows (state rows `rows`, null = 0..n-1)
-// at positions pos; logits (n, V). A bf16 step multiplies B rows (its products are
-// packed for B): rows past n are padding, computed and dropped.
+// at positions pos; logits (n, V). A bf16 step multiplies the first of step_rows_bf16_ at or
+// above n (its products are packed for B): rows past n are padding, computed and dropped.
 template <typename T>
 void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, const int64_t* pos, T* logits) {
   RFA_ASSERT(steps_, "decoder: a step on a decoder built with steps = false");
   const ModelSpec& s = spec_;
-  const int M = step_bf16_.empty() ? n : B_, C = s.C, Hf = s.Hf;
+  const int M = step_bf16_.empty() ? n : *std::lower_bound(step_rows_bf16_.begin(), step_rows_bf16_.end(), n),
+            C = s.C, Hf = s.Hf;
   BlockActs<T>& a = acts_;
   T* x = a.resid_in;  // (M, C) the whole residual stream here
   T* nrm = a.attn_norm;
@@ -373,7 +390,7 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
       if (packed_bf16.part) {
         uint16_t* in_bf16 = IC == C ? acts_bf16_.attn_norm : acts_bf16_.ffn_act;  // (M, IC) scratch
         bf16_from_float_serial(in_bf16, in, int64_t(M) * IC);
-        gemm_bf16_packed(trans, M, OC, IC, accumulate, in_bf16, packed_bf16.part, packed_bf16.parts, out);
+        gemm_bf16_packed(trans, M, OC, IC, accumulate, in_bf16, packed_bf16.part, packed_bf16.parts, out, B_);
         return;
       }
     }

@@ -93,6 +93,9 @@ class Decoder {
   void check_prefill_row(int row, const int32_t* tokens, int S) const;
   // The prefill's products are the packed, batch-invariant ones (fp32 with steps; not bf16).
   bool prefill_batch_invariant() const { return step_weights_.packs_all(); }
+  // bf16: the row counts a step's products may run (ascending, the last the batch); a step of n
+  // rows runs the first at or above n, its rows the bits they get among the whole batch.
+  std::span<const int> bf16_step_rows() const { return step_rows_bf16_; }
   // Logits (V) of row b's last position; null when the row has none (reset, never run).
   const T* row_logits(int b) const;
   // Puts back row b's last-position logits (V), e.g. from a saved generation.
@@ -173,6 +176,7 @@ class Decoder {
   };
   std::vector<StepWeightsBf16> step_bf16_;  // (L)
   PackedBf16 step_lm_head_bf16_;
+  std::vector<int> step_rows_bf16_;      // the row counts a bf16 step may multiply, ascending, the last B
   std::vector<const void*> step_parts_;  // every packed matrix's parts, in packing order
   Arena<uint8_t> step_packed_;
   StepWeights<T> step_weights_;  // the step's packed weights (bf16: the output gates' only; none without steps)

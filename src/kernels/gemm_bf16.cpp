@@ -4,10 +4,14 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -24,6 +28,7 @@ struct Layout {
   int64_t M, N, K, lda, ldb, ldc;
   bool accumulate, one_thread;
   bool packed_b = false;  // B in the layout oneDNN picks (gemm_bf16_pack), ldb unused
+  int64_t packed_m = 0;   // packed_b: the rows of the product that picked B's layout (M, or more rows)
   bool operator==(const Layout&) const = default;
 };
 
@@ -53,6 +58,7 @@ struct Matmul {
   dnnl::matmul primitive;
   dnnl::memory::desc a_md, b_md, c_md, scratch_md;
   size_t scratch_bytes = 0;
+  std::string impl;  // oneDNN's name for the kernel it picked
   std::array<std::unique_ptr<MatmulArgs>, kSlots> args;  // each written by its own thread only
 };
 
@@ -94,6 +100,16 @@ Matmul* find_matmul(const Library& lib, const Layout& l, int count) {
 Matmul& matmul_for(const Layout& l) {
   Library& lib = library();
   if (Matmul* m = find_matmul(lib, l, lib.matmul_count.load(std::memory_order_acquire))) return *m;
+  // Fewer rows than B was packed for: B keeps the layout the packing's product picked.
+  std::optional<dnnl::memory::desc> b_packed;
+  std::string packing_impl;
+  if (l.packed_b && l.packed_m != l.M) {
+    Layout packing = l;
+    packing.M = l.packed_m;
+    const Matmul& m = matmul_for(packing);
+    b_packed = m.b_md;
+    packing_impl = m.impl;
+  }
   const std::lock_guard<std::mutex> hold(lib.lock);
   const int count = lib.matmul_count.load(std::memory_order_relaxed);
   if (Matmul* m = find_matmul(lib, l, count)) return *m;  // made by another thread meanwhile
@@ -101,8 +117,9 @@ Matmul& matmul_for(const Layout& l) {
     fail("bf16 products: more than {} distinct product layouts in one process", kMaxMatmuls);
   using dt = dnnl::memory::data_type;
   auto a_md = matrix_desc(l.M, l.K, l.lda, l.trans_a, dt::bf16);
-  auto b_md = l.packed_b ? dnnl::memory::desc({l.K, l.N}, dt::bf16, dnnl::memory::format_tag::any)
-                         : matrix_desc(l.K, l.N, l.ldb, l.trans_b, dt::bf16);
+  auto b_md = b_packed  ? *b_packed
+              : l.packed_b ? dnnl::memory::desc({l.K, l.N}, dt::bf16, dnnl::memory::format_tag::any)
+                           : matrix_desc(l.K, l.N, l.ldb, l.trans_b, dt::bf16);
   auto c_md = matrix_desc(l.M, l.N, l.ldc, false, dt::f32);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -115,12 +132,23 @@ Matmul& matmul_for(const Layout& l) {
   m->layout = l;
   try {
     dnnl::matmul::primitive_desc pd({a_md, b_md, c_md}, attr, lib.engine);
+    // Over a packing made for more rows, the kernel that made it if it takes these rows too
+    // (oneDNN's first choice for one row may be another, with other sums).
+    if (b_packed) {
+      dnnl::matmul::primitive_desc first = pd;
+      while (pd.impl_info_str() != packing_impl)
+        if (!pd.next_impl()) {
+          pd = first;
+          break;
+        }
+    }
     m->primitive = dnnl::matmul(pd);
     m->a_md = a_md;
     m->b_md = pd.weights_desc();
     m->c_md = c_md;
     m->scratch_md = pd.scratchpad_desc();
     m->scratch_bytes = pd.scratchpad_desc().get_size();
+    m->impl = pd.impl_info_str();
   } catch (const dnnl::error& e) {
     fail("oneDNN cannot build a bf16 matmul (trans_a {} trans_b {} M {} N {} K {} lda {} ldb {} ldc {}): {}",
          l.trans_a, l.trans_b, l.M, l.N, l.K, l.lda, l.ldb, l.ldc, e.what());
@@ -208,13 +236,15 @@ struct PackedPart {
   Layout layout;
 };
 
-PackedPart packed_part(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, int p, int parts) {
+PackedPart packed_part(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, int p, int parts,
+                       int64_t packed_m = 0) {
   RFA_ASSERT(M > 0 && N > 0 && K > 0, "packed bf16 product M {} N {} K {}", M, N, K);
   RFA_ASSERT(parts >= 1 && (parts == 1 || parts <= N / 16) && p >= 0 && p < parts,
              "packed bf16 product: part {} of {} over {} columns", p, parts, N);
   const int64_t n0 = gemm_bf16_part_begin(N, p, parts), n = gemm_bf16_part_begin(N, p + 1, parts) - n0;
   Layout l{false, trans_b, M, n, K, K, 0, N, accumulate, true};
   l.packed_b = true;
+  l.packed_m = packed_m > 0 ? packed_m : M;
   return {n0, n, l};
 }
 
@@ -250,10 +280,11 @@ void gemm_bf16_pack(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumula
 }
 
 void gemm_bf16_packed(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* A,
-                      const void* const* packed, int parts, float* C) {
-  // The parts' layouts were made when packing: here they are only looked up (no primitive is created).
+                      const void* const* packed, int parts, float* C, int64_t packed_m) {
+  // The parts' layouts were made when packing (or by gemm_bf16_packed_rows_prepare): here they are
+  // only looked up (no primitive is created).
   auto run = [&](int p) {
-    const PackedPart part = packed_part(trans_b, M, N, K, accumulate, p, parts);
+    const PackedPart part = packed_part(trans_b, M, N, K, accumulate, p, parts, packed_m);
     execute(matmul_for(part.layout), thread_slot(), A, static_cast<const uint16_t*>(packed[p]), C + part.n0);
   };
   if (parts == 1 || in_parallel_region()) {
@@ -265,6 +296,39 @@ void gemm_bf16_packed(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumu
       for (int p = t; p < parts; p += threads) run(p);
     });
   }
+}
+
+bool gemm_bf16_packed_rows_prepare(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate,
+                                   const void* const* packed, int parts, int64_t packed_m) {
+  RFA_ASSERT(M >= 1 && M <= packed_m, "bf16 rows {} over a packing for {}", M, packed_m);
+  if (M == packed_m) return true;
+  for (int p = 0; p < parts; ++p) {
+    bool fast = false;
+    single_threaded([&] {
+      try {
+        const Matmul& m = matmul_for(packed_part(trans_b, M, N, K, accumulate, p, parts, packed_m).layout);
+        Layout packing = m.layout;
+        packing.M = packed_m;
+        fast = m.impl == matmul_for(packing).impl;
+      } catch (const Error&) {
+        fast = false;  // no kernel for this M over that layout
+      }
+    });
+    if (!fast) return false;
+  }
+  // The same rows, M of them and then as the first of packed_m: equal bits, or the rows of a step
+  // would change with the rows beside them. Operands from a fixed hash (no allocation in the decode
+  // loop is at stake here: this runs once, before it).
+  std::vector<uint16_t> a(static_cast<size_t>(packed_m * K), 0);
+  for (size_t i = 0; i < static_cast<size_t>(M * K); ++i)
+    a[i] = bf16_from_float_reference(static_cast<float>(static_cast<int64_t>((i * 2654435761u) % 2001) - 1000) / 997.0f);
+  std::vector<float> few(static_cast<size_t>(M * N)), all(static_cast<size_t>(packed_m * N));
+  for (size_t i = 0; i < few.size(); ++i) few[i] = all[i] = static_cast<float>(i % 13) * 0.25f;
+  gemm_bf16_packed(trans_b, M, N, K, accumulate, a.data(), packed, parts, few.data(), packed_m);
+  gemm_bf16_packed(trans_b, packed_m, N, K, accumulate, a.data(), packed, parts, all.data(), packed_m);
+  return std::equal(few.begin(), few.end(), all.begin(), [](float x, float y) {
+    return std::bit_cast<uint32_t>(x) == std::bit_cast<uint32_t>(y);
+  });
 }
 
 int64_t gemm_bf16_primitive_count() { return library().matmul_count.load(std::memory_order_acquire); }

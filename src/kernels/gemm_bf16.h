@@ -51,8 +51,17 @@ void gemm_bf16_pack(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumula
 // C (M, N) (+)= A (M, K) · op(B), B as packed by gemm_bf16_pack; A and C contiguous rows. Outside a
 // parallel region the parts run on the pool (thread t: parts t, t + threads, ...); inside one, all on
 // the calling thread.
+// packed_m: the M B was packed for (0: this M). Fewer rows than that run over the same packing once
+// gemm_bf16_packed_rows_prepare said yes for them.
 void gemm_bf16_packed(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* A,
-                      const void* const* packed, int parts, float* C);
+                      const void* const* packed, int parts, float* C, int64_t packed_m = 0);
+// Readies products of M <= packed_m rows over B packed for packed_m (the decode step of a server
+// whose slots are not all busy: 1 row need not cost 64). Creates their primitives, and answers
+// whether they may be used: oneDNN has a fast kernel for that M over the packed layout, and its rows
+// are the bits of the same rows in a product of packed_m rows (run here on fixed operands), so that
+// a row's result does not depend on how many rows run beside it. Call before the loop that runs them.
+bool gemm_bf16_packed_rows_prepare(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate,
+                                   const void* const* packed, int parts, int64_t packed_m);
 // Primitives created so far (a test checks that repeated steps create none).
 int64_t gemm_bf16_primitive_count();
 

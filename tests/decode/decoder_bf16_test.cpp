@@ -3,8 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
+
+#include <fmt/ranges.h>
 
 #include "config/config_enums.h"
 #include "core/parallel.h"
@@ -70,4 +73,57 @@ TEST_CASE("decoder bf16: the step's products in column parts give the same bits 
           relative_error(two, full));
   CHECK(two == one);
   CHECK(relative_error(two, full) < 5e-3);
+}
+
+TEST_CASE("decoder bf16: a step of fewer rows than the batch runs fewer, with the bits those rows get in a full step") {
+  if (rfa::test::skip_if(!bf16_native(), "no bf16 products here (no AVX512-BF16 on this CPU, or a build level below it)")) return;
+  // A server's decoder has a row per slot (--parallel 64) and its bf16 products were packed for all of
+  // them, so one busy slot cost a 64-row step. Width 384, a batch of 64 (every product in column parts
+  // on two cores, as above): every row steps at once in one decoder, and in its twin first row 5 alone
+  // and then rows 1, 2 and 6 (3 rows, run as 4): each row's logits are the full step's, bit for bit.
+  // (Run as one row, a column part's one-row kernel changes q, k and v in their last bits: this fails.)
+  Config c = rfa::test::tiny_config(AttentionKind::rfa_gate,
+                                    {.vocab = kV, .context = kT, .d_model = 384, .n_heads = 6, .n_layers = 1,
+                                     .num_features = 8, .chunk_size = 4, .init_std = 0.05});
+  Model<float> bf16(rfa::test::tiny_spec(c), Precision::bf16);
+  model_init(bf16, 13);
+  bf16.bf16_refresh();
+  constexpr int B = 64, S = 5;
+  DecoderOptions o;
+  o.precision = Precision::bf16;
+  o.batch = B;
+  o.max_segment = S;
+  o.max_positions = kT;
+  Decoder<float> all(bf16, o), few(bf16, o);
+  std::vector<int32_t> prompt(size_t(B) * S), next(B);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 7 + 3) % kV);
+  for (int b = 0; b < B; ++b) next[size_t(b)] = int32_t((b * 5 + 1) % kV);
+  all.prefill(prompt.data(), S);
+  few.prefill(prompt.data(), S);
+  const std::vector<int> rows(few.bf16_step_rows().begin(), few.bf16_step_rows().end());
+  MESSAGE("bf16 step row counts: ", fmt::format("{}", fmt::join(rows, ", ")));
+  REQUIRE(rows.back() == B);
+  // oneDNN on AVX512-BF16 takes 2 and 4 rows over the 64-row packing with the same sums (and one row
+  // where no product is in column parts).
+  CHECK(rows.front() <= 2);
+  CHECK(std::find(rows.begin(), rows.end(), 4) != rows.end());
+  const float* full = all.step(next.data());
+  const std::vector<float> expected(full, full + size_t(B) * kV);
+  auto check_rows = [&](std::vector<int> which) {
+    std::vector<int32_t> tokens;
+    for (int r : which) tokens.push_back(next[size_t(r)]);
+    const float* got = few.step_rows(which.data(), int(which.size()), tokens.data());
+    for (size_t i = 0; i < which.size(); ++i) {
+      CAPTURE(which[i]);
+      CHECK(std::equal(got + i * kV, got + (i + 1) * kV, expected.begin() + which[i] * kV));
+      // and its state (float, fed by k and v straight from their products: the logits pass through
+      // bf16 roundings that can hide a last bit)
+      std::vector<float> mine(size_t(few.row_state_size(few.position(which[i])))), theirs(mine.size());
+      few.row_state_save(which[i], mine.data());
+      all.row_state_save(which[i], theirs.data());
+      CHECK(std::memcmp(mine.data(), theirs.data(), mine.size() * sizeof(float)) == 0);
+    }
+  };
+  check_rows({5});
+  check_rows({1, 2, 6});
 }

@@ -11,12 +11,14 @@
 
 #include "decode/generate.h"
 #include "core/parallel.h"
+#include "kernels/bf16.h"
 #include "model/model.h"
 #include "serve/engine.h"
 #include "serve/engine_script.h"
 #include "serve/reply_text.h"
 #include "serve/serve_error.h"
 #include "support/corpus.h"
+#include "support/skip.h"
 #include "support/temp_dir.h"
 #include "support/tiny_model.h"
 #include "support/trained_tokenizer.h"
@@ -162,6 +164,39 @@ std::string reference(Model<float>& model, const GenerationRequest& g, int chunk
 
 }  // namespace
 
+namespace {
+
+// `count` requests of growing prompts from corpus text `corpus`, greedy and sampled in turn, seeds
+// from seed0, never stopped by EOS.
+std::vector<GenerationRequest> mixed_requests(int count, uint64_t corpus, int letters, int tokens, int spread,
+                                              uint64_t seed0) {
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < count; ++i) {
+    GenerationRequest g = request(test::corpus_make(corpus, uint64_t(i)).substr(0, size_t(letters + i)),
+                                  tokens + i % spread, i % 2 ? 0.9 : 0.0, seed0 + uint64_t(i));
+    g.params.stop_at_eos = false;
+    requests.push_back(g);
+  }
+  return requests;
+}
+
+// Submits every request at once, then each alone, and checks that each reply is the same both
+// times; returns the replies served alone.
+std::vector<std::string> check_together_equals_alone(Engine& engine, const std::vector<GenerationRequest>& requests) {
+  std::vector<std::shared_ptr<RequestHandle>> handles;
+  for (const GenerationRequest& g : requests) handles.push_back(engine.submit(g));
+  std::vector<std::string> together, alone;
+  for (auto& h : handles) together.push_back(collect(*h).text[0]);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    CAPTURE(i);
+    alone.push_back(collect(*engine.submit(requests[i])).text[0]);
+    CHECK(together[i] == alone[i]);
+  }
+  return alone;
+}
+
+}  // namespace
+
 TEST_CASE("engine over decoding slots: 32 concurrent requests each equal the same one alone and generate()") {
   for (AttentionKind kind : {AttentionKind::rfa_gate, AttentionKind::softmax}) {
     CAPTURE(kind);
@@ -178,22 +213,11 @@ TEST_CASE("engine over decoding slots: 32 concurrent requests each equal the sam
     EngineOptions eo;
     eo.queue = 32;
     Engine engine(*backend, tokenizer(), nullptr, eo);
-    std::vector<GenerationRequest> requests;
-    for (int i = 0; i < 32; ++i) {
-      GenerationRequest g = request(test::corpus_make(1, uint64_t(i)).substr(0, size_t(5 + i)), 12 + i % 5,
-                                    i % 2 ? 0.9 : 0.0, uint64_t(100 + i));
-      g.params.stop_at_eos = false;
-      requests.push_back(g);
-    }
-    std::vector<std::shared_ptr<RequestHandle>> handles;
-    for (const GenerationRequest& g : requests) handles.push_back(engine.submit(g));
-    std::vector<std::string> together;
-    for (auto& h : handles) together.push_back(collect(*h).text[0]);
+    const std::vector<GenerationRequest> requests = mixed_requests(32, 1, 5, 12, 5, 100);
+    const std::vector<std::string> alone = check_together_equals_alone(engine, requests);
     for (size_t i = 0; i < requests.size(); ++i) {
       CAPTURE(i);
-      const std::string alone = collect(*engine.submit(requests[i])).text[0];
-      CHECK(together[i] == alone);
-      CHECK(alone == reference(model, requests[i], chunk, positions, 0));
+      CHECK(alone[i] == reference(model, requests[i], chunk, positions, 0));
     }
     // n choices: choice i is generate()'s sample (row) i.
     GenerationRequest three = requests[1];
@@ -202,6 +226,28 @@ TEST_CASE("engine over decoding slots: 32 concurrent requests each equal the sam
     for (int c = 0; c < 3; ++c) CHECK(r.text[size_t(c)] == reference(model, three, chunk, positions, uint64_t(c)));
     CHECK(r.text[0] != r.text[1]);
   }
+}
+
+TEST_CASE("engine over bf16 decoding slots: 16 concurrent requests each equal the same one alone") {
+  if (test::skip_if(!bf16_native(), "no bf16 products here (no AVX512-BF16 on this CPU, or a build level below it)")) return;
+  // A bf16 step runs the fewest rows that hold its busy slots (1, 2, 4 or 8 here, over products packed
+  // for 8; decode/decoder.cpp): alone a request steps one row, beside others up to eight, and its reply
+  // is the same. (The bits themselves: tests/decode/decoder_bf16_test.cpp.)
+  Model<float> model(test::tiny_spec(AttentionKind::rfa_gate, {.vocab = tokenizer().vocab_size(), .context = 64,
+                                                               .d_model = 64, .num_features = 8, .chunk_size = 16,
+                                                               .init_std = 0.5}),
+                     Precision::bf16);
+  model_init(model, 8);
+  model.bf16_refresh();
+  BackendOptions bo;
+  bo.slots = 8;
+  bo.prefill_chunk = 16;
+  bo.precision = Precision::bf16;
+  auto backend = sequence_backend_create(model, bo);
+  EngineOptions eo;
+  eo.queue = 16;
+  Engine engine(*backend, tokenizer(), nullptr, eo);
+  check_together_equals_alone(engine, mixed_requests(16, 2, 4, 10, 7, 200));
 }
 
 TEST_CASE("engine over decoding slots: the scheduler thread keeps the --threads of the thread that built it") {
