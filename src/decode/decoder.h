@@ -177,6 +177,11 @@ class Decoder {
   std::vector<StepWeightsBf16> step_bf16_;  // (L)
   PackedBf16 step_lm_head_bf16_;
   std::vector<int> step_rows_bf16_;      // the row counts a bf16 step may multiply, ascending, the last B
+  // fp32 steps of at least this many rows split their row-wise work by rows, not columns (0: never):
+  // from 8 rows when the packed weights are at most 16 MB (step_layers).
+  static constexpr int kStepRowSplitRows = 8;
+  static constexpr int64_t kStepRowSplitWeightBytes = int64_t(16) << 20;
+  int step_row_split_ = 0;
   std::vector<const void*> step_parts_;  // every packed matrix's parts, in packing order
   Arena<uint8_t> step_packed_;
   StepWeights<T> step_weights_;  // the step's packed weights (bf16: the output gates' only; none without steps)

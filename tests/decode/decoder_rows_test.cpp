@@ -4,9 +4,12 @@
 // and one row is copied into another (row_save / row_restore) to continue two ways.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/parallel.h"
 #include "core/rng.h"
 #include "decode/decoder.h"
 #include "support/conv_taps.h"
@@ -159,4 +162,48 @@ TEST_CASE("decoder rows: a row's mistakes are refused naming the row; the other 
   CHECK(std::vector<float>(dec.row_logits(2), dec.row_logits(2) + kV) == before);
   CHECK(dec.position(2) == 3);
   CHECK(dec.position(1) == 0);
+}
+
+TEST_CASE("decoder rows: steps of 8 rows and more (row-wise work split by rows over two threads) give each row its one-row decoder's bits, every variant") {
+  // From 8 rows, with weights that stay in cache, each thread takes its share of the rows through the
+  // norms, products and SwiGLU between two attention steps (decoder.cpp step_layers); below, each
+  // product splits its columns. 12 rows at their own positions step together, then 9 of them in
+  // another order, then 5 (no split): every row's logits are its one-row decoder's, bit for bit.
+  const int before = thread_count();
+  thread_count_set(2);
+  for (const test::AttentionVariant& v : test::attention_variants()) {
+    INFO("variant: ", std::string(v.name));
+    Model<float> model(test::rows_model_spec(v));
+    model_init(model, 12);
+    test::conv_taps_randomize(model, 12, 0.2);
+    constexpr int B = 12;
+    DecoderOptions o;
+    o.batch = B;
+    o.max_segment = 8;
+    o.max_positions = kMaxPositions;
+    Decoder<float> dec(model, o);
+    o.batch = 1;
+    std::vector<std::unique_ptr<Decoder<float>>> ref;
+    for (int b = 0; b < B; ++b) {
+      ref.push_back(std::make_unique<Decoder<float>>(model, o));
+      const std::vector<int32_t> prompt = test::rows_tokens(uint64_t(50 + b), 1 + b % 6);
+      dec.prefill_row(b, prompt.data(), int(prompt.size()));
+      ref.back()->prefill(prompt.data(), int(prompt.size()));
+    }
+    uint64_t seed = 300;
+    auto step = [&](const std::vector<int>& rows) {
+      const std::vector<int32_t> tokens = test::rows_tokens(seed++, int(rows.size()));
+      const float* logits = dec.step_rows(rows.data(), int(rows.size()), tokens.data());
+      for (size_t i = 0; i < rows.size(); ++i) {
+        INFO("row ", rows[i], " of ", rows.size());
+        const float* alone = ref[size_t(rows[i])]->step(&tokens[i]);
+        CHECK(std::equal(logits + i * kV, logits + (i + 1) * kV, alone));
+      }
+    };
+    for (int s = 0; s < 3; ++s) step({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+    for (int s = 0; s < 2; ++s) step({11, 3, 7, 0, 5, 9, 2, 8, 1});
+    step({4, 6, 10, 1, 0});
+    step({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  }
+  thread_count_set(before);
 }

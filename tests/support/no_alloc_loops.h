@@ -34,18 +34,20 @@ inline long check_training_steps_allocate_nothing(TrainSession& session, const B
   return onednn[0];
 }
 
-// The decode loop: 3 rows prefilled with 4 tokens, then steps of every row and of rows {2, 0}, each
-// row sampled from its logits; a warm-up step, then `steps` counted.
-inline constexpr int kDecodeNoAllocRows = 3;  // the decoder's batch
+// The decode loop: 8 rows prefilled with 4 tokens, then steps of every row (an fp32 step of 8 rows
+// splits its row-wise work by rows over the threads, decoder.cpp) and of rows {2, 0}, each row sampled
+// from its logits; a warm-up step, then `steps` counted.
+inline constexpr int kDecodeNoAllocRows = 8;  // the decoder's batch
 
 // dec: built with batch kDecodeNoAllocRows; V: its vocabulary. After it every row has moved
 // 4 + 2 (steps + 1) positions but row 1 (4 + steps + 1).
 inline void check_decode_steps_allocate_nothing(Decoder<float>& dec, int V, int steps) {
   constexpr int B = kDecodeNoAllocRows;
   Sampler sampler(V, {.temperature = 0.9, .top_k = 5, .top_p = 0.9, .seed = 3});
-  const int32_t prompt[B * 4] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  int32_t prompt[B * 4], tokens[B];
+  for (int i = 0; i < B * 4; ++i) prompt[i] = 1 + i % (V - 1);
+  for (int b = 0; b < B; ++b) tokens[b] = 1 + b % (V - 1);
   dec.prefill(prompt, 4);
-  int32_t tokens[B] = {1, 2, 3};
   const int rows[2] = {2, 0};
   auto decode_step = [&] {
     const float* logits = dec.step(tokens);
