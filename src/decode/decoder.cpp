@@ -96,13 +96,15 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   for (auto [p, offset] : halves) *p = reinterpret_cast<uint16_t*>(arena_.data() + offset);
   if (steps_) {
     step_weights_ = StepWeights<T>(s, model_.w, cores_, bf16 ? StepPack::gates : StepPack::all);
-    // A row split reads every weight once per thread: worth it where they stay in cache. Measured
-    // (Zen 5, 2 threads, 64 rows, ms a step, columns -> rows): 4x128 (3.4 MB of packed weights) 0.96
-    // -> 0.67, 8 rows 0.21 -> 0.17 (4 rows 0.11 -> 0.12); 8x192 (14 MB) 3.07-3.26 -> 2.45-2.84;
-    // 6x256 (20 MB) 2.91-3.43 -> 2.92-3.25, 8 rows 0.58-0.65 -> 0.68-0.75; 6x384 (43 MB) 5.78-6.05 ->
-    // 6.04-6.48.
-    if (!bf16 && step_weights_.elements() * int64_t(sizeof(T)) <= kStepRowSplitWeightBytes)
-      step_row_split_ = kStepRowSplitRows;
+    // A row split reads every weight once per thread: worth it where they stay in cache, and from
+    // more rows the more there are to read. Measured (Zen 5, 2 threads, ms a step, columns -> rows,
+    // native / x86-64-v3): 4x128 (3.4 MB of packed weights) 8 rows 0.19 -> 0.15 / 0.24 -> 0.18, 64
+    // rows 0.77-0.85 -> 0.61-0.74 / 1.09-1.18 -> 0.97-1.03, 4 rows 0.11 -> 0.12; 8x192 (14 MB) 8 and
+    // 16 rows no faster native and slower on AVX2 (0.70-0.72 -> 0.71-0.98), 64 rows 2.83-3.28 ->
+    // 2.41-3.17 / 4.10-4.45 -> 3.95-4.23; 6x256 (20 MB) 64 rows 2.91-3.43 -> 2.92-3.25, 8 rows 0.58-0.65
+    // -> 0.68-0.75; 6x384 (43 MB) 64 rows 5.78-6.05 -> 6.04-6.48.
+    const int64_t weight_bytes = step_weights_.elements() * int64_t(sizeof(T));
+    if (!bf16) step_row_split_ = weight_bytes <= (int64_t(4) << 20) ? 8 : weight_bytes <= (int64_t(16) << 20) ? 32 : 0;
     if constexpr (std::is_same_v<T, float>)
       if (bf16) pack_step_weights_bf16();
   }

@@ -178,9 +178,7 @@ class Decoder {
   PackedBf16 step_lm_head_bf16_;
   std::vector<int> step_rows_bf16_;      // the row counts a bf16 step may multiply, ascending, the last B
   // fp32 steps of at least this many rows split their row-wise work by rows, not columns (0: never):
-  // from 8 rows when the packed weights are at most 16 MB (step_layers).
-  static constexpr int kStepRowSplitRows = 8;
-  static constexpr int64_t kStepRowSplitWeightBytes = int64_t(16) << 20;
+  // from 8 rows when the packed weights are at most 4 MB, from 32 up to 16 MB (step_layers).
   int step_row_split_ = 0;
   std::vector<const void*> step_parts_;  // every packed matrix's parts, in packing order
   Arena<uint8_t> step_packed_;
