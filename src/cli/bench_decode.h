@@ -16,6 +16,7 @@ struct BenchDecodeArgs {
   std::vector<std::string> sets;
   std::vector<int64_t> positions = {64, 512, 2048, 8192};
   std::vector<int> batch;  // --batch: rows per batched step; empty = the one-row benchmark
+  int slots = 0;           // --slots: the decoder's rows, of which a step runs K (a server's --parallel); 0 = K
   int steps = 64;
   int repeats = 7;
   int vocab = 384;  // the tinyshakespeare char model's upper bound

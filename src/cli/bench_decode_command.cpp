@@ -150,6 +150,10 @@ void run_bench_decode(const BenchDecodeArgs& a) {
            m.n_layers, m.d_model, m.n_heads, a.vocab, cfg.attention.num_features, thread_count(), a.steps, a.repeats,
            enum_name(a.precision));
   bench_log_core_distance();
+  if (a.slots > 0 && a.batch.empty()) fail("--slots {} needs --batch (the rows each step runs of them)", a.slots);
+  for (int K : a.batch)
+    if (a.slots > 0 && K > a.slots)
+      fail("--batch {} is more rows than --slots {}: give --slots at least the largest --batch", K, a.slots);
   if (!a.batch.empty()) return bench_decode_rows(cfg, a);
   // The recurrent column: the config's kind when it is a recurrent one (rfa_delta, rfa), else rfa_gate. The
   // JSON keeps its rfa_gate_* keys for that column and names the kind in "rfa_kind".
@@ -228,6 +232,10 @@ void register_bench_decode_command(CLI::App& app, CommandAction& action) {
                   "Rows decoded in one batched step (rfa generate --num-samples K): aggregate tokens/s for each "
                   "K of the list, e.g. --batch 1,8,64 --positions 512")
       ->delimiter(',')
+      ->check(cli_integer<int>(1, 1 << 16));
+  cmd->add_option("--slots", args->slots,
+                  "With --batch: a decoder of this many rows steps K of them, the others idle, as `rfa serve "
+                  "--parallel S` does with K busy slots (default: K rows of K)")
       ->check(cli_integer<int>(1, 1 << 16));
   cmd->add_flag("--rfa-only", args->rfa_only, "Time only rfa_gate (softmax columns repeat it)");
   cli_add_precision(*cmd, args->precision);

@@ -1,8 +1,9 @@
 // rfa bench decode --batch K,K,...: K rows decoded in one batched step, as rfa generate
-// --num-samples K decodes them. At each position one row is prefilled and copied to the K
-// rows; then --steps batched steps are timed (--repeats runs, the median), wall and process
-// CPU time, for rfa_gate and softmax (full KV cache). Reported: ms per batched step and the
-// aggregate tokens/s (K tokens a step), with each K's gain over K = 1.
+// --num-samples K decodes them (or, with --slots S, K rows of a decoder of S, as rfa serve
+// --parallel S steps its K busy slots). At each position one row is prefilled and copied to
+// the K rows; then --steps batched steps are timed (--repeats runs, the median), wall and
+// process CPU time, for rfa_gate and softmax (full KV cache). Reported: ms per batched step and
+// the aggregate tokens/s (K tokens a step), with each K's gain over K = 1.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -30,8 +31,10 @@ std::vector<RowsResult> bench_rows(const Config& base, AttentionKind kind, const
   Model<float> model(bench_decode_spec(base, kind, a), a.precision);
   model_init(model, 1);
   model.bf16_refresh();
-  const DecoderOptions o = bench_decoder_options(a, K);
+  const DecoderOptions o = bench_decoder_options(a, a.slots > 0 ? a.slots : K);
   Decoder<float> dec(model, o);
+  std::vector<int> rows(static_cast<size_t>(K));
+  for (int b = 0; b < K; ++b) rows[static_cast<size_t>(b)] = b;
   CounterRng rng(7);
   std::vector<int32_t> tokens(static_cast<size_t>(o.max_positions) * K);
   for (int32_t& t : tokens) t = static_cast<int32_t>(rng.below(static_cast<uint64_t>(a.vocab)));
@@ -47,7 +50,13 @@ std::vector<RowsResult> bench_rows(const Config& base, AttentionKind kind, const
       for (int b = 0; b < K; ++b) dec.row_restore(b, row.data());
       const double cpu0 = process_cpu_seconds();
       Timer t;
-      for (int i = 0; i < a.steps; ++i) dec.step(tokens.data() + size_t(i) * K);
+      for (int i = 0; i < a.steps; ++i) {
+        const int32_t* step_tokens = tokens.data() + size_t(i) * K;
+        if (o.batch == K)
+          dec.step(step_tokens);
+        else
+          dec.step_rows(rows.data(), K, step_tokens);
+      }
       if (rep < 0) continue;
       runs.push_back(t.ms() / a.steps);
       cpu_runs.push_back((process_cpu_seconds() - cpu0) * 1e3 / a.steps);
@@ -65,13 +74,17 @@ void bench_decode_rows(const Config& cfg, const BenchDecodeArgs& a) {
   std::vector<AttentionKind> kinds = {AttentionKind::rfa_gate};
   if (!a.rfa_only) kinds.push_back(AttentionKind::softmax);
   for (int K : a.batch)
-    for (AttentionKind kind : kinds) bench_decode_memory_require(cfg, kind, a, K);
+    for (AttentionKind kind : kinds) bench_decode_memory_require(cfg, kind, a, a.slots > 0 ? a.slots : K);
   // results[kind][K index][position index]
   std::vector<std::vector<std::vector<RowsResult>>> results(kinds.size());
   for (size_t k = 0; k < kinds.size(); ++k)
     for (int K : a.batch) results[k].push_back(bench_rows(cfg, kinds[k], a, K));
 
-  std::printf("K rows in one batched step (rfa generate --num-samples K); softmax over its full KV cache\n");
+  if (a.slots > 0)
+    std::printf("K rows of a decoder of %d in one batched step (rfa serve --parallel %d, K slots busy); softmax over "
+                "its full KV cache\n", a.slots, a.slots);
+  else
+    std::printf("K rows in one batched step (rfa generate --num-samples K); softmax over its full KV cache\n");
   std::printf("%6s | %9s | %-8s | %12s | %12s | %14s | %12s | %9s\n", "rows", "position", "kind", "ms/step", "tokens/s",
               "tokens/CPU s", "CPU ms/step", "x K=1");
   std::string rows;
@@ -96,9 +109,10 @@ void bench_decode_rows(const Config& cfg, const BenchDecodeArgs& a) {
       }
   const ModelConfig& m = cfg.model;
   std::printf("{\"bench\": \"decode rows\", \"precision\": \"%s\", \"n_layers\": %d, \"d_model\": %d, \"n_heads\": %d, "
-              "\"vocab\": %d, \"num_features\": %d, \"threads\": %d, \"steps\": %d, \"repeats\": %d, \"results\": [%s]}\n",
+              "\"vocab\": %d, \"num_features\": %d, \"threads\": %d, \"slots\": %d, \"steps\": %d, \"repeats\": %d, "
+              "\"results\": [%s]}\n",
               enum_name(a.precision), m.n_layers, m.d_model, m.n_heads, a.vocab, cfg.attention.num_features,
-              thread_count(), a.steps, a.repeats, rows.c_str());
+              thread_count(), a.slots, a.steps, a.repeats, rows.c_str());
   std::fflush(stdout);
 }
 

@@ -99,4 +99,14 @@ expect_in "$tmp/err.log" "is a token file, not text; evaluate it with --tokens $
 expect_in "$tmp/bench.txt" "softmax/rfa_gate"
 expect_in "$tmp/bench.txt" "full KV cache (no window"
 expect_in "$tmp/bench.txt" '"bench": "decode"'
+# K rows of a decoder of S (a server's busy slots), and the options' mistakes named
+"$rfa" bench decode --batch 1,3 --slots 4 --positions 16 --steps 2 --repeats 1 --rfa-only --set model.d_model=32 \
+  --set model.n_heads=2 --set model.n_layers=2 --vocab 50 >"$tmp/slots.txt" 2>"$tmp/slots.log" ||
+  { cat "$tmp/slots.log" >&2; fail "bench decode --slots"; }
+expect_in "$tmp/slots.txt" "K rows of a decoder of 4 in one batched step"
+expect_in "$tmp/slots.txt" '"slots": 4'
+if "$rfa" bench decode --batch 8 --slots 4 >/dev/null 2>"$tmp/err.log"; then fail "--batch 8 --slots 4 exited 0"; fi
+expect_in "$tmp/err.log" "--batch 8 is more rows than --slots 4"
+if "$rfa" bench decode --slots 4 >/dev/null 2>"$tmp/err.log"; then fail "--slots without --batch exited 0"; fi
+expect_in "$tmp/err.log" "--slots 4 needs --batch"
 echo "decode_smoke: ok"
