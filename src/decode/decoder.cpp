@@ -104,7 +104,8 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
     // 2.41-3.17 / 4.10-4.45 -> 3.95-4.23; 6x256 (20 MB) 64 rows 2.91-3.43 -> 2.92-3.25, 8 rows 0.58-0.65
     // -> 0.68-0.75; 6x384 (43 MB) 64 rows 5.78-6.05 -> 6.04-6.48.
     const int64_t weight_bytes = step_weights_.elements() * int64_t(sizeof(T));
-    if (!bf16) step_row_split_ = weight_bytes <= (int64_t(4) << 20) ? 8 : weight_bytes <= (int64_t(16) << 20) ? 32 : 0;
+    if (!bf16)
+      step_row_split_ = weight_bytes <= (int64_t(4) << 20) ? 8 : weight_bytes <= (int64_t(16) << 20) ? 32 : 0;
     if constexpr (std::is_same_v<T, float>)
       if (bf16) pack_step_weights_bf16();
   }
@@ -182,7 +183,8 @@ void Decoder<T>::pack_step_weights_bf16() {
         const bool seen = std::any_of(jobs.begin(), jobs.begin() + static_cast<std::ptrdiff_t>(i), [&](const Job& k) {
           return k.trans == j.trans && k.N == j.N && k.K == j.K && k.accumulate == j.accumulate && k.parts == j.parts;
         });
-        if (!seen) usable = gemm_bf16_packed_rows_prepare(j.trans, m, j.N, j.K, j.accumulate, j.slot->part, j.parts, B_);
+        if (!seen)
+          usable = gemm_bf16_packed_rows_prepare(j.trans, m, j.N, j.K, j.accumulate, j.slot->part, j.parts, B_);
       }
       if (usable) step_rows_bf16_.push_back(m);
     }

@@ -317,11 +317,13 @@ bool gemm_bf16_packed_rows_prepare(bool trans_b, int64_t M, int64_t N, int64_t K
     if (!fast) return false;
   }
   // The same rows, M of them and then as the first of packed_m: equal bits, or the rows of a step
-  // would change with the rows beside them. Operands from a fixed hash (no allocation in the decode
-  // loop is at stake here: this runs once, before it).
+  // would change with the rows beside them. Operands from a fixed hash; this runs once, when a
+  // decoder is built, so its vectors are no allocation of the decode loop.
   std::vector<uint16_t> a(static_cast<size_t>(packed_m * K), 0);
-  for (size_t i = 0; i < static_cast<size_t>(M * K); ++i)
-    a[i] = bf16_from_float_reference(static_cast<float>(static_cast<int64_t>((i * 2654435761u) % 2001) - 1000) / 997.0f);
+  for (size_t i = 0; i < static_cast<size_t>(M * K); ++i) {
+    const int64_t hashed = static_cast<int64_t>((i * 2654435761u) % 2001) - 1000;  // -1000 .. 1000
+    a[i] = bf16_from_float_reference(static_cast<float>(hashed) / 997.0f);
+  }
   std::vector<float> few(static_cast<size_t>(M * N)), all(static_cast<size_t>(packed_m * N));
   for (size_t i = 0; i < few.size(); ++i) few[i] = all[i] = static_cast<float>(i % 13) * 0.25f;
   gemm_bf16_packed(trans_b, M, N, K, accumulate, a.data(), packed, parts, few.data(), packed_m);
