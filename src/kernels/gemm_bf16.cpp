@@ -29,6 +29,11 @@ struct Layout {
   bool accumulate, one_thread;
   bool packed_b = false;  // B in the layout oneDNN picks (gemm_bf16_pack), ldb unused
   int64_t packed_m = 0;   // packed_b: the rows of the product that picked B's layout (M, or more rows)
+  // A column part of a product: C is a contiguous (M, N) block behind the slot's scratchpad, which
+  // the caller copies or adds into the product's strided columns (gemm_bf16_packed). oneDNN 2.6 has
+  // only its jit gemm for a strided C, whose one- and two-row kernels are slow and sum in their own
+  // order; for a contiguous one it picks brgemm.
+  bool via_block = false;
   bool operator==(const Layout&) const = default;
 };
 
@@ -57,7 +62,8 @@ struct Matmul {
   Layout layout;
   dnnl::matmul primitive;
   dnnl::memory::desc a_md, b_md, c_md, scratch_md;
-  size_t scratch_bytes = 0;
+  size_t scratch_bytes = 0;  // oneDNN's scratchpad, then (via_block) the (M, N) block of C
+  size_t block_offset = 0;
   std::string impl;  // oneDNN's name for the kernel it picked
   std::array<std::unique_ptr<MatmulArgs>, kSlots> args;  // each written by its own thread only
 };
@@ -148,6 +154,10 @@ Matmul& matmul_for(const Layout& l) {
     m->c_md = c_md;
     m->scratch_md = pd.scratchpad_desc();
     m->scratch_bytes = pd.scratchpad_desc().get_size();
+    if (l.via_block) {
+      m->block_offset = (m->scratch_bytes + 63) / 64 * 64;
+      m->scratch_bytes = m->block_offset + static_cast<size_t>(l.M * l.N) * sizeof(float);
+    }
     m->impl = pd.impl_info_str();
   } catch (const dnnl::error& e) {
     fail("oneDNN cannot build a bf16 matmul (trans_a {} trans_b {} M {} N {} K {} lda {} ldb {} ldc {}): {}",
@@ -177,10 +187,12 @@ MatmulArgs& args_for(Matmul& m, int slot_index, Slot*& slot) {
   return *args;
 }
 
-void execute(Matmul& m, int slot_index, const uint16_t* A, const uint16_t* B, float* C) {
+// C null (a via_block layout): into the slot's block, whose address it returns.
+float* execute(Matmul& m, int slot_index, const uint16_t* A, const uint16_t* B, float* C) {
   const OnednnCallScope in_onednn;  // its own allocations (kernels/onednn_call_scope.h)
   Slot* slot = nullptr;
   MatmulArgs& x = args_for(m, slot_index, slot);
+  if (!C) C = reinterpret_cast<float*>(slot->scratchpad.data() + m.block_offset);
   x.a.set_data_handle(const_cast<uint16_t*>(A));
   x.b.set_data_handle(const_cast<uint16_t*>(B));
   x.c.set_data_handle(C);
@@ -192,6 +204,7 @@ void execute(Matmul& m, int slot_index, const uint16_t* A, const uint16_t* B, fl
   dnnl_status_t status = dnnl_primitive_execute(m.primitive.get(), slot->stream.get(), 4, args);
   RFA_ASSERT(status == dnnl_success, "bf16 matmul status {} (M {} N {} K {})", static_cast<int>(status),
              m.layout.M, m.layout.N, m.layout.K);
+  return C;
 }
 
 }  // namespace
@@ -242,9 +255,11 @@ PackedPart packed_part(bool trans_b, int64_t M, int64_t N, int64_t K, bool accum
   RFA_ASSERT(parts >= 1 && (parts == 1 || parts <= N / 16) && p >= 0 && p < parts,
              "packed bf16 product: part {} of {} over {} columns", p, parts, N);
   const int64_t n0 = gemm_bf16_part_begin(N, p, parts), n = gemm_bf16_part_begin(N, p + 1, parts) - n0;
-  Layout l{false, trans_b, M, n, K, K, 0, N, accumulate, true};
+  // A whole product writes C itself; a part writes its block, added into C's columns by the caller.
+  Layout l{false, trans_b, M, n, K, K, 0, parts == 1 ? N : n, parts == 1 && accumulate, true};
   l.packed_b = true;
   l.packed_m = packed_m > 0 ? packed_m : M;
+  l.via_block = parts > 1;
   return {n0, n, l};
 }
 
@@ -285,7 +300,22 @@ void gemm_bf16_packed(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumu
   // only looked up (no primitive is created).
   auto run = [&](int p) {
     const PackedPart part = packed_part(trans_b, M, N, K, accumulate, p, parts, packed_m);
-    execute(matmul_for(part.layout), thread_slot(), A, static_cast<const uint16_t*>(packed[p]), C + part.n0);
+    const uint16_t* B = static_cast<const uint16_t*>(packed[p]);
+    if (!part.layout.via_block) {
+      execute(matmul_for(part.layout), thread_slot(), A, B, C + part.n0);
+      return;
+    }
+    const float* block = execute(matmul_for(part.layout), thread_slot(), A, B, nullptr);  // (M, n)
+    for (int64_t i = 0; i < M; ++i) {
+      float* c = C + i * N + part.n0;
+      const float* b = block + i * part.n;
+      if (accumulate) {
+#pragma omp simd
+        for (int64_t j = 0; j < part.n; ++j) c[j] += b[j];
+      } else {
+        std::copy_n(b, part.n, c);
+      }
+    }
   };
   if (parts == 1 || in_parallel_region()) {
     single_threaded([&] {
