@@ -39,7 +39,9 @@ void gemm_bf16_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64
 // [gemm_bf16_part_begin(N, p, parts), gemm_bf16_part_begin(N, p + 1, parts)), so that the
 // parts of a product run side by side, each one oneDNN call on one of the pool's threads
 // (a one-row product streams its weights, which one core alone does at about half the
-// rate of two; 64 rows are bound by the multiply-adds). `parts` is fixed when packing:
+// rate of two; 64 rows are bound by the multiply-adds); a part writes a contiguous block of its
+// thread's, copied or added into C's columns (into strided columns oneDNN 2.6 runs only its jit gemm,
+// whose few-row kernels are 3x slower than brgemm). `parts` is fixed when packing:
 // the same parts whatever the thread count, so a product's values do not depend on it.
 //   for each p: bytes_p = gemm_bf16_packed_bytes(..., p, parts); gemm_bf16_pack(..., p, parts, packed[p]);
 //   then per product gemm_bf16_packed(..., packed, parts, C) with the same (trans_b, M, N, K, accumulate).
