@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <atomic>
+#include <bit>
 #include <memory>
 #include <mutex>
 #include <optional>
