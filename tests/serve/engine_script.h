@@ -161,8 +161,14 @@ GenerationRequest request(const std::string& prompt, int64_t max_tokens, double 
 // A reply that never ends by itself (no EOS, no max_tokens to speak of): the test cancels it.
 // Waits (up to a second) for the engine to drop its finished requests, which it does at the end
 // of a tick, after publishing the tick's counters.
+// Until nothing runs or waits: a request's last event goes out before the scheduler counts it
+// out of --parallel + --queue (at the end of its tick), so a reader can see its reply end first.
 void wait_until_idle(const Engine& engine) {
-  for (int i = 0; i < 100 && engine.stats().active > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto busy = [&] {
+    const EngineStats s = engine.stats();
+    return s.active > 0 || s.queued > 0;
+  };
+  for (int i = 0; i < 100 && busy(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 GenerationRequest endless_request() {
