@@ -143,9 +143,6 @@ void Engine::run() {
     if (quit) {
       for (auto& a : active_) fail_request(*a, "the server is shutting down; the reply was cut here");
       for (auto& a : waiting_) fail_request(*a, "the server is shutting down; the request did not start");
-      std::lock_guard<std::mutex> lock(mutex_);
-      stats_.active = 0;
-      in_flight_ -= static_cast<int64_t>(active_.size() + waiting_.size());
       active_.clear();
       waiting_.clear();
       return;
@@ -171,13 +168,7 @@ void Engine::run() {
       std::lock_guard<std::mutex> lock(mutex_);
       stats_.times = times_;
     }
-    std::erase_if(active_, [this](const std::unique_ptr<Active>& a) {
-      if (a->unfinished > 0) return false;
-      std::lock_guard<std::mutex> lock(mutex_);
-      --stats_.active;
-      --in_flight_;
-      return true;
-    });
+    std::erase_if(active_, [](const std::unique_ptr<Active>& a) { return a->unfinished == 0; });
   }
 }
 
@@ -190,8 +181,6 @@ void Engine::admit() {
     Active& a = *waiting_.front();
     if (a.handle->cancelled() || a.handle->stop_requested()) {
       for (size_t c = 0; c < a.choices.size(); ++c) finish(a, static_cast<int>(c), FinishReason::cancelled);
-      std::lock_guard<std::mutex> lock(mutex_);
-      --in_flight_;
       waiting_.pop_front();
       continue;
     }
@@ -217,6 +206,7 @@ void Engine::admit() {
       a.handle->prompt_tokens_ = static_cast<int64_t>(prompt.size());
       a.handle->cached_tokens_ = a.cursor;
     }
+    a.admitted = true;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++stats_.active;
@@ -396,6 +386,12 @@ void Engine::finish(Active& a, int choice, FinishReason reason, const std::strin
     ++stats_.finished;
     if (reason == FinishReason::cancelled) ++stats_.cancelled;
     if (reason == FinishReason::error) ++stats_.errors;
+    // Counted out before its last event goes out: a client may submit again the instant it reads
+    // the end of its reply, and must find the room this request held (--parallel + --queue).
+    if (a.unfinished == 0) {
+      if (a.admitted) --stats_.active;
+      --in_flight_;
+    }
   }
   a.handle->push({ReplyEvent::Kind::finished, choice, message, reason});
 }

@@ -171,6 +171,12 @@ void wait_until_idle(const Engine& engine) {
   for (int i = 0; i < 100 && busy(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
+// Until the scheduler starts another tick: the one running now has ended and published its counters.
+void wait_next_tick(const Engine& engine) {
+  const int64_t now = engine.stats().ticks;
+  for (int i = 0; i < 100 && engine.stats().ticks == now; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
 GenerationRequest endless_request() {
   GenerationRequest g = request("a", 1000000);
   g.params.stop_at_eos = false;

@@ -86,7 +86,8 @@ TEST_CASE("engine: the scheduler's times count its steps and rows, and hold its 
   auto a = engine.submit(request("abcd", 6)), b = engine.submit(request("abce", 9));
   collect(*a);
   collect(*b);
-  wait_until_idle(engine);  // the counters are published at the end of the tick
+  wait_until_idle(engine);
+  wait_next_tick(engine);  // the counters are published at the end of the tick
   const SchedulerTimes t = engine.stats().times;
   int64_t steps = 0, rows = 0;
   for (const std::string& call : backend.calls)
@@ -120,7 +121,6 @@ TEST_CASE("engine: cancelled requests free their slots; a full queue is a 503; n
   }
   for (auto& h : {a, b, c}) h->cancel();
   for (auto& h : {a, b, c}) CHECK(collect(*h).reason[0] == FinishReason::cancelled);
-  wait_until_idle(engine);  // (the three are counted out at the end of the scheduler's tick)
   GenerationRequest two = request("a", 3);
   two.params.n = 2;
   auto h = engine.submit(two);
@@ -132,6 +132,30 @@ TEST_CASE("engine: cancelled requests free their slots; a full queue is a 503; n
   CHECK(engine.stats().cancelled == 3);
   wait_until_idle(engine);
   CHECK(engine.stats().active == 0);
+}
+
+TEST_CASE("engine: a request is counted out before its last event, so a client may submit again at once") {
+  // Two slots, no queue, one held by an endless reply whose steps take 2 ms: each short reply
+  // ends before a step, its end is read, and the next request is submitted the same instant.
+  // Counted out only at the end of the scheduler's tick (after that step), it met a 503.
+  ScriptBackend backend(script_after(1, "abcdefghij"), 2, 8);
+  backend.step_time = std::chrono::milliseconds(2);
+  EngineOptions o;
+  o.queue = 0;
+  Engine engine(backend, tokenizer(), nullptr, o);
+  auto endless = engine.submit(endless_request());
+  for (int round = 0; round < 20; ++round) {
+    std::shared_ptr<RequestHandle> h;
+    try {
+      h = engine.submit(request("a", 2));
+    } catch (const ServeError& e) {
+      FAIL("round " << round << ": " << std::string(e.what()));
+    }
+    CHECK(collect(*h).text[0] == "ab");
+  }
+  CHECK(engine.stats().rejected == 0);
+  endless->cancel();
+  CHECK(collect(*endless).reason[0] == FinishReason::cancelled);
 }
 
 namespace {
