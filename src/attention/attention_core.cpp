@@ -142,6 +142,18 @@ T* gate_saved(const AttentionCore& core, const AttentionCall<T>& call) {
   return call.saved + core.kind().saved_size(s, call.B, call.T_len) + short_conv_ext_size(s, call.B, call.T_len);
 }
 
+// Bytes the kind's own forward or backward moves, each (B, T, C) operand once: the forward reads q,
+// k, v (and n when the kind reads it) and writes its output and, when a backward follows, its saved
+// activations; the backward reads dout, out, q, k, v (n) and the saved activations and writes dq, dk,
+// dv (dn). Its parameters are small beside these; the convolution and the output gate count theirs.
+template <typename T>
+double kind_bytes(const AttentionSpec& s, const AttentionCall<T>& call, bool backward) {
+  const double operand = double(sizeof(T)) * call.B * call.T_len * s.C();
+  const int reads_n = kind_of(s).reads_n(s) ? 1 : 0;
+  const double saved = call.saved ? double(sizeof(T)) * kind_of(s).saved_size(s, call.B, call.T_len) : 0.0;
+  return (backward ? 8 + 2 * reads_n : 4 + reads_n) * operand + saved;
+}
+
 }  // namespace
 
 std::string attention_activation_keys(const AttentionSpec& s) { return kind_of(s).activation_keys(s); }
@@ -159,7 +171,7 @@ void attention_forward(const AttentionCore& core, const AttentionWeights<T>& w, 
   const double tokens = double(call.B) * call.T_len;
   // The kind's own work; the convolution and the output gate have their own rows (the scopes inside).
   ProfileScope profile(ProfiledKernel::attention_forward, kind_of(s).forward_flops_per_token(s, call.T_len) * tokens,
-                       0);
+                       kind_bytes(s, call, false));
   if (s.short_conv > 0) {  // q, k, v = conv(q_pre, k_pre, v_pre), in place, before RoPE
     const int i = core.conv_param();
     const SmallShape carry = core.kind().carry_shape(s);
@@ -210,7 +222,7 @@ void attention_backward(const AttentionCore& core, const AttentionWeights<T>& w,
   const AttentionSpec& s = core.spec();
   const double tokens = double(call.B) * call.T_len;
   ProfileScope profile(ProfiledKernel::attention_backward, kind_of(s).backward_flops_per_token(s, call.T_len) * tokens,
-                       0);
+                       kind_bytes(s, call, true));
   if (s.output_gate) {  // d o (the kind's dout) and dz first; the kind then reads its own output o
     RFA_ASSERT(in.n != nullptr && g.dn != nullptr, "the output gate's backward reads n and writes dn");
     const int64_t N = int64_t(call.B) * call.T_len;
