@@ -294,38 +294,56 @@ void gemm_bf16_pack(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumula
   });
 }
 
-void gemm_bf16_packed(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* A,
-                      const void* const* packed, int parts, float* C, int64_t packed_m) {
+namespace {
+
+// Part p of one product: C's columns of that part (+)= A · its block of op(B).
+void run_part(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* A,
+              const void* const* packed, int p, int parts, float* C, int64_t packed_m) {
   // The parts' layouts were made when packing (or by gemm_bf16_packed_rows_prepare): here they are
   // only looked up (no primitive is created).
-  auto run = [&](int p) {
-    const PackedPart part = packed_part(trans_b, M, N, K, accumulate, p, parts, packed_m);
-    const uint16_t* B = static_cast<const uint16_t*>(packed[p]);
-    if (!part.layout.via_block) {
-      execute(matmul_for(part.layout), thread_slot(), A, B, C + part.n0);
-      return;
-    }
-    const float* block = execute(matmul_for(part.layout), thread_slot(), A, B, nullptr);  // (M, n)
-    for (int64_t i = 0; i < M; ++i) {
-      float* c = C + i * N + part.n0;
-      const float* b = block + i * part.n;
-      if (accumulate) {
+  const PackedPart part = packed_part(trans_b, M, N, K, accumulate, p, parts, packed_m);
+  const uint16_t* B = static_cast<const uint16_t*>(packed[p]);
+  if (!part.layout.via_block) {
+    execute(matmul_for(part.layout), thread_slot(), A, B, C + part.n0);
+    return;
+  }
+  const float* block = execute(matmul_for(part.layout), thread_slot(), A, B, nullptr);  // (M, n)
+  for (int64_t i = 0; i < M; ++i) {
+    float* c = C + i * N + part.n0;
+    const float* b = block + i * part.n;
+    if (accumulate) {
 #pragma omp simd
-        for (int64_t j = 0; j < part.n; ++j) c[j] += b[j];
-      } else {
-        std::copy_n(b, part.n, c);
-      }
+      for (int64_t j = 0; j < part.n; ++j) c[j] += b[j];
+    } else {
+      std::copy_n(b, part.n, c);
     }
+  }
+}
+
+}  // namespace
+
+void gemm_bf16_packed_group(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* A,
+                            std::span<const Bf16Product> products, int parts, int64_t packed_m) {
+  auto run = [&](const Bf16Product& g, int p) {
+    run_part(trans_b, M, N, K, accumulate, A, g.packed, p, parts, g.C, packed_m);
   };
   if (parts == 1 || in_parallel_region()) {
     single_threaded([&] {
-      for (int p = 0; p < parts; ++p) run(p);
+      for (const Bf16Product& g : products)
+        for (int p = 0; p < parts; ++p) run(g, p);
     });
   } else {
     parallel_region_serial_calls([&](int t, int threads) {
-      for (int p = t; p < parts; p += threads) run(p);
+      for (const Bf16Product& g : products)
+        for (int p = t; p < parts; p += threads) run(g, p);
     });
   }
+}
+
+void gemm_bf16_packed(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* A,
+                      const void* const* packed, int parts, float* C, int64_t packed_m) {
+  const Bf16Product one{packed, C};
+  gemm_bf16_packed_group(trans_b, M, N, K, accumulate, A, std::span<const Bf16Product>(&one, 1), parts, packed_m);
 }
 
 bool gemm_bf16_packed_rows_prepare(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate,

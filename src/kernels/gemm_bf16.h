@@ -17,6 +17,7 @@
 // running its own products (the batch split): primitives are shared, each thread has its
 // own scratchpad, stream and memory objects (kernels/gemm_bf16.cpp, thread_slot).
 #include <cstdint>
+#include <span>
 
 #include "kernels/gemm.h"
 
@@ -57,6 +58,17 @@ void gemm_bf16_pack(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumula
 // gemm_bf16_packed_rows_prepare said yes for them.
 void gemm_bf16_packed(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* A,
                       const void* const* packed, int parts, float* C, int64_t packed_m = 0);
+// One product of a group: B packed by gemm_bf16_pack (its `parts` blocks), and its C (M, N).
+struct Bf16Product {
+  const void* const* packed = nullptr;
+  float* C = nullptr;
+};
+// Every product of the group, C_i (M, N) (+)= A (M, K) · op(B_i), in one pass of the pool: each
+// thread runs its parts of every product in turn (thread t: parts t, t + threads, ...). The same
+// calls as gemm_bf16_packed on each, so the same bits; one fork and join instead of one a product
+// (a decode step's q, k and v read the same input).
+void gemm_bf16_packed_group(bool trans_b, int64_t M, int64_t N, int64_t K, bool accumulate, const uint16_t* A,
+                            std::span<const Bf16Product> products, int parts, int64_t packed_m = 0);
 // Readies products of M <= packed_m rows over B packed for packed_m (the decode step of a server
 // whose slots are not all busy: 1 row need not cost 64). Creates their primitives, and answers
 // whether they may be used: oneDNN has a fast kernel for that M over the packed layout, and its rows

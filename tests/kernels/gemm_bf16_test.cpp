@@ -125,6 +125,35 @@ TEST_CASE("gemm_bf16_packed: few rows against a packed B in column parts equal t
         }
 }
 
+TEST_CASE("gemm_bf16_packed_group: three products in one pass give each one's bits alone (the decode step's q, k, v)") {
+  if (rfa::test::skip_if(!rfa::bf16_native(), "no bf16 products here (no AVX512-BF16 on this CPU, or a build level below it)")) return;
+  for (int64_t M : {1, 5})
+    for (bool acc : {false, true})
+      for (int parts : {1, 2, 3}) {
+        const int64_t N = 96, K = 80;
+        const auto A = to_bf16(random_vector<float>(size_t(M * K), 16));
+        std::vector<rfa::Arena<uint8_t>> blocks;
+        std::vector<std::vector<const void*>> packed(3);
+        std::vector<std::vector<float>> alone(3), together(3);
+        for (int g = 0; g < 3; ++g) {
+          const auto B = to_bf16(random_vector<float>(size_t(K * N), 17 + uint64_t(g)));  // (N, K)
+          for (int p = 0; p < parts; ++p) {
+            blocks.emplace_back(rfa::gemm_bf16_packed_bytes(true, M, N, K, acc, p, parts));
+            rfa::gemm_bf16_pack(true, M, N, K, acc, B.data(), K, p, parts, blocks.back().data());
+            packed[size_t(g)].push_back(blocks.back().data());
+          }
+          alone[size_t(g)] = together[size_t(g)] = random_vector<float>(size_t(M * N), 20 + uint64_t(g));
+          rfa::gemm_bf16_packed(true, M, N, K, acc, A.data(), packed[size_t(g)].data(), parts, alone[size_t(g)].data());
+        }
+        const rfa::Bf16Product group[] = {{packed[0].data(), together[0].data()},
+                                          {packed[1].data(), together[1].data()},
+                                          {packed[2].data(), together[2].data()}};
+        rfa::gemm_bf16_packed_group(true, M, N, K, acc, A.data(), group, parts);
+        INFO("M ", M, " accumulate ", acc, " parts ", parts);
+        for (int g = 0; g < 3; ++g) CHECK(together[size_t(g)] == alone[size_t(g)]);
+      }
+}
+
 TEST_CASE("gemm_bf16_packed: fewer rows over a packing for 64, once prepared, give those rows' bits among 64") {
   if (rfa::test::skip_if(!rfa::bf16_native(), "no bf16 products here (no AVX512-BF16 on this CPU, or a build level below it)")) return;
   // The decode step's shapes at width 384 (q/k/v/o, the SwiGLU's 2 Hf x C and Hf x C, an LM head),

@@ -163,7 +163,7 @@ GenerationRequest request(const std::string& prompt, int64_t max_tokens, double 
 // of a tick, after publishing the tick's counters.
 // Until nothing runs or waits: a request's last event goes out before the scheduler counts it
 // out of --parallel + --queue (at the end of its tick), so a reader can see its reply end first.
-void wait_until_idle(const Engine& engine) {
+[[maybe_unused]] void wait_until_idle(const Engine& engine) {
   auto busy = [&] {
     const EngineStats s = engine.stats();
     return s.active > 0 || s.queued > 0;
@@ -172,7 +172,7 @@ void wait_until_idle(const Engine& engine) {
 }
 
 // Until the scheduler starts another tick: the one running now has ended and published its counters.
-void wait_next_tick(const Engine& engine) {
+[[maybe_unused]] void wait_next_tick(const Engine& engine) {
   const int64_t now = engine.stats().ticks;
   for (int i = 0; i < 100 && engine.stats().ticks == now; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
