@@ -158,11 +158,8 @@ GenerationRequest request(const std::string& prompt, int64_t max_tokens, double 
   return g;
 }
 
-// A reply that never ends by itself (no EOS, no max_tokens to speak of): the test cancels it.
-// Waits (up to a second) for the engine to drop its finished requests, which it does at the end
-// of a tick, after publishing the tick's counters.
-// Until nothing runs or waits: a request's last event goes out before the scheduler counts it
-// out of --parallel + --queue (at the end of its tick), so a reader can see its reply end first.
+// Until nothing runs or waits (up to a second): every request submitted so far has ended and been
+// counted out of --parallel + --queue (a cancelled one ends at the scheduler's next tick).
 [[maybe_unused]] void wait_until_idle(const Engine& engine) {
   auto busy = [&] {
     const EngineStats s = engine.stats();
@@ -177,6 +174,7 @@ GenerationRequest request(const std::string& prompt, int64_t max_tokens, double 
   for (int i = 0; i < 100 && engine.stats().ticks == now; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
+// A reply that never ends by itself (no EOS, no max_tokens to speak of): the test cancels it.
 GenerationRequest endless_request() {
   GenerationRequest g = request("a", 1000000);
   g.params.stop_at_eos = false;
