@@ -34,8 +34,14 @@ constexpr int max_vectors(int rows) { return rows <= 2 ? thin_vectors(rows) : kV
 // 1.26-1.32 ms a step (native), 2.94-3.23 -> 2.02-2.05 (x86-64-v3); 64 rows unchanged (native),
 // 12.0-12.1 -> 10.8-11.2 (x86-64-v3). One row's tiles read whole rows in order and are left to
 // the hardware: asked for too, they were 3-12% slower. In bytes: the same distance in time for
-// both panel widths.
+// both panel widths. And at least kPrefetchOwnBytes of the tile's own columns ahead, so that enough
+// lines are in flight: an AVX2 main tile's 2 registers are one cache line of each 256-byte panel row,
+// and 32 rows ahead kept only 32 lines in flight where the AVX-512 tile keeps 64 (`rfa bench decode`,
+// 6x384, x86-64-v3, ten alternating rounds in both orders, medians: 4 rows 1.36 / 1.47 -> 1.20 / 1.27
+// ms a step, 8 rows 2.19 / 2.10 -> 1.88 / 1.91; 16 and 64 rows within the noise). A two-row tile's 128
+// bytes a row already had 64 lines in flight, and AVX-512's tiles keep their distance.
 constexpr int64_t kPrefetchBytes = 8192;
+constexpr int64_t kPrefetchOwnBytes = 4096;
 constexpr int kLineFloats = 16;  // a 64-byte cache line
 
 // out[r, v kW + l] for r < R, v < NV, of which the first `cols` columns are stored: w is the panel
@@ -50,7 +56,8 @@ __attribute__((noinline)) void tile(const float* x, int64_t K, const float* w, i
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) acc[r][v] = V{};
-  const int64_t ahead = kPrefetchBytes / (int64_t(sizeof(float)) * P);  // rows of the panel
+  const int64_t ahead = std::max(kPrefetchBytes / (int64_t(sizeof(float)) * P),  // rows of the panel
+                                 kPrefetchOwnBytes / (int64_t(sizeof(float)) * NV * kW));
   for (int64_t k = 0; k < K; ++k) {
     const float* wk = w + k * P;
     if (R > 1 && k + ahead < K)
