@@ -1,6 +1,6 @@
 // Decoder (decoder.h), its rows: reset, logits, positions, and a row's state saved and
 // restored, whole (row_save) or the part in use (row_state_save, what rfa serve caches), and
-// what the states hold. The decoder's construction and its prefill and step: decoder.cpp.
+// what the states hold. The decoder's construction and prefill: decoder.cpp; its step: decoder_step.cpp.
 #include "decode/decoder.h"
 
 #include <cstring>

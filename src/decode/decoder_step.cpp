@@ -1,0 +1,245 @@
+// Decoder (decoder.h), its batched one-token step: step() and step_rows() check and account for
+// the rows, step_layers() runs them through the model (fp32 products packed by step_weights.h, or
+// bf16 ones packed here). Construction and prefill: decoder.cpp; the rows' state: decoder_rows.cpp.
+#include "decode/decoder.h"
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "decode/decode_kernels.h"
+#include "kernels/bf16.h"
+#include "kernels/gemm_bf16.h"
+#include "kernels/step_gemm.h"
+#include "layers/rmsnorm.h"
+
+namespace rfa {
+
+// Packs each weight matrix's bf16 copy for the step's B-row products: the plain
+// copy would be reformatted on every product (gemm_bf16.h).
+template <typename T>
+void Decoder<T>::pack_step_weights_bf16() {
+  if constexpr (std::is_same_v<T, float>) {
+    const ModelSpec& s = spec_;
+    const int64_t C = s.C, Hf = s.Hf, V = s.V;
+    struct Job {
+      PackedBf16* slot;
+      const uint16_t* weight;
+      bool trans;  // weight stored (N, K): the product reads its transpose
+      int64_t N, K;
+      bool accumulate;
+      int parts = 1;
+      size_t first = 0;  // its first part's index in step_parts_ and offsets
+    };
+    std::vector<Job> jobs;
+    step_bf16_.resize(static_cast<size_t>(s.L));
+    for (size_t l = 0; l < step_bf16_.size(); ++l) {
+      const BlockWeightsBf16& w = model_.wh.layers[l];
+      StepWeightsBf16& p = step_bf16_[l];
+      jobs.push_back({&p.wq, w.wq, true, C, C, false});
+      jobs.push_back({&p.wk, w.wk, true, C, C, false});
+      jobs.push_back({&p.wv, w.wv, true, C, C, false});
+      jobs.push_back({&p.wo, w.wo, true, C, C, true});
+      jobs.push_back({&p.w13, w.w13, true, 2 * Hf, C, false});
+      jobs.push_back({&p.w2, w.w2, false, C, Hf, true});  // W2 (Hf, C) input-major
+    }
+    jobs.push_back({&step_lm_head_bf16_, model_.wh.lm_head, true, V, C, false});
+    // A part per physical core for a product that takes tens of µs on one thread, each part at least
+    // 64 columns wide: 4M multiply-adds (64 rows of 384 x 128, 32 of 384 x 384), or one row streaming
+    // 1.5 MB of weights (2048 x 384). Measured on two Zen 5 cores, one thread against two parts: 64 x
+    // 704 x 128 29 -> 22 µs, 32 x 384 x 384 26 -> 21, 1 x 2048 x 384 24 -> 17; smaller ones lose to
+    // the fork and the second call (8 x 384 x 384 8.5 -> 11.7, 1 x 768 x 384 8.0 -> 8.5). By the
+    // cores, not the pool's threads: oneDNN's sums depend on a part's width in their last bits, and
+    // the parts are the same whatever `--threads` says (each thread runs its share of them), so a step
+    // gives the same bits on one thread as on several.
+    constexpr int64_t kSplitMacs = int64_t(1) << 22, kSplitWeightBytes = int64_t(3) << 19;
+    const int cores = std::max(1, physical_core_count());
+    std::vector<int64_t> offsets;
+    int64_t bytes = 0;
+    for (Job& j : jobs) {
+      const bool split = int64_t(B_) * j.N * j.K >= kSplitMacs || j.N * j.K * 2 >= kSplitWeightBytes;
+      j.parts = split ? static_cast<int>(std::clamp<int64_t>(j.N / 64, 1, cores)) : 1;
+      j.first = offsets.size();
+      for (int p = 0; p < j.parts; ++p) {
+        offsets.push_back(bytes);
+        bytes += arena_round<uint8_t>(gemm_bf16_packed_bytes(j.trans, B_, j.N, j.K, j.accumulate, p, j.parts));
+      }
+    }
+    step_packed_ = Arena<uint8_t>(bytes);
+    step_parts_.resize(offsets.size());
+    for (size_t i = 0; i < offsets.size(); ++i) step_parts_[i] = step_packed_.data() + offsets[i];
+    for (Job& j : jobs) {
+      *j.slot = PackedBf16{step_parts_.data() + j.first, j.parts};
+      for (int p = 0; p < j.parts; ++p)
+        gemm_bf16_pack(j.trans, B_, j.N, j.K, j.accumulate, j.weight, j.trans ? j.K : j.N, p, j.parts,
+                       step_packed_.data() + offsets[j.first + size_t(p)]);
+    }
+    // A step of fewer rows (a server's slots not all busy) runs its products for the next power of two
+    // at or above its count, over the same packing, where oneDNN gives those rows the bits they get among
+    // B (gemm_bf16_packed_rows_prepare, each shape checked on its first matrix): one row does not cost B.
+    step_rows_bf16_.clear();
+    for (int m = 1; m < B_; m *= 2) {
+      bool usable = true;
+      for (size_t i = 0; usable && i < jobs.size(); ++i) {
+        const Job& j = jobs[i];
+        const bool seen = std::any_of(jobs.begin(), jobs.begin() + static_cast<std::ptrdiff_t>(i), [&](const Job& k) {
+          return k.trans == j.trans && k.N == j.N && k.K == j.K && k.accumulate == j.accumulate && k.parts == j.parts;
+        });
+        if (!seen)
+          usable = gemm_bf16_packed_rows_prepare(j.trans, m, j.N, j.K, j.accumulate, j.slot->part, j.parts, B_);
+      }
+      if (usable) step_rows_bf16_.push_back(m);
+    }
+    step_rows_bf16_.push_back(B_);
+  }
+}
+
+template <typename T>
+const T* Decoder<T>::step(const int32_t* tokens) {
+  check_tokens(tokens, B_);
+  for (int b = 0; b < B_; ++b) check_room(b, 1);
+  step_layers(tokens, B_, nullptr, pos_.data(), last_);
+  for (int b = 0; b < B_; ++b) {
+    pos_[static_cast<size_t>(b)] += 1;
+    has_logits_[static_cast<size_t>(b)] = 1;
+  }
+  any_logits_ = true;
+  return last_;
+}
+
+template <typename T>
+const T* Decoder<T>::step_rows(const int* rows, int n, const int32_t* tokens) {
+  if (n < 1 || n > B_) fail("decoder: a step of {} rows; allowed 1..{} (the batch)", n, B_);
+  check_tokens(tokens, n);
+  std::fill(step_rows_.begin(), step_rows_.end(), 0);  // marks: each row at most once
+  for (int i = 0; i < n; ++i) {
+    const int b = rows[i];
+    if (b < 0 || b >= B_) fail("decoder: row {} outside the batch of {}", b, B_);
+    if (step_rows_[static_cast<size_t>(b)]++) fail("decoder: row {} listed twice in one step", b);
+    check_room(b, 1);
+    step_pos_[static_cast<size_t>(i)] = position(b);
+  }
+  step_layers(tokens, n, rows, step_pos_.data(), logits_);
+  for (int i = 0; i < n; ++i) {
+    const int b = rows[i];
+    std::memcpy(last_ + int64_t(b) * spec_.V, logits_ + int64_t(i) * spec_.V, sizeof(T) * spec_.V);
+    pos_[static_cast<size_t>(b)] += 1;
+    has_logits_[static_cast<size_t>(b)] = 1;
+  }
+  any_logits_ = true;
+  return logits_;
+}
+
+// The mirror of block_forward (model/block.cpp) for one token per row, with the
+// decode row kernels (serial at small sizes: no thread fork, no BLAS call per
+// matrix-vector product) and the attention's one-token step. Same math; the
+// decoder tests pin steps to the prefill. n rows (state rows `rows`, null = 0..n-1)
+// at positions pos; logits (n, V). A bf16 step multiplies the first of step_rows_bf16_ at or
+// above n (its products are packed for B): rows past n are padding, computed and dropped.
+template <typename T>
+void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, const int64_t* pos, T* logits) {
+  RFA_ASSERT(steps_, "decoder: a step on a decoder built with steps = false");
+  const ModelSpec& s = spec_;
+  const bool bf16 = !step_bf16_.empty();
+  const int M = bf16 ? *std::lower_bound(step_rows_bf16_.begin(), step_rows_bf16_.end(), n) : n, C = s.C, Hf = s.Hf;
+  BlockActs<T>& a = acts_;
+  T* x = a.resid_in;  // (M, C) the whole residual stream here
+  T* nrm = a.attn_norm;
+  // Rows [r0, r1) of out (M, OC) (+)= in (M, IC) · op(W): W (OC, IC) read transposed, or W2 (IC, OC)
+  // as stored. bf16: `in` converted, against the packed copy of W (only ever all rows, r0 = 0).
+  // W: the packed copy (step_weights_), or null for bf16's packed_bf16 (trans: W stored (OC, IC)).
+  auto product = [&](int r0, int r1, GemmThreads threads, T* out, const T* in, const T* W,
+                     const PackedBf16& packed_bf16, bool trans, int IC, int OC, bool accumulate) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (packed_bf16.part) {
+        uint16_t* in_bf16 = IC == C ? acts_bf16_.attn_norm : acts_bf16_.ffn_act;  // (M, IC) scratch
+        bf16_from_float_serial(in_bf16, in, int64_t(M) * IC);
+        gemm_bf16_packed(trans, M, OC, IC, accumulate, in_bf16, packed_bf16.part, packed_bf16.parts, out, B_);
+        return;
+      }
+    }
+    // Batch-invariant (kernels/step_gemm.h): a row's logits do not depend on the rows beside it, nor
+    // on which thread runs it. It forks to the pool when a product is large enough (GemmThreads::pool).
+    step_gemm<T>(r1 - r0, OC, IC, in + int64_t(r0) * IC, W, out + int64_t(r0) * OC, accumulate, threads);
+  };
+  // From step_row_split_ rows (fp32, weights that stay in cache) each thread takes a share of the rows
+  // through every row-wise part between two attention steps (norms, products, SwiGLU) in one parallel
+  // region: a step forks 2 L + 1 times instead of once per product and kernel (about 7 L), and each
+  // fork ends at a barrier that waits for the slowest thread (in `rfa serve` the HTTP threads share the
+  // cores). The attention steps split (row, head) tasks over the pool as before. The same bits either
+  // way (the products are batch-invariant, the rest is per row).
+  const bool split = step_row_split_ > 0 && M >= step_row_split_ && thread_count() > 1 && !in_parallel_region();
+  auto rowwise = [&](auto&& body) {  // body(r0, r1, threads)
+    if (!split) return body(0, M, GemmThreads::pool);
+    parallel_region_serial_calls([&](int t, int threads) {
+      body(static_cast<int>(partition_begin(M, t, threads)), static_cast<int>(partition_begin(M, t + 1, threads)),
+           GemmThreads::one);
+    });
+  };
+  auto stepped = [&](int l) -> StepWeightsBf16 {
+    return bf16 ? step_bf16_[static_cast<size_t>(l)] : StepWeightsBf16{};
+  };
+  // rmsnorm and q, k, v of layer l for rows [r0, r1).
+  auto attention_inputs = [&](int l, int r0, int r1, GemmThreads threads) {
+    const BlockWeights<T>& w = model_.w.layers[static_cast<size_t>(l)];
+    const StepLayerWeights<T>& f = step_weights_.layer(l);
+    const StepWeightsBf16 p = stepped(l);
+    rmsnorm_rows(nrm + int64_t(r0) * C, x + int64_t(r0) * C, w.attn_norm, r1 - r0, C, s.model.norm_eps);
+    if (p.wq.part) {  // bf16 (all rows): the input converted once, q, k and v in one pass of the pool
+      if constexpr (std::is_same_v<T, float>) {
+        RFA_ASSERT(p.wk.parts == p.wq.parts && p.wv.parts == p.wq.parts, "q, k and v packed in different parts");
+        bf16_from_float_serial(acts_bf16_.attn_norm, nrm, int64_t(M) * C);
+        const Bf16Product qkv[] = {{p.wq.part, a.q}, {p.wk.part, a.k}, {p.wv.part, a.v}};
+        gemm_bf16_packed_group(true, M, C, C, false, acts_bf16_.attn_norm, qkv, p.wq.parts, B_);
+      }
+    } else {  // q, k and v in one pass of the pool (one row's three fork together)
+      const int64_t at = int64_t(r0) * C;
+      const StepProduct<T> qkv[] = {{f.wq, a.q + at}, {f.wk, a.k + at}, {f.wv, a.v + at}};
+      step_gemm_group<T>(r1 - r0, C, C, nrm + at, qkv, false, threads);
+    }
+  };
+  // Layer l's output projection and feed-forward for rows [r0, r1).
+  auto attention_output_and_ffn = [&](int l, int r0, int r1, GemmThreads threads) {
+    const BlockWeights<T>& w = model_.w.layers[static_cast<size_t>(l)];
+    const StepLayerWeights<T>& f = step_weights_.layer(l);
+    const StepWeightsBf16 p = stepped(l);
+    product(r0, r1, threads, x, a.attn_out, f.wo, p.wo, true, C, C, true);  // x += att · Woᵀ
+    rmsnorm_rows(nrm + int64_t(r0) * C, x + int64_t(r0) * C, w.ffn_norm, r1 - r0, C, s.model.norm_eps);
+    product(r0, r1, threads, a.ffn_gate_up, nrm, f.w13, p.w13, true, C, 2 * Hf, false);
+    swiglu_rows(a.ffn_act + int64_t(r0) * Hf, a.ffn_gate_up + int64_t(r0) * 2 * Hf, r1 - r0, Hf);
+    product(r0, r1, threads, x, a.ffn_act, f.w2, p.w2, false, Hf, C, true);  // x += act · W2 (W2 stored (Hf, C))
+  };
+  rowwise([&](int r0, int r1, GemmThreads threads) {
+    for (int i = r0; i < r1; ++i)  // padding rows (bf16) read token 0
+      std::memcpy(x + int64_t(i) * C, model_.w.tok_embedding + int64_t(i < n ? tokens[i] : 0) * C, sizeof(T) * C);
+    attention_inputs(0, r0, r1, threads);
+  });
+  const AttentionRows attn_rows{n, rows, pos};
+  for (int l = 0; l < s.L; ++l) {
+    attention_step(cores_[static_cast<size_t>(l)], model_.w.layers[static_cast<size_t>(l)].attn,
+                   states_[static_cast<size_t>(l)], a.attn_out,
+                   AttentionInputs<T>{a.q, a.k, a.v, nrm, step_weights_.layer(l).gate}, attn_rows);
+    rowwise([&](int r0, int r1, GemmThreads threads) {
+      attention_output_and_ffn(l, r0, r1, threads);
+      if (l + 1 < s.L) {
+        attention_inputs(l + 1, r0, r1, threads);
+      } else {
+        rmsnorm_rows(nrm + int64_t(r0) * C, x + int64_t(r0) * C, model_.w.final_norm, r1 - r0, C, s.model.norm_eps);
+        product(r0, r1, threads, logits, nrm, step_weights_.lm_head(), step_lm_head_bf16_, true, C, s.V, false);
+      }
+    });
+  }
+}
+
+#define RFA_INSTANTIATE(T)                                                                              \
+  template void Decoder<T>::pack_step_weights_bf16();                                                 \
+  template const T* Decoder<T>::step(const int32_t*);                                                 \
+  template const T* Decoder<T>::step_rows(const int*, int, const int32_t*);                           \
+  template void Decoder<T>::step_layers(const int32_t*, int, const int*, const int64_t*, T*);
+RFA_INSTANTIATE(float)
+RFA_INSTANTIATE(double)
+#undef RFA_INSTANTIATE
+
+}  // namespace rfa
