@@ -188,8 +188,7 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
     const StepWeightsBf16 p = stepped(l);
     rmsnorm_rows(nrm + int64_t(r0) * C, x + int64_t(r0) * C, w.attn_norm, r1 - r0, C, s.model.norm_eps);
     if (p.wq.part) {  // bf16 (all rows): the input converted once, q, k and v in one pass of the pool
-      if constexpr (std::is_same_v<T, float>) {
-        RFA_ASSERT(p.wk.parts == p.wq.parts && p.wv.parts == p.wq.parts, "q, k and v packed in different parts");
+      if constexpr (std::is_same_v<T, float>) {  // (one shape, so one parts count: pack_step_weights_bf16)
         bf16_from_float_serial(acts_bf16_.attn_norm, nrm, int64_t(M) * C);
         const Bf16Product qkv[] = {{p.wq.part, a.q}, {p.wk.part, a.k}, {p.wv.part, a.v}};
         gemm_bf16_packed_group(true, M, C, C, false, acts_bf16_.attn_norm, qkv, p.wq.parts, B_);

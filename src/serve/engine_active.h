@@ -31,7 +31,7 @@ struct Engine::Active {
   GenerationRequest request;
   std::vector<ActiveChoice> choices;
   int64_t cursor = 0;        // prompt tokens in choice 0's state
-  bool admitted = false;      // moved from waiting to running: counted in EngineStats::active
+  bool admitted = false;     // moved from waiting to running: counted in EngineStats::active
   bool prefilling = true;
   bool restored_whole = false;  // the whole prompt came from the cache
   // The state after the prompt is to be cached, once the first token has gone out (decode_tick).
