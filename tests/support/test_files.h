@@ -3,24 +3,18 @@
 // of the rfa::Error a call throws.
 #include <doctest/doctest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 
-#include <unistd.h>
-
 #include "core/error.h"
+#include "support/temp_dir.h"
 
 namespace rfa::test {
 
-// Writes `text` to `name` in a directory private to this process (tests run in
-// parallel, also from other worktrees) and returns its path.
+// Writes `text` to `name` in a directory private to this process (tests run in parallel, also
+// from other worktrees), removed with its files when the process exits, and returns its path.
 inline std::string temp_file(const std::string& name, const std::string& text) {
-  auto dir = std::filesystem::temp_directory_path() / ("rfa_tests_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  auto path = (dir / name).string();
-  std::ofstream(path) << text;
-  return path;
+  static const TempDir dir;
+  return dir.write(name, text);
 }
 
 // Whether `message` contains `part`; on a failed CHECK both are shown.
