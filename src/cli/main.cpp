@@ -11,6 +11,7 @@
 
 #include "cli/cli_checks.h"
 #include "cli/commands.h"
+#include "core/cpu_cores.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/parallel.h"
@@ -71,11 +72,30 @@ void log_file_check(const std::string& path) {
          path, dir.string());
 }
 
-// Under mpirun the ranks on one machine share its cores: without --threads each takes
-// its share (at least 1) instead of all of them.
+// Without --threads: the cores this process may use (core/cpu_cores.h: its affinity mask and CPU
+// quota). Under mpirun the ranks on one machine share them: each takes its share of the machine's
+// (at least 1), or fewer where the launcher bound it to fewer cores or a quota allows fewer.
 int threads_default(int threads) {
-  if (threads > 0 || rfa::dist_local_size() == 1) return threads;
-  return std::max(1, rfa::physical_core_count() / rfa::dist_local_size());
+  if (threads > 0) return threads;
+  const rfa::CpuCores& cores = rfa::cpu_cores();
+  const int local = rfa::dist_local_size();
+  if (local == 1) return cores.usable;
+  return std::max(1, std::min(cores.usable, (cores.bound() ? cores.machine : cores.usable) / local));
+}
+
+// More threads than CPUs to run them: OpenMP's barriers wait for threads the kernel has not
+// scheduled (docs/cpu-targets.md, "Threads and the CPUs a process may use"). Said once, with the
+// number that fits.
+void threads_check(int threads) {
+  const rfa::CpuCores& cores = rfa::cpu_cores();
+  const int n = rfa::thread_count();
+  if (!cores.oversubscribed(n)) return;
+  const int fit = cores.runnable();
+  rfa::log_warn("rfa", "{} {} threads, but this process may run on {} CPU{} ({}): threads beyond that wait on each "
+                "other and slow it down; use --threads {}{}",
+                threads > 0 ? "--threads asks for" : "running", n, fit, fit == 1 ? "" : "s",
+                cores.quota_binds() ? "its cgroup's CPU quota" : "its CPU affinity: taskset, a container or a job scheduler",
+                fit, threads > 0 ? " (or leave --threads out)" : "");
 }
 
 // Output that could not be written (`> file` on a full disk) is an error: the text streamed
@@ -129,7 +149,8 @@ int main(int argc, char** argv) {
   int threads = 0;
   std::string log_level = "info";
   std::string log_file;
-  app.add_option("--threads", threads, "Worker threads (default: physical cores)")->check(cli_integer_in(0, 1024));
+  app.add_option("--threads", threads, "Worker threads (default: the physical cores this process may use)")
+      ->check(cli_integer_in(0, 1024));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")->capture_default_str();
   app.add_option("--log-file", log_file, "Also append log lines to this file");
 
@@ -157,6 +178,7 @@ int main(int argc, char** argv) {
     log_setup(dist_is_root() ? log_level_parse(log_level) : LogLevel::error, dist_is_root() ? log_file : "");
     cpu_target_apply();  // before any kernel: refuses a CPU without the build's instructions
     thread_count_set(threads_default(threads));
+    threads_check(threads);
     single_process_check(chosen_command(app));
     if (action) action();
     stdout_finish();

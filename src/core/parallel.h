@@ -82,7 +82,7 @@ inline void parallel_barrier() {
 inline int thread_count() { return omp_get_max_threads(); }
 // True inside a parallel region (of any team size).
 inline bool in_parallel_region() { return omp_in_parallel(); }
-void thread_count_set(int n);  // n <= 0: physical cores
+void thread_count_set(int n);  // n <= 0: the cores this process may use (core/cpu_cores.h)
 
 // Ends the calling thread's pool of OpenMP workers (they exit; a later parallel region on this
 // thread starts new ones). For a thread that hands all parallel work to another thread, as
@@ -91,6 +91,6 @@ void thread_count_set(int n);  // n <= 0: physical cores
 // sleeps in the kernel, so the scheduler's regions paid a futex sleep and wake each (50 a
 // decode step, a fifth of the server's time on a 2-core VM). Not inside a parallel region.
 void parallel_pool_release();
-int physical_core_count();
+int physical_core_count();  // the machine's (a layout choice must not follow taskset)
 
 }  // namespace rfa
