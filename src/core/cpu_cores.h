@@ -23,15 +23,11 @@ struct CpuCores {
   bool oversubscribed(int threads) const { return threads > runnable(); }
 };
 
-// This process's, read once (/proc/cpuinfo, sched_getaffinity, the cgroup v2 cpu.max files).
+// This process's, read once (/proc/cpuinfo, sched_getaffinity, core/cgroup.h's CPU quota).
 const CpuCores& cpu_cores();
 
 // The parts, for tests. `cpuinfo`: /proc/cpuinfo's text; `affinity`: the CPU numbers the process
 // may run on (empty: all of cpuinfo's); `quota`: CpuCores::quota.
 CpuCores cpu_cores_from(const std::string& cpuinfo, const std::vector<int>& affinity, int quota);
-// The tightest cpu.max on the path from the cgroup v2 root to the process's group, rounded up to
-// whole CPUs (0: none). `proc_self_cgroup`: /proc/self/cgroup's text; `root`: where cgroup2 is
-// mounted (/sys/fs/cgroup). Version 1 hierarchies are not read.
-int cgroup_cpu_quota(const std::string& proc_self_cgroup, const std::string& root);
 
 }  // namespace rfa

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/cgroup.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -21,7 +22,9 @@ void MemoryEstimate::add(std::string name, double bytes, std::string keys) {
   if (bytes > 0) parts.push_back({std::move(name), bytes, std::move(keys)});
 }
 
-int64_t memory_available_bytes() {
+namespace {
+
+int64_t meminfo_available_bytes() {
   std::FILE* f = std::fopen("/proc/meminfo", "r");
   if (!f) return -1;
   char line[256];
@@ -32,6 +35,20 @@ int64_t memory_available_bytes() {
   return kib < 0 ? -1 : int64_t(kib) * 1024;
 }
 
+}  // namespace
+
+MemoryAvailable memory_available() {
+  MemoryAvailable a{static_cast<double>(meminfo_available_bytes()), "MemAvailable in /proc/meminfo"};
+  const CgroupMemory group = cgroup_memory(file_text("/proc/self/cgroup"), "/sys/fs/cgroup");
+  if (group.available >= 0 && (a.bytes < 0 || double(group.available) < a.bytes))
+    a = {double(group.available),
+         fmt::format("the memory cgroup's limit, {} with {} in use, of a container or a batch job",
+                     bytes_text(double(group.limit)), bytes_text(double(group.usage)))};
+  return a;
+}
+
+int64_t memory_available_bytes() { return static_cast<int64_t>(memory_available().bytes); }
+
 std::string bytes_text(double bytes) {
   if (bytes < 1024) return fmt::format("{:.0f} B", bytes);
   if (bytes < 0x1p20) return fmt::format("{:.1f} KiB", bytes / 0x1p10);
@@ -41,22 +58,23 @@ std::string bytes_text(double bytes) {
   return fmt::format("{:.2f} PiB", bytes / 0x1p50);
 }
 
-void memory_check(const MemoryEstimate& estimate, const std::string& what, double available) {
+void memory_check(const MemoryEstimate& estimate, const std::string& what, double available,
+                  const std::string& source) {
   if (available < 0 || estimate.total() <= available) return;
   std::vector<MemoryPart> parts = estimate.parts;
   std::stable_sort(parts.begin(), parts.end(), [](const MemoryPart& a, const MemoryPart& b) { return a.bytes > b.bytes; });
   std::string list;
   for (const MemoryPart& p : parts) list += fmt::format("{}{} {}", list.empty() ? "" : ", ", p.name, bytes_text(p.bytes));
-  fail("not enough memory: {} needs about {} ({}), but {} is available (MemAvailable in /proc/meminfo); the "
-       "largest part is {}: shrink {}",
-       what, bytes_text(estimate.total()), list, bytes_text(available), parts.front().name, parts.front().keys);
+  fail("not enough memory: {} needs about {} ({}), but {} is available ({}); the largest part is {}: shrink {}",
+       what, bytes_text(estimate.total()), list, bytes_text(available), source, parts.front().name,
+       parts.front().keys);
 }
 
 void memory_require(const MemoryEstimate& estimate, const std::string& what) {
-  const double available = static_cast<double>(memory_available_bytes());
-  log_debug("memory", "{}: about {} of {} available", what, bytes_text(estimate.total()),
-            available < 0 ? "unknown" : bytes_text(available));
-  memory_check(estimate, what, available);
+  const MemoryAvailable available = memory_available();
+  log_debug("memory", "{}: about {} of {} available ({})", what, bytes_text(estimate.total()),
+            available.bytes < 0 ? "unknown" : bytes_text(available.bytes), available.source);
+  memory_check(estimate, what, available.bytes, available.source);
 }
 
 }  // namespace rfa

@@ -1,13 +1,11 @@
-// cpu_cores_from and cgroup_cpu_quota: the cores a process may use, from /proc/cpuinfo's text, an
-// affinity mask and a CPU quota; the quota from cgroup v2 and v1 files laid out in a directory.
+// cpu_cores_from: the cores a process may use, from /proc/cpuinfo's text, an affinity mask and a
+// CPU quota (core/cgroup.h).
 #include <doctest/doctest.h>
 
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "core/cpu_cores.h"
-#include "support/temp_dir.h"
 
 using namespace rfa;
 
@@ -81,33 +79,6 @@ TEST_CASE("cpu_cores_from: arm64's cpuinfo names no cores (each CPU its own); no
   CHECK(none.cpus == 3);
   CHECK(none.usable == 3);
   CHECK(cpu_cores_from("", {}, 0).usable >= 1);
-}
-
-TEST_CASE("cgroup_cpu_quota: the tightest cpu.max (v2) or cfs quota (v1) from the root to the process's group") {
-  const test::TempDir root;
-  namespace fs = std::filesystem;
-  fs::create_directories(root.path() + "/a/b");
-  root.write("cpu.max", "max 100000\n");
-  root.write("a/cpu.max", "300000 100000\n");
-  root.write("a/b/cpu.max", "150000 100000\n");  // 1.5 CPUs: 2 threads
-  CHECK(cgroup_cpu_quota("0::/a/b\n", root.path()) == 2);
-  CHECK(cgroup_cpu_quota("0::/a\n", root.path()) == 3);
-  CHECK(cgroup_cpu_quota("0::/\n", root.path()) == 0);          // "max": no quota
-  CHECK(cgroup_cpu_quota("0::/elsewhere\n", root.path()) == 0);  // no files: no quota
-  CHECK(cgroup_cpu_quota("", root.path()) == 0);
-  root.write("a/b/cpu.max", "20000 100000\n");  // a fifth of a CPU: still 1 thread
-  CHECK(cgroup_cpu_quota("0::/a/b\n", root.path()) == 1);
-
-  // v1 (a hybrid hierarchy: the cpu controller mounted beside the others).
-  fs::create_directories(root.path() + "/cpu,cpuacct/docker/x");
-  root.write("cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
-  root.write("cpu,cpuacct/cpu.cfs_period_us", "100000\n");
-  root.write("cpu,cpuacct/docker/x/cpu.cfs_quota_us", "400000\n");
-  root.write("cpu,cpuacct/docker/x/cpu.cfs_period_us", "100000\n");
-  const std::string v1 = "12:memory:/docker/x\n4:cpu,cpuacct:/docker/x\n0::/\n";
-  CHECK(cgroup_cpu_quota(v1, root.path()) == 4);
-  root.write("cpu,cpuacct/docker/x/cpu.cfs_quota_us", "-1\n");
-  CHECK(cgroup_cpu_quota(v1, root.path()) == 0);
 }
 
 TEST_CASE("cpu_cores: this process's counts are consistent") {

@@ -113,6 +113,8 @@ TEST_CASE("memory estimate: the largest part decides the advice; unknown memory 
   CHECK(has(message, "the largest part is activations: shrink train.batch_size (64), model.context_length (1024)"));
   CHECK_NOTHROW(memory_check(e, "training this model", e.total()));
   CHECK_NOTHROW(memory_check(e, "training this model", -1));
+  message = test::error_of([&] { memory_check(e, "training this model", 1e6, "the memory cgroup's limit, 2.0 MiB"); });
+  CHECK(has(message, "but 976.6 KiB is available (the memory cgroup's limit, 2.0 MiB); the largest part is activations"));
 }
 
 TEST_CASE("memory estimate: the machine's available memory is read") {
