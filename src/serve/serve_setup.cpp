@@ -5,6 +5,7 @@
 #include "attention/attention_core.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/memory_check.h"
 #include "decode/decoder_state_io.h"
 #include "serve/state_pool.h"
 
@@ -47,6 +48,11 @@ std::unique_ptr<ServeSetup> serve_setup(const ServeSetupOptions& o) {
   b.precision = o.precision;
   s->backend = sequence_backend_create(model, b);
   if (o.cache_mib > 0) {
+    // The cache fills as conversations come, up to its bound: checked now, after the decoder's
+    // memory is taken, so that the bound fits (a container's limit, too) before it is ever reached.
+    MemoryEstimate cache;
+    cache.add("the state cache at its bound", double(o.cache_mib) * 0x1p20, fmt::format("--cache-mib ({})", o.cache_mib));
+    memory_require(cache, "the state cache");
     s->cache = std::make_unique<StateCache>(o.cache_mib << 20);
     // The cached states' memory in huge pages, up to the cache's bound and two regions more
     // (a new entry is made before the one it evicts is freed; a request may hold an evicted one).

@@ -158,6 +158,12 @@ curl -sf "$base/health" >/dev/null || fail "/health needs no key"
 serve_stop
 if "$rfa" serve "$run" --host 0.0.0.0 --port 0 2>"$tmp/open.log"; then fail "served 0.0.0.0 without a key"; fi
 expect_in "$tmp/open.log" "--api-key"
+# A state cache bound that memory cannot hold (1 TiB) is refused at start, naming the flag.
+if [ "$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)" -lt $((1 << 30)) ]; then
+  if "$rfa" serve "$run" --port 0 --cache-mib 1048576 2>"$tmp/cache.log"; then fail "served with a 1 TiB state cache"; fi
+  expect_in "$tmp/cache.log" "not enough memory: the state cache needs about 1.00 TiB"
+  expect_in "$tmp/cache.log" "shrink --cache-mib (1048576)"
+fi
 
 # Softmax: the KV cache is bounded by the training context (32): a longer prompt is refused,
 # a reply stops with length when the context is full.
