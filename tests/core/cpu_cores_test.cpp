@@ -79,6 +79,10 @@ TEST_CASE("cpu_cores_from: arm64's cpuinfo names no cores (each CPU its own); no
   CHECK(none.cpus == 3);
   CHECK(none.usable == 3);
   CHECK(cpu_cores_from("", {}, 0).usable >= 1);
+  // Lines that are not what they claim are passed over.
+  const CpuCores garbled = cpu_cores_from("processor : x\ncore id : \nphysical id\nprocessor: 1\ncore id: 7 9\n", {}, 0);
+  CHECK(garbled.usable == 1);
+  CHECK(garbled.machine == 1);
 }
 
 TEST_CASE("cpu_cores: this process's counts are consistent") {
