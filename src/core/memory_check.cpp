@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <sys/resource.h>
+
 #include "core/cgroup.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -24,13 +26,15 @@ void MemoryEstimate::add(std::string name, double bytes, std::string keys) {
 
 namespace {
 
-int64_t meminfo_available_bytes() {
-  std::FILE* f = std::fopen("/proc/meminfo", "r");
+// The "Key: N kB" line of a /proc file in bytes, or -1.
+int64_t proc_kib_bytes(const char* path, const char* key) {
+  std::FILE* f = std::fopen(path, "r");
   if (!f) return -1;
   char line[256];
   long long kib = -1;
+  const size_t n = std::strlen(key);
   while (std::fgets(line, sizeof line, f))
-    if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+    if (std::strncmp(line, key, n) == 0 && line[n] == ':' && std::sscanf(line + n + 1, " %lld kB", &kib) == 1) break;
   std::fclose(f);
   return kib < 0 ? -1 : int64_t(kib) * 1024;
 }
@@ -38,12 +42,30 @@ int64_t meminfo_available_bytes() {
 }  // namespace
 
 MemoryAvailable memory_available() {
-  MemoryAvailable a{static_cast<double>(meminfo_available_bytes()), "MemAvailable in /proc/meminfo"};
+  MemoryAvailable a{static_cast<double>(proc_kib_bytes("/proc/meminfo", "MemAvailable")),
+                    "MemAvailable in /proc/meminfo"};
+  auto tighter = [&](double bytes, std::string source) {
+    if (bytes >= 0 && (a.bytes < 0 || bytes < a.bytes)) a = {bytes, std::move(source)};
+  };
   const CgroupMemory group = cgroup_memory(file_text("/proc/self/cgroup"), "/sys/fs/cgroup");
-  if (group.available >= 0 && (a.bytes < 0 || double(group.available) < a.bytes))
-    a = {double(group.available),
-         fmt::format("the memory cgroup's limit, {} with {} in use, of a container or a batch job",
-                     bytes_text(double(group.limit)), bytes_text(double(group.usage)))};
+  if (group.available >= 0)
+    tighter(double(group.available), fmt::format("the memory cgroup's limit, {} with {} in use, of a container or a "
+                                                 "batch job",
+                                                 bytes_text(double(group.limit)), bytes_text(double(group.usage))));
+  // A batch system's `ulimit -v` (address space) or `-d` (data): what is left below them.
+  const struct {
+    int resource;
+    const char *status_key, *what;
+  } limits[] = {{RLIMIT_AS, "VmSize", "address space (ulimit -v)"}, {RLIMIT_DATA, "VmData", "data (ulimit -d)"}};
+  for (const auto& l : limits) {
+    rlimit r{};
+    if (getrlimit(l.resource, &r) != 0 || r.rlim_cur == RLIM_INFINITY) continue;
+    const int64_t used = proc_kib_bytes("/proc/self/status", l.status_key);
+    if (used < 0) continue;
+    tighter(std::max(0.0, double(r.rlim_cur) - double(used)),
+            fmt::format("the process's limit on {}, {} with {} mapped", l.what, bytes_text(double(r.rlim_cur)),
+                        bytes_text(double(used))));
+  }
   return a;
 }
 

@@ -28,7 +28,8 @@ struct MemoryAvailable {
   std::string source;  // where the figure comes from, for a message
 };
 // What the kernel could give us now without swapping or killing us: MemAvailable, or what the
-// tightest memory cgroup's limit leaves if that is less.
+// tightest memory cgroup's limit or the process's address-space or data limit (ulimit -v, -d)
+// leaves, if that is less.
 MemoryAvailable memory_available();
 int64_t memory_available_bytes();  // memory_available().bytes
 // "512 B", "3.2 KiB", "11.30 GiB", "1.41 PiB"
