@@ -89,6 +89,13 @@ int threads_default(int threads) {
 void threads_check(int threads) {
   const rfa::CpuCores& cores = rfa::cpu_cores();
   const int n = rfa::thread_count();
+  // A default narrowed by those limits is said too: "1 threads" on a 64-core machine needs its reason.
+  if (threads == 0 && rfa::dist_local_size() == 1 && cores.usable < cores.machine)
+    rfa::log_info("rfa", "{} thread{}: this process may use {} of the machine's {} cores ({}); --threads sets another count",
+                  n, n == 1 ? "" : "s", cores.usable, cores.machine,
+                  cores.bound() && cores.quota_binds() ? "its CPU affinity and its cgroup's CPU quota"
+                  : cores.bound()                      ? "its CPU affinity: taskset, a container or a job scheduler"
+                                                       : "its cgroup's CPU quota");
   if (!cores.oversubscribed(n)) return;
   const int fit = cores.runnable();
   rfa::log_warn("rfa", "{} {} threads, but this process may run on {} CPU{} ({}): threads beyond that wait on each "

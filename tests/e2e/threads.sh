@@ -14,6 +14,11 @@ bench=(bench train --config "$src/configs/shakespeare-char-rfa-gate.yaml" --set 
 timeout 120 taskset -c 0 "$rfa" "${bench[@]}" >"$tmp/one.out" 2>&1 || fail "taskset -c 0 rfa bench train: $(cat "$tmp/one.out")"
 expect_in "$tmp/one.out" "B=12x1: 887056 parameters (3.5 MB of fp32 gradient), 1 threads,"
 grep -q "warning" "$tmp/one.out" && fail "a warning with the default thread count: $(cat "$tmp/one.out")"
+# and says why it runs fewer threads than the machine has cores (when it has more than one).
+cores=$(lscpu -p=SOCKET,CORE 2>/dev/null | grep -v '^#' | sort -u | wc -l)
+if [ "$cores" -ge 2 ]; then
+  expect_in "$tmp/one.out" "1 thread: this process may use 1 of the machine's $cores cores (its CPU affinity"
+fi
 
 # One CPU, --threads 2: the warning names the CPUs and the fix; the run completes in time.
 timeout 120 taskset -c 0 "$rfa" --threads 2 "${bench[@]}" >"$tmp/two.out" 2>&1 ||
