@@ -94,18 +94,24 @@ void bench_profile_report(const TrainBenchResult& r, Precision precision) {
     const bool counted = row.flop > 0 && row.cpu_ms > 0;
     const double gbs = row.ms > 0 ? row.bytes / (row.ms * 1e6) : 0;
     const bool moved = row.bytes > 0 && row.ms > 0 && !product;  // the products are bound by their FLOPs
-    log_info("bench", "  {:<19} {:>6.1f} {:>8.2f} {:>5.1f}% {:>8.2f} {:>9} {:>7} {:>8} {:>6} {:>5}",
+    const bool waited = static_cast<ProfiledKernel>(k) == ProfiledKernel::split_wait;  // wall time only
+    log_info("bench", "  {:<19} {:>6.1f} {:>8.2f} {:>5.1f}% {:>8} {:>9} {:>7} {:>8} {:>6} {:>5}",
              profiled_kernel_name(static_cast<ProfiledKernel>(k)), double(row.calls) / steps, ms,
-             100 * ms / r.mean_ms, row.cpu_ms / steps, counted ? fmt::format("{:.1f}", per_core) : "-",
+             100 * ms / r.mean_ms, waited ? "-" : fmt::format("{:.2f}", row.cpu_ms / steps),
+             counted ? fmt::format("{:.1f}", per_core) : "-",
              counted && roof > 0 ? fmt::format("{:.0f}%", 100 * per_core / roof) : "-",
              row.bytes > 0 ? fmt::format("{:.1f}", row.bytes / steps / 1e6) : "-",
              moved ? fmt::format("{:.1f}", gbs) : "-",
              moved && r.bandwidth_gbs > 0 ? fmt::format("{:.0f}%", 100 * gbs / r.bandwidth_gbs) : "-");
   }
   const double other = r.mean_ms - accounted;
-  log_info("bench", "  {:<19} {:>6} {:>8.2f} {:>5.1f}%  (the rest of the step: batch, loss sums, stop polls; "
-           "under the batch split also the threads' wait at its join)", "other",
+  log_info("bench", "  {:<19} {:>6} {:>8.2f} {:>5.1f}%  (the rest of the step: batch, loss sums, stop polls)", "other",
            "", other, 100 * other / r.mean_ms);
+  const ProfileRow& wait = r.profile[size_t(ProfiledKernel::split_wait)];
+  if (wait.calls > 0)
+    log_info("bench", "  batch split join: the first thread waiting for the others at the end of each forward and "
+             "backward; equal shares, so a large one says the cores ran at different speeds (another process, a "
+             "VM's vCPUs, a hybrid CPU's small cores), not that a kernel was slow");
   log_info("bench", "  GF/core: GFLOP per CPU-second inside the calls; % peak: that against the per-core roof (sgemm's "
            "for gemm, the FMA's for the rest); GB/s by wall time, % bw against the y = a x + y roof");
   bench_product_shapes_report(r, precision);

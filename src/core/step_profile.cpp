@@ -62,6 +62,13 @@ void add(ProfiledKernel k, const Stamp& start, double flop, double bytes, const 
   }
 }
 
+void add_wait(ProfiledKernel k, int64_t wall_ns) {
+  ProfileRow& r = rows[static_cast<int>(k)];
+  r.calls += 1;
+  r.ms += double(wall_ns) * 1e-6;
+  inner_wall_ns += wall_ns;  // (an enclosing scope's own time excludes it, as an inner call's)
+}
+
 }  // namespace profile_detail
 
 const char* profiled_kernel_name(ProfiledKernel k) {
@@ -80,6 +87,7 @@ const char* profiled_kernel_name(ProfiledKernel k) {
     case ProfiledKernel::grad_norm: return "grad norm/clip";
     case ProfiledKernel::random_features: return "random features";
     case ProfiledKernel::grad_sum: return "gradient copies sum";
+    case ProfiledKernel::split_wait: return "batch split join";
     case ProfiledKernel::count: break;
   }
   return "?";

@@ -27,6 +27,7 @@ enum class ProfiledKernel : int {
   grad_norm,           // the global norm, clipping and the finiteness checks
   random_features,     // the RFA kinds' random matrices, redrawn every step (model_draw_random)
   grad_sum,            // the batch split's gradient copies summed into the model's (train/batch_shards.h)
+  split_wait,          // the batch split's joins: the first shard's thread waiting for the others (wall time only)
   count
 };
 inline constexpr int kProfiledKernels = static_cast<int>(ProfiledKernel::count);
@@ -83,6 +84,9 @@ struct Stamp {
 };
 void add(ProfiledKernel k, const Stamp& start, double flop, double bytes, const ProductShape* shape);
 Stamp now();
+// A wait of `wall_ns` that ended now on the caller's thread outside any call of a kernel (the
+// batch split's join): one call of `k`, its wall time, nothing else.
+void add_wait(ProfiledKernel k, int64_t wall_ns);
 }  // namespace profile_detail
 
 // For the life of a shard's body in the batch split, on its thread: the first of `shards` shards

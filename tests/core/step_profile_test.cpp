@@ -159,3 +159,21 @@ TEST_CASE("step profile: products by shape, in the order first seen, repeats sum
   { ProfileScope s(a, 1, 1); }  // off: nothing counted
   CHECK(step_profile_shape_count() == 0);
 }
+
+TEST_CASE("step profile: a join's wait is its own row, wall time only, and not an enclosing scope's own time") {
+  step_profile_enable(true);
+  {
+    ProfileScope outer(ProfiledKernel::attention_forward, 0, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    profile_detail::add_wait(ProfiledKernel::split_wait, 15'000'000);  // 15 ms of the 20 were a wait
+  }
+  const ProfileRow& wait = step_profile_row(ProfiledKernel::split_wait);
+  CHECK(wait.calls == 1);
+  CHECK(wait.ms == doctest::Approx(15));
+  CHECK(wait.cpu_ms == 0);
+  CHECK(wait.flop == 0);
+  const ProfileRow& outer = step_profile_row(ProfiledKernel::attention_forward);
+  CHECK(outer.ms >= 4.9);
+  CHECK(outer.ms < 15);  // 20 or more of wall time, less the wait's 15 (a slow machine adds to both)
+  step_profile_enable(false);
+}
