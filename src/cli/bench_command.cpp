@@ -12,6 +12,7 @@
 #include "config/config_enums.h"
 #include "core/log.h"
 #include "core/parallel.h"
+#include "dist/dist.h"
 #include "core/memory_check.h"
 #include "core/step_profile.h"
 #include "kernels/cpu_target.h"
@@ -128,9 +129,11 @@ void bench_train(Config config, const BenchOptions& o) {
                                                                       : config.tokenizer.vocab_size;
   }
   const ModelSpec spec = model_spec_make(config.model, config.attention);
-  memory_require(memory_estimate_train(spec, config.train, thread_count(), 1,
-                                       thread_split_resolve(config, spec, thread_count())),
-                 "the training benchmark");
+  MemoryEstimate need = memory_estimate_train(spec, config.train, thread_count(), 1,
+                                              thread_split_resolve(config, spec, thread_count()));
+  need.add_copies("the other ranks on this machine", dist_local_size() - 1,
+                  fmt::format("the ranks per machine (mpirun -np: {} here)", dist_local_size()));
+  memory_require(need, "the training benchmark");
   const int B = config.train.batch_size, T = spec.model.context_length;
   const ParamTable table = model_param_table(spec);
   log_info("bench", "{} attention, {} products, L={} C={} H={} T={} V={} B={}x{}: {} parameters ({:.1f} MB of fp32 "

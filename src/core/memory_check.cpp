@@ -24,6 +24,10 @@ void MemoryEstimate::add(std::string name, double bytes, std::string keys) {
   if (bytes > 0) parts.push_back({std::move(name), bytes, std::move(keys)});
 }
 
+void MemoryEstimate::add_copies(std::string name, int copies, std::string keys) {
+  if (copies > 0) add(std::move(name), copies * total(), std::move(keys));
+}
+
 namespace {
 
 // The "Key: N kB" line of a /proc file in bytes, or -1.

@@ -21,6 +21,9 @@ struct MemoryEstimate {
   std::vector<MemoryPart> parts;
   double total() const;
   void add(std::string name, double bytes, std::string keys);
+  // `copies` more of everything added so far, as one part: other processes on the machine that
+  // allocate the same (mpirun's ranks on one machine). Nothing when copies <= 0.
+  void add_copies(std::string name, int copies, std::string keys);
 };
 
 struct MemoryAvailable {

@@ -25,8 +25,11 @@ void memory_require_training(const Config& c) {
   if (model.vocab_size == 0) model.vocab_size = c.tokenizer.vocab_size;
   const ModelSpec spec = model_spec_make(model, c.attention);
   const int threads = thread_count();
-  memory_require(memory_estimate_train(spec, c.train, threads, dist_size(), thread_split_resolve(c, spec, threads)),
-                 "training this model");
+  MemoryEstimate need = memory_estimate_train(spec, c.train, threads, dist_size(), thread_split_resolve(c, spec, threads));
+  // Every rank on this machine checks the same free memory at about the same moment: each counts all of them.
+  need.add_copies("the other ranks on this machine", dist_local_size() - 1,
+                  fmt::format("the ranks per machine (mpirun -np: {} here)", dist_local_size()));
+  memory_require(need, "training this model");
 }
 
 // The run's data: prepared with the tokenizer a resume or a fine-tune must use, when given.

@@ -124,3 +124,15 @@ TEST_CASE("memory estimate: the machine's available memory is read") {
   CHECK(bytes_text(1536) == "1.5 KiB");
   CHECK(bytes_text(11.3 * (1 << 30)) == "11.30 GiB");
 }
+
+TEST_CASE("memory estimate: other processes doing the same (mpirun's ranks on one machine) count as one part") {
+  MemoryEstimate e;
+  e.add("weights", 100, "model.d_model (128)");
+  e.add("activations", 300, "train.batch_size (12)");
+  e.add_copies("the other ranks on this machine", 0, "the ranks per machine (mpirun -np: 1 here)");
+  CHECK(e.parts.size() == 2);
+  e.add_copies("the other ranks on this machine", 3, "the ranks per machine (mpirun -np: 4 here)");
+  CHECK(e.total() == doctest::Approx(1600));
+  const std::string message = test::error_of([&] { memory_check(e, "training this model", 1000); });
+  CHECK(has(message, "the largest part is the other ranks on this machine: shrink the ranks per machine (mpirun -np: 4 here)"));
+}
