@@ -10,6 +10,7 @@
 #include "core/parallel.h"
 #include "dist/dist.h"
 #include "model/memory_estimate.h"
+#include "train/checkpoint_space.h"
 #include "train/thread_split.h"
 #include "tokenizer/model_proto.h"
 #include "train/train_dist.h"
@@ -128,6 +129,8 @@ TrainSetup::TrainSetup(const Config& config, const TrainOptions& options, const 
   if (owner_) {
     owner_->replace_earlier_run();
     owner_->write_run_files(config_, tokenizer_bytes, resuming, start_.step);
+    checkpoint_space_warn(config_.train.run_dir, session_.model().param_size(), int64_t(tokenizer_bytes.size()),
+                          config_.checkpoint);
   }
   if (resuming)
     log_info("train", "resuming from {} at step {}/{} ({} tokens seen)", options.resume_checkpoint, start_.step,

@@ -13,8 +13,8 @@
 #     refused (it replaced them) unless --overwrite.
 #   Weights made non-finite by an update (optim.lr 1e38) are not checkpointed.
 #   SIGHUP stops a training run with a checkpoint (exit 0), and is ignored under nohup.
-#   Where a tmpfs can be mounted (root): the same on a real full disk (ENOSPC), and a start on a
-#     full file system says to free space.
+#   Where a tmpfs can be mounted (root): the same on a real full disk (ENOSPC), a start on a
+#     full file system says to free space, and one without room for the checkpoints kept at once warns.
 #   Absurd generation limits (-n 2^63-1, --temperature inf) are refused naming the option.
 # Usage: faults.sh <path-to-rfa> <source-dir>
 set -euo pipefail
@@ -172,6 +172,10 @@ if mount -t tmpfs -o size=2M tmpfs "$tmp/mnt" 2>/dev/null; then
   refused "$tmp/df-run.log" "the checkpoint of step 3 was not saved" "$rfa" --threads 1 train --config "$tmp/c.yaml" \
     --set train.run_dir="$mnt/run" --set train.steps=5 --set checkpoint.every=1 --set checkpoint.keep_last=2
   expect_in "$tmp/df-run.log" "No space left on device (the file system is full: free space on it"
+  # and it was said at the start: four checkpoints at once (keep_last 2, the best, the next) need more.
+  expect_in "$tmp/df-run.log" "'s file system has"
+  expect_in "$tmp/df-run.log" "more (4 at once of"
+  expect_in "$tmp/df-run.log" "lower checkpoint.keep_last or set checkpoint.keep_best false"
   expect_in "$tmp/df-run.log" "The previous checkpoint $mnt/run/checkpoints/step-000002 is intact"
   [ "$(cat "$mnt/run/checkpoints/latest")" = step-000002 ] || fail "latest after a full disk: $(cat "$mnt/run/checkpoints/latest")"
   ls "$mnt/run/checkpoints" | grep -q tmp && fail "a temp directory was left on the full disk"
