@@ -115,9 +115,13 @@ CgroupMemory cgroup_memory(const std::string& proc_self_cgroup, const std::strin
     if (limit < 0 || limit >= 0x1p62) continue;  // v1's "unlimited" is 2^63 rounded down to a page
     const double usage = first_number(file_text((dir / (v2 ? "memory.current" : "memory.usage_in_bytes")).string()), 0);
     const std::string stat = file_text((dir / "memory.stat").string());
-    const double inactive = v2 ? stat_value(stat, "inactive_file")
-                               : std::max(stat_value(stat, "total_inactive_file"), stat_value(stat, "inactive_file"));
-    const int64_t available = static_cast<int64_t>(std::max(0.0, limit - std::max(0.0, usage - inactive)));
+    // The group's file cache (active and inactive) is reclaimed under its limit, as MemAvailable
+    // counts the machine's: what a run may still allocate is the limit less the rest of its usage.
+    auto file_cache = [&](const char* prefix) {
+      return stat_value(stat, std::string(prefix) + "active_file") + stat_value(stat, std::string(prefix) + "inactive_file");
+    };
+    const double cache = v2 ? file_cache("") : std::max(file_cache("total_"), file_cache(""));
+    const int64_t available = static_cast<int64_t>(std::max(0.0, limit - std::max(0.0, usage - cache)));
     if (tightest.available < 0 || available < tightest.available)
       tightest = {available, static_cast<int64_t>(limit), static_cast<int64_t>(usage)};
   }

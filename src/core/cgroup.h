@@ -19,13 +19,13 @@ std::string file_text(const std::string& path);
 int cgroup_cpu_quota(const std::string& proc_self_cgroup, const std::string& root);
 
 struct CgroupMemory {
-  int64_t available = -1;  // bytes the tightest group can still give: limit - usage + inactive file cache; -1 none
+  int64_t available = -1;  // bytes the tightest group can still give: limit - usage + its file cache; -1 none
   int64_t limit = -1;      // that group's limit
   int64_t usage = 0;       // and what it holds now (its reclaimable file cache included)
 };
-// v2: memory.max ("max": none), memory.current, memory.stat's inactive_file; v1:
+// v2: memory.max ("max": none), memory.current, memory.stat's active_file + inactive_file; v1:
 // memory.limit_in_bytes (2^62 or more: none), memory.usage_in_bytes, memory.stat's
-// total_inactive_file (or inactive_file).
+// total_active_file + total_inactive_file (or the group's own).
 CgroupMemory cgroup_memory(const std::string& proc_self_cgroup, const std::string& root);
 
 }  // namespace rfa

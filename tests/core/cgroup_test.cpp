@@ -37,7 +37,7 @@ TEST_CASE("cgroup_cpu_quota: the tightest cpu.max (v2) or cfs quota (v1) from th
   CHECK(cgroup_cpu_quota(v1, root.path()) == 0);
 }
 
-TEST_CASE("cgroup_memory: the tightest limit less what its group holds beyond inactive file cache") {
+TEST_CASE("cgroup_memory: the tightest limit less what its group holds beyond its file cache") {
   const test::TempDir root;
   namespace fs = std::filesystem;
   constexpr int64_t MiB = int64_t(1) << 20;
@@ -45,10 +45,11 @@ TEST_CASE("cgroup_memory: the tightest limit less what its group holds beyond in
   root.write("memory.max", "max\n");
   root.write("a/memory.max", std::to_string(1024 * MiB) + "\n");
   root.write("a/memory.current", std::to_string(100 * MiB) + "\n");
-  root.write("a/memory.stat", "anon 4096\nfile 60000000\ninactive_file " + std::to_string(50 * MiB) + "\n");
+  root.write("a/memory.stat", "anon 4096\nfile 60000000\nactive_file " + std::to_string(20 * MiB) +
+                                 "\ninactive_file " + std::to_string(30 * MiB) + "\n");
   root.write("a/b/memory.max", "max\n");
   CgroupMemory m = cgroup_memory("0::/a/b\n", root.path());
-  CHECK(m.available == 974 * MiB);  // 1024 - (100 - 50 reclaimable)
+  CHECK(m.available == 974 * MiB);  // 1024 - (100 - 20 - 30 of file cache, reclaimable)
   CHECK(m.limit == 1024 * MiB);
   CHECK(m.usage == 100 * MiB);
   root.write("a/b/memory.max", std::to_string(512 * MiB) + "\n");  // a tighter child
@@ -64,7 +65,9 @@ TEST_CASE("cgroup_memory: the tightest limit less what its group holds beyond in
   root.write("memory/memory.limit_in_bytes", "9223372036854771712\n");
   root.write("memory/docker/x/memory.limit_in_bytes", std::to_string(300 * MiB) + "\n");
   root.write("memory/docker/x/memory.usage_in_bytes", std::to_string(40 * MiB) + "\n");
-  root.write("memory/docker/x/memory.stat", "cache 1000\ntotal_inactive_file " + std::to_string(20 * MiB) + "\n");
+  root.write("memory/docker/x/memory.stat", "cache 1000\nactive_file 1000\ntotal_active_file " +
+                                                std::to_string(5 * MiB) + "\ntotal_inactive_file " +
+                                                std::to_string(15 * MiB) + "\n");
   const std::string v1 = "5:cpu,cpuacct:/docker/x\n4:memory:/docker/x\n0::/\n";
   m = cgroup_memory(v1, root.path());
   CHECK(m.available == 280 * MiB);
