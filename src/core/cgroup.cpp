@@ -78,7 +78,7 @@ std::vector<fs::path> cgroup_dirs(const std::string& proc_self_cgroup, const std
 
 }  // namespace
 
-std::string file_text(const std::string& path) {
+std::string kernel_file_text(const std::string& path) {
   std::ifstream in(path);
   std::ostringstream text;
   text << in.rdbuf();
@@ -91,14 +91,14 @@ int cgroup_cpu_quota(const std::string& proc_self_cgroup, const std::string& roo
   for (const fs::path& dir : cgroup_dirs(proc_self_cgroup, root, "cpu", &v2)) {
     double quota = 0, period = 0;
     if (v2) {
-      std::istringstream in(file_text((dir / "cpu.max").string()));
+      std::istringstream in(kernel_file_text((dir / "cpu.max").string()));
       std::string q, p;
       if (!(in >> q >> p)) continue;
       quota = first_number(q, 0);
       period = first_number(p, 0);
     } else {
-      quota = first_number(file_text((dir / "cpu.cfs_quota_us").string()), 0);
-      period = first_number(file_text((dir / "cpu.cfs_period_us").string()), 0);
+      quota = first_number(kernel_file_text((dir / "cpu.cfs_quota_us").string()), 0);
+      period = first_number(kernel_file_text((dir / "cpu.cfs_period_us").string()), 0);
     }
     if (quota <= 0 || period <= 0) continue;
     const double cpus = quota / period;
@@ -111,14 +111,16 @@ CgroupMemory cgroup_memory(const std::string& proc_self_cgroup, const std::strin
   bool v2 = true;
   CgroupMemory tightest;
   for (const fs::path& dir : cgroup_dirs(proc_self_cgroup, root, "memory", &v2)) {
-    const double limit = first_number(file_text((dir / (v2 ? "memory.max" : "memory.limit_in_bytes")).string()), -1);
+    const char* limit_file = v2 ? "memory.max" : "memory.limit_in_bytes";
+    const char* usage_file = v2 ? "memory.current" : "memory.usage_in_bytes";
+    const double limit = first_number(kernel_file_text((dir / limit_file).string()), -1);
     if (limit < 0 || limit >= 0x1p62) continue;  // v1's "unlimited" is 2^63 rounded down to a page
-    const double usage = first_number(file_text((dir / (v2 ? "memory.current" : "memory.usage_in_bytes")).string()), 0);
-    const std::string stat = file_text((dir / "memory.stat").string());
+    const double usage = first_number(kernel_file_text((dir / usage_file).string()), 0);
+    const std::string stat = kernel_file_text((dir / "memory.stat").string());
     // The group's file cache (active and inactive) is reclaimed under its limit, as MemAvailable
     // counts the machine's: what a run may still allocate is the limit less the rest of its usage.
-    auto file_cache = [&](const char* prefix) {
-      return stat_value(stat, std::string(prefix) + "active_file") + stat_value(stat, std::string(prefix) + "inactive_file");
+    auto file_cache = [&](const std::string& prefix) {
+      return stat_value(stat, prefix + "active_file") + stat_value(stat, prefix + "inactive_file");
     };
     const double cache = v2 ? file_cache("") : std::max(file_cache("total_"), file_cache(""));
     const int64_t available = static_cast<int64_t>(std::max(0.0, limit - std::max(0.0, usage - cache)));

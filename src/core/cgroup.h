@@ -11,8 +11,9 @@
 
 namespace rfa {
 
-// The whole text of a file ("" if it cannot be read): /proc and /sys files have no size to ask.
-std::string file_text(const std::string& path);
+// The whole text of a /proc or /sys file, "" if it cannot be read (a limit's file that is not there
+// is no limit). io/file_io.h's readers take the size from stat, which is 0 for these, and throw.
+std::string kernel_file_text(const std::string& path);
 
 // The CPU quota in whole CPUs, rounded up (0: none). v2: cpu.max "QUOTA PERIOD" ("max": none);
 // v1: cpu.cfs_quota_us (-1: none) over cpu.cfs_period_us.

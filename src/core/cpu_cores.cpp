@@ -85,8 +85,9 @@ CpuCores cpu_cores_from(const std::string& cpuinfo, const std::vector<int>& affi
 }
 
 const CpuCores& cpu_cores() {
-  static const CpuCores cores = cpu_cores_from(file_text("/proc/cpuinfo"), affinity_cpus(),
-                                               cgroup_cpu_quota(file_text("/proc/self/cgroup"), "/sys/fs/cgroup"));
+  static const CpuCores cores =
+      cpu_cores_from(kernel_file_text("/proc/cpuinfo"), affinity_cpus(),
+                     cgroup_cpu_quota(kernel_file_text("/proc/self/cgroup"), "/sys/fs/cgroup"));
   return cores;
 }
 

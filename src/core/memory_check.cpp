@@ -51,7 +51,7 @@ MemoryAvailable memory_available() {
   auto tighter = [&](double bytes, std::string source) {
     if (bytes >= 0 && (a.bytes < 0 || bytes < a.bytes)) a = {bytes, std::move(source)};
   };
-  const CgroupMemory group = cgroup_memory(file_text("/proc/self/cgroup"), "/sys/fs/cgroup");
+  const CgroupMemory group = cgroup_memory(kernel_file_text("/proc/self/cgroup"), "/sys/fs/cgroup");
   if (group.available >= 0)
     tighter(double(group.available), fmt::format("the memory cgroup's limit, {} with {} in use, of a container or a "
                                                  "batch job",
