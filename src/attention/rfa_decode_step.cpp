@@ -70,20 +70,25 @@ void feature_row(T* phi, T* sx, T* u, const T* x, const T* sigma, const T* Wt, c
 
 // The scalar gate's pass over one head's state S (F, E), E = Dh + 1, row f updated in place:
 //   S_f = g S_f + (beta phi_k[f]) v',   y = sum_f phi_q[f] S_f   (y: E).
-// The E columns go as NV registers plus a scalar tail (the denominator's column when
-// Dh is a multiple of the width), and y's NV accumulators stay in registers for the
-// whole pass: one load and one store of S per element, nothing else touches memory.
-template <typename T, int NV>
+// The E columns go as NV registers plus a scalar tail, and y's accumulators stay in
+// registers for the whole pass: one load and one store of S per element, nothing else
+// touches memory. kTail: the tail's length when known here, 0 or 1 (1: Dh a multiple of
+// the width, the denominator's column alone), so that its accumulator is a register too;
+// -1: any length (0 .. W-1), its accumulators then an array in memory, each row's sum a
+// store and a load after the last row's (a store-forwarding chain through the whole pass:
+// with every tail counted at run time, that store held 44% of the pass's samples at 4x128
+// and 64 decoding rows; with it in a register they sit on the loads and stores of S).
+template <typename T, int NV, int kTail>
 void scalar_gate_pass(T* S, T* y, const T* vp, const T* phik, const T* phiq, T g, T beta, int F, int E) {
   using V = typename Simd<T>::V;
   constexpr int W = Simd<T>::W;
-  constexpr int kTailMax = W;
+  constexpr int kTailMax = kTail >= 0 ? std::max(kTail, 1) : W;
   V vv[NV], acc[NV];
   for (int v = 0; v < NV; ++v) {
     vv[v] = simd_load(vp + v * W);
     acc[v] = V{};
   }
-  const int tail = E - NV * W;  // 0 .. W-1
+  const int tail = kTail >= 0 ? kTail : E - NV * W;  // 0 .. W-1
   T tail_acc[kTailMax] = {};
   for (int f = 0; f < F; ++f) {
     T* Sf = S + static_cast<size_t>(f) * E;
@@ -120,17 +125,27 @@ void scalar_gate_pass_any(T* S, T* y, const T* vp, const T* phik, const T* phiq,
   }
 }
 
+// scalar_gate_pass with its tail's length fixed where it is 0 or 1 (see there).
+template <typename T, int NV>
+void scalar_gate_pass_nv(T* S, T* y, const T* vp, const T* phik, const T* phiq, T g, T beta, int F, int E) {
+  switch (E - NV * Simd<T>::W) {
+    case 0: return scalar_gate_pass<T, NV, 0>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 1: return scalar_gate_pass<T, NV, 1>(S, y, vp, phik, phiq, g, beta, F, E);
+    default: return scalar_gate_pass<T, NV, -1>(S, y, vp, phik, phiq, g, beta, F, E);
+  }
+}
+
 template <typename T>
 void scalar_gate_state_pass(T* S, T* y, const T* vp, const T* phik, const T* phiq, T g, T beta, int F, int E) {
   switch (E / Simd<T>::W) {  // the registers E fills; up to 8 (Dh 127 at 16 lanes, 63 at 8)
-    case 1: return scalar_gate_pass<T, 1>(S, y, vp, phik, phiq, g, beta, F, E);
-    case 2: return scalar_gate_pass<T, 2>(S, y, vp, phik, phiq, g, beta, F, E);
-    case 3: return scalar_gate_pass<T, 3>(S, y, vp, phik, phiq, g, beta, F, E);
-    case 4: return scalar_gate_pass<T, 4>(S, y, vp, phik, phiq, g, beta, F, E);
-    case 5: return scalar_gate_pass<T, 5>(S, y, vp, phik, phiq, g, beta, F, E);
-    case 6: return scalar_gate_pass<T, 6>(S, y, vp, phik, phiq, g, beta, F, E);
-    case 7: return scalar_gate_pass<T, 7>(S, y, vp, phik, phiq, g, beta, F, E);
-    case 8: return scalar_gate_pass<T, 8>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 1: return scalar_gate_pass_nv<T, 1>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 2: return scalar_gate_pass_nv<T, 2>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 3: return scalar_gate_pass_nv<T, 3>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 4: return scalar_gate_pass_nv<T, 4>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 5: return scalar_gate_pass_nv<T, 5>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 6: return scalar_gate_pass_nv<T, 6>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 7: return scalar_gate_pass_nv<T, 7>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 8: return scalar_gate_pass_nv<T, 8>(S, y, vp, phik, phiq, g, beta, F, E);
     default: return scalar_gate_pass_any(S, y, vp, phik, phiq, g, beta, F, E);
   }
 }

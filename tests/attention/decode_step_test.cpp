@@ -86,6 +86,19 @@ TEST_CASE("decode step: fused rfa step equals rfa_step_reference") {
   check_rfa_step<double>(c, 4, 8, 32, 1e-11);
 }
 
+TEST_CASE("decode step: the state pass at each kind of tail (E = Dh + 1 past whole registers)") {
+  // E 16: no tail on any target (16, 8 or 4 lanes); E 33: a tail of one (the denominator's
+  // column), its accumulator a register; E 21: a tail of 5 (16 and 8 lanes) counted at run time.
+  RfaConfig c;
+  c.num_features = 16;
+  c.eps_d = 1e-6;
+  for (int Dh : {15, 32, 20}) {
+    INFO("Dh ", Dh);
+    check_rfa_step<float>(c, 3, 2, Dh, 2e-4);
+    check_rfa_step<double>(c, 3, 2, Dh, 1e-11);
+  }
+}
+
 TEST_CASE("decode step: a token's scalar gate is the chunked forward's, bit for bit") {
   // gate_sigmoids (the decode step) against gate_rows (the chunked forward), over pre-activations
   // from deep in either tail (exp_of's clamps) to 0; and both near the stable libm form.
