@@ -57,7 +57,7 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
     state_zero = state_in == nullptr;
     if (saved) saved[L.state_flags + bh] = state_zero ? T(0) : T(1);
     if (!state_zero)
-      for (int f = 0; f < L.F; ++f) std::copy_n(state_in + bh * FE + size_t(f) * E, E, s.S + f * EP);
+      for (int f = 0; f < L.F; ++f) copy_row(s.S + f * EP, state_in + bh * FE + size_t(f) * E, E);
   }
 
   void chunk_enter(int chunk) {
@@ -74,7 +74,7 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
       T* entry = saved + L.states + (static_cast<size_t>(bh) * L.n_chunks + ci) * FE;
       if (state_zero) std::fill_n(entry, FE, T(0));
       else
-        for (int f = 0; f < F; ++f) std::copy_n(s.S + f * EP, E, entry + size_t(f) * E);
+        for (int f = 0; f < F; ++f) copy_row(entry + size_t(f) * E, s.S + f * EP, E);
     }
   }
 
@@ -112,7 +112,7 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
         SXq[e] = sigma[e] * (q[e] * ri);
         SXk[e] = sigma[e] * (k[e] * rki);
       }
-      std::copy(in.v + row, in.v + row + Dh, s.Vp + i * EP);
+      copy_row(s.Vp + i * EP, in.v + row, Dh);
       s.Vp[i * EP + Dh] = T(1);
     }
     // The next chunk's q, k and v rows (a head's Dh columns of rows C apart), or after the last
@@ -197,7 +197,7 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
           }
           mrow[i] = T(1);
         }
-        for (int j = i + 1; j < n; ++j) Pi[j] = T(0);
+        zero_row(Pi + i + 1, n - i - 1);
       }
     }
   }
@@ -271,8 +271,8 @@ struct RfaHeadForward : RfaChunkAt<T, kFeature> {
     const int F = L.F, E = L.E;
     const size_t EP = sd.EP, FE = static_cast<size_t>(F) * E;
     for (int f = 0; f < F; ++f) {
-      if (state_zero) std::fill_n(state_out + bh * FE + size_t(f) * E, E, T(0));
-      else std::copy_n(s.S + f * EP, E, state_out + bh * FE + size_t(f) * E);
+      if (state_zero) zero_row(state_out + bh * FE + size_t(f) * E, E);
+      else copy_row(state_out + bh * FE + size_t(f) * E, s.S + f * EP, E);
     }
   }
 };

@@ -136,8 +136,8 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
     }
     Qp = FP == size_t(F) ? phiq : s.Qp;
     for (int i = 0; i < n; ++i) {
-      if (FP != size_t(F)) std::copy_n(phiq + size_t(i) * F, F, s.Qp + i * FP);
-      std::copy_n(in.v + row_of(i), Dh, s.Vp + size_t(i) * E);
+      if (FP != size_t(F)) copy_row(s.Qp + i * FP, phiq + size_t(i) * F, F);
+      copy_row(s.Vp + size_t(i) * E, in.v + row_of(i), Dh);
       s.Vp[size_t(i) * E + Dh] = T(1);
       // out = num / max(den, eps_d): above the floor dnum = dh/den, dden = -(dh·out)/den;
       // on the floor dnum = dh/eps_d and dden = 0 (the floor is a constant there).
@@ -196,7 +196,7 @@ struct RfaHeadBackward : RfaChunkAt<T, kFeature> {
         }
         Mi[i] = T(1);
       }
-      for (int j = i + 1; j < n; ++j) dAi[j] = T(0);
+      zero_row(dAi + i + 1, n - i - 1);
     }
   }
 
