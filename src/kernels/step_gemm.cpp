@@ -48,6 +48,18 @@ constexpr int kLineFloats = 16;  // a 64-byte cache line
 // at the tile's first column, P the panel's width (its row stride), x the tile's first row.
 // Not inlined: a tile alone keeps its accumulators in registers (inlined into the sweeps, GCC
 // kept them on the stack).
+// An empty asm that takes v in a vector register and may change it, so the compiler must load it
+// there once and cannot fold the load into each use. The constraint names the architecture's
+// vector registers: "v" on x86 (any xmm/ymm/zmm), "w" on arm64 ("v" there is no register class:
+// GCC refuses the arm64 build with "impossible constraint"); elsewhere nothing.
+inline void keep_in_register([[maybe_unused]] V& v) {
+#if defined(__x86_64__) || defined(__i386__)
+  asm("" : "+v"(v));
+#elif defined(__aarch64__)
+  asm("" : "+w"(v));
+#endif
+}
+
 template <int R, int NV>
 __attribute__((noinline)) void tile(const float* x, int64_t K, const float* w, int64_t P, float* out, int64_t N, int64_t cols,
           bool accumulate) {
@@ -71,7 +83,7 @@ __attribute__((noinline)) void tile(const float* x, int64_t K, const float* w, i
       // the load into every row's multiply-add, R loads a register). On a copy: on the array's
       // element GCC also stored every register to the stack.
       V loaded = simd_load(wk + v * kW);
-      if constexpr (R > 2) asm("" : "+v"(loaded));
+      if constexpr (R > 2) keep_in_register(loaded);
       wv[v] = loaded;
     }
 #pragma GCC unroll 8
