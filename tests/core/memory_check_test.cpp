@@ -33,8 +33,13 @@ TEST_CASE("memory_available: ulimit -v leaves the limit less what is mapped") {
   REQUIRE(vm_kib > 0);
   tight.rlim_cur = static_cast<rlim_t>(vm_kib * 1024 + (int64_t(256) << 20));
   REQUIRE(setrlimit(RLIMIT_AS, &tight) == 0);
+  rlimit now{};
+  REQUIRE(getrlimit(RLIMIT_AS, &now) == 0);
   const MemoryAvailable limited = memory_available();
   REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
+  // qemu-user (the arm64 tests, scripts/cross-build-arm64.sh) accepts the call and keeps the host's
+  // limit: the guest's address space is its own. Nothing was limited, so there is nothing to see.
+  if (test::skip_if(now.rlim_cur != tight.rlim_cur, "an address-space limit that does not hold (qemu-user)")) return;
   CHECK(limited.bytes <= double(int64_t(256) << 20));
   CHECK(limited.bytes > double(int64_t(200) << 20));  // (a few pages may have been mapped in between)
   CHECK(limited.source.find("the process's limit on address space (ulimit -v)") != std::string::npos);
