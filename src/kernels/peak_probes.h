@@ -1,7 +1,7 @@
 #pragma once
 // The roofs that `rfa bench train --profile` holds each kernel against, measured in
 // the same process: the vector FMA throughput of this build's own kernels
-// (kernels/vector_math.h's register width, RFA_ARCH; oneDNN's sgemm chooses its own
+// (kernels/simd.h's register width, RFA_ARCH; oneDNN's sgemm chooses its own
 // vectors at run time, capped by kernels/cpu_target.h), and the memory bandwidth a
 // row kernel can reach. Each allocates its own buffers: not for a training step.
 #include <cstdint>

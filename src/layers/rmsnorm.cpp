@@ -63,7 +63,7 @@ void forward_rows(T* y, T* rstd, X* x, const T* residual, const T* weight, int64
       const T r = rstd[n0 + i];
       const T* xi = x + (n0 + i) * C;
       T* yi = y + (n0 + i) * C;
-      RFA_OMP_SIMD_FULL  // (kernels/vector_math.h: the whole register; y never overlaps x or weight)
+      RFA_OMP_SIMD_FULL  // (kernels/simd.h: the whole register; y never overlaps x or weight)
       for (int c = 0; c < C; ++c) yi[c] = xi[c] * r * weight[c];
     }
   }

@@ -13,7 +13,7 @@ namespace {
 // OpenMP body can defeat vectorisation).
 template <typename T>
 void forward_row(T* y, const T* gate, const T* up, int Hf) {
-  RFA_OMP_SIMD_FULL  // (kernels/vector_math.h; y never overlaps gate or up)
+  RFA_OMP_SIMD_FULL  // (kernels/simd.h; y never overlaps gate or up)
   for (int i = 0; i < Hf; ++i) {
     T g = gate[i];
     T s = T(1) / (T(1) + exp_of(-g));  // sigmoid(g)

@@ -1,8 +1,5 @@
 #include <doctest/doctest.h>
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -11,6 +8,7 @@
 #include "attention/tile_matmul.h"
 #include "kernels/vector_math.h"
 #include "support/gradcheck.h"
+#include "support/row_at_page_end.h"
 
 using namespace rfa;
 using rfa::test::random_vector;
@@ -119,49 +117,11 @@ TEST_CASE("vector math: the register tiles do not change a result (every row of 
   }
 }
 
-TEST_CASE("vector math: a register's sum and max fold its halves in a fixed order (bit for bit)") {
-  // simd_sum: halves added down to 16 bytes (lane l + lane l + width/2), then those lanes from 0
-  // in scalar, the order every dot and row sum of the attention kernels was made with. Lanes of
-  // very different sizes make another order give other bits.
-  constexpr int W = Simd<float>::W;
-  for (int seed = 0; seed < 20; ++seed) {
-    CAPTURE(seed);
-    auto values = random_vector<double>(W, 300 + seed);
-    Simd<float>::V v;
-    float lanes[W];
-    for (int l = 0; l < W; ++l) lanes[l] = v[l] = float(values[l] * std::pow(10.0, (l * 7 + seed) % 9 - 4));
-    for (int width = W; width * int(sizeof(float)) > 16; width /= 2)
-      for (int l = 0; l < width / 2; ++l) lanes[l] = lanes[l] + lanes[l + width / 2];
-    float sum = 0;
-    for (int l = 0; l < 16 / int(sizeof(float)); ++l) sum += lanes[l];
-    CHECK(simd_sum<float>(v) == sum);
-    float largest = v[0];
-    for (int l = 1; l < W; ++l) largest = std::max(largest, float(v[l]));
-    CHECK(simd_max<float>(v) == largest);
-  }
-}
-
-// A row of n elements ending exactly at a page that may not be read or written: any access
-// past the row's last element faults, so the partial-register helpers are shown to stop there.
-template <typename T>
-struct RowAtPageEnd {
-  long page = sysconf(_SC_PAGESIZE);
-  char* base = nullptr;
-  T* row = nullptr;
-  explicit RowAtPageEnd(int n) {
-    base = static_cast<char*>(mmap(nullptr, size_t(2 * page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    REQUIRE(base != MAP_FAILED);
-    REQUIRE(mprotect(base + page, size_t(page), PROT_NONE) == 0);
-    row = reinterpret_cast<T*>(base + page) - n;
-  }
-  ~RowAtPageEnd() { munmap(base, size_t(2 * page)); }
-};
-
 TEST_CASE_TEMPLATE("vector math: short rows copied and zeroed whole, nothing past their end touched", T, float, double) {
   constexpr int W = Simd<T>::W;
   for (int n = 0; n <= 3 * W + 1; ++n) {
     INFO("n ", n);
-    RowAtPageEnd<T> src(n), dst(n);
+    test::RowAtPageEnd<T> src(n), dst(n);
     for (int i = 0; i < n; ++i) src.row[i] = T(i + 1) / T(3);
     dst.row[-1] = T(-7);  // the element before the row: untouched
     copy_row(dst.row, src.row, n);
@@ -170,14 +130,5 @@ TEST_CASE_TEMPLATE("vector math: short rows copied and zeroed whole, nothing pas
     zero_row(dst.row, n);
     CHECK(std::all_of(dst.row, dst.row + n, [](T x) { return x == T(0); }));
     CHECK(dst.row[-1] == T(-7));
-  }
-  for (int count = 0; count < W; ++count) {  // the register helpers alone, every partial length
-    INFO("count ", count);
-    RowAtPageEnd<T> p(count);
-    for (int i = 0; i < count; ++i) p.row[i] = T(i + 2);
-    const typename Simd<T>::V v = simd_load_first(p.row, count);
-    for (int l = 0; l < W; ++l) CHECK(v[l] == (l < count ? T(l + 2) : T(0)));
-    simd_store_first(p.row, v * T(2), count);
-    for (int i = 0; i < count; ++i) CHECK(p.row[i] == T(2 * (i + 2)));
   }
 }
