@@ -102,9 +102,8 @@ __attribute__((noinline)) void tile(const float* x, int64_t K, const float* w, i
       if (n == kW) {
         simd_store(o, accumulate ? V(simd_load(o)) + acc[r][v] : acc[r][v]);
       } else if (n > 0) {  // the last register of the last panel: its first n columns
-        alignas(64) float lanes[kW];
-        simd_store(lanes, acc[r][v]);
-        for (int64_t l = 0; l < n; ++l) o[l] = accumulate ? o[l] + lanes[l] : lanes[l];
+        const int first = static_cast<int>(n);
+        simd_store_first(o, accumulate ? simd_load_first(o, first) + acc[r][v] : acc[r][v], first);
       }
     }
 }
