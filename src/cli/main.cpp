@@ -185,7 +185,12 @@ int main(int argc, char** argv) {
     log_setup(dist_is_root() ? log_level_parse(log_level) : LogLevel::error, dist_is_root() ? log_file : "");
     cpu_target_apply();  // before any kernel: refuses a CPU without the build's instructions
     thread_count_set(threads_default(threads));
+    parallel_fork_calibrate();
     threads_check(threads);
+    if (parallel_fork_factor() > 1.0)  // OMP_WAIT_POLICY=passive, or a platform where waking a thread is slow
+      log_debug("threads", "a fork and join of the {} threads costs {:.1f} µs, {:.1f}x what spinning threads take: "
+                "decode products below {} multiply-adds run on one thread", thread_count(),
+                parallel_fork_seconds() * 1e6, parallel_fork_factor(), parallel_min_work());
     single_process_check(chosen_command(app));
     if (action) action();
     stdout_finish();

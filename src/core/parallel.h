@@ -16,14 +16,47 @@ inline void parallel_for(int64_t n, Body&& body) {
 
 // Work (multiply-adds) below which a job runs on the calling thread: waking the
 // pool costs about as much (a decode step of one sequence), and far more on a
-// busy machine where another thread may not be running.
+// busy machine where another thread may not be running. Set for a pool whose fork
+// and join cost kParallelForkReference: OpenMP's default wait policy, where the
+// workers spin between regions (3.4-5.9 µs on a 2-vCPU Zen 5 VM, 2026-12-04).
 inline constexpr int64_t kParallelMinWork = int64_t(1) << 18;
+inline constexpr double kParallelForkReference = 4e-6;  // seconds
 
 // The grain for items of `work_per_item` multiply-adds each: the item count
-// below which the whole job stays under kParallelMinWork.
+// below which the whole job stays under kParallelMinWork. For jobs whose estimate
+// counts their multiply-adds only (a decode step's state pass, bound by the
+// state's bytes; SwiGLU's exp) and was tuned against measured steps; it does not
+// follow parallel_fork_factor (dear forks under OMP_WAIT_POLICY=passive cost
+// about what such jobs' time exceeds their count: 4x128 decode steps of 32-48
+// rows ran 20-40% slower with the grain scaled).
 inline int64_t parallel_grain(int64_t work_per_item) {
   return work_per_item > 0 ? (kParallelMinWork + work_per_item - 1) / work_per_item : kParallelMinWork;
 }
+
+// kParallelMinWork scaled by how much dearer this process's fork and join are than
+// the reference (never below it), for jobs whose multiply-adds are their time (the
+// decode step's products, its row split): with OMP_WAIT_POLICY=passive the workers
+// sleep in the kernel between regions and a fork and join cost 25 µs (87 after a
+// millisecond idle) on the same VM, so such a job must be about 6x larger to gain
+// from the second core. Set by parallel_fork_calibrate; kParallelMinWork until then.
+int64_t parallel_min_work();
+// Times the calling thread's pool (parallel_fork_seconds_measure) and sets the scale
+// from it: the main thread at start-up and a server's scheduler when it starts (each
+// after thread_count_set). Up to twice the reference counts as the reference. Not inside
+// a parallel region.
+void parallel_fork_calibrate();
+// That scale (1 until parallel_fork_calibrate; >= 1 from a measurement).
+double parallel_fork_factor();
+// Sets it: 0 makes every job under parallel_min_work fork, whatever its size (tests that
+// exercise the threaded paths on small problems).
+void parallel_fork_factor_set(double factor);
+// The fork and join parallel_fork_calibrate last measured, in seconds (0: none yet).
+double parallel_fork_seconds();
+// The least time of 15 empty parallel regions on the calling thread's pool, after two to
+// start its workers: what the wait policy and the platform make a fork and join cost, not
+// what a moment's load on the other cores adds (a median taken while another process ran
+// would keep a server's jobs on one core long after). Not inside a parallel region.
+double parallel_fork_seconds_measure();
 
 // body(i) for i in [0, n): serially on the calling thread when n <= grain (or
 // n < 2), else across the pool as parallel_for. Items must be independent, so

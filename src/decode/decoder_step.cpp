@@ -170,7 +170,14 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
   // fork ends at a barrier that waits for the slowest thread (in `rfa serve` the HTTP threads share the
   // cores). The attention steps split (row, head) tasks over the pool as before. The same bits either
   // way (the products are batch-invariant, the rest is per row).
-  const bool split = step_row_split_ > 0 && M >= step_row_split_ && thread_count() > 1 && !in_parallel_region();
+  // And only when a region's rows hold enough work for a fork and join: with spinning workers
+  // that is every step from step_row_split_ rows; where forks are dearer (OMP_WAIT_POLICY=passive,
+  // core/parallel.h parallel_min_work) a step of fewer rows runs on one thread, not forking per
+  // product either (4x128 under passive, 2 threads, medians of five, ms a step: 8 rows 0.27 -> 0.15
+  // natively, 0.33 -> 0.27 at x86-64-v3; docs/decoding.md).
+  const int64_t layer_macs = int64_t(4) * C * C + int64_t(3) * C * Hf;  // q, k, v, o; w1, w3, w2
+  const bool split = step_row_split_ > 0 && M >= step_row_split_ && M * layer_macs >= 2 * parallel_min_work() &&
+                     thread_count() > 1 && !in_parallel_region();
   auto rowwise = [&](auto&& body) {  // body(r0, r1, threads)
     if (!split) return body(0, M, GemmThreads::pool);
     parallel_region_serial_calls([&](int t, int threads) {

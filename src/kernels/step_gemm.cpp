@@ -186,9 +186,10 @@ void step_gemm_group<float>(int64_t M, int64_t N, int64_t K, const float* x,
                             std::span<const StepProduct<float>> products, bool accumulate, GemmThreads threads) {
   const int64_t G = static_cast<int64_t>(products.size());
   if (M <= 0 || N <= 0 || G == 0) return;
-  // Below kParallelMinWork multiply-adds (a 384 x 384 projection of one row) waking the pool
-  // costs about what it saves; the group's products count together (q, k and v of one row: 3x).
-  const bool fork = threads != GemmThreads::one && G * M * N * K >= kParallelMinWork;
+  // Below parallel_min_work() multiply-adds (a 384 x 384 projection of one row, at the reference
+  // fork) waking the pool costs about what it saves; the group's products count together (q, k and
+  // v of one row: 3x).
+  const bool fork = threads != GemmThreads::one && G * M * N * K >= parallel_min_work();
   // Tasks are (panel part, block of rows) pairs over every product's panels, as many as give
   // every thread two, of equal size so that no thread waits on another (3 panels of 36 and 28
   // rows had one thread do 56% of a 64-row product). Columns are split before rows: a panel part

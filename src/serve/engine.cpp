@@ -32,6 +32,7 @@ Engine::Engine(SequenceBackend& backend, const Tokenizer& tokenizer, StateCache*
   // and the slots' workspaces were sized for this one's.
   thread_ = std::thread([this, threads = thread_count()] {
     thread_count_set(threads);
+    parallel_fork_calibrate();  // this thread's own pool does the scheduler's parallel work
     run();
   });
 }

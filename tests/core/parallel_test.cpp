@@ -1,5 +1,6 @@
 // parallel_pool_release: the calling thread's OpenMP workers end, and a later region starts
-// new ones and still computes the same.
+// new ones and still computes the same. The fork factor: measured by thread_count_set, and
+// what it does to parallel_grain.
 #include <doctest/doctest.h>
 
 #include <dirent.h>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "support/fork_factor.h"
 
 using namespace rfa;
 
@@ -53,4 +55,33 @@ TEST_CASE("parallel_pool_release: the calling thread's workers exit; the next re
   }
   CHECK(after == base);
   CHECK(sum_squares(1000) == 332833500);
+}
+
+TEST_CASE("parallel fork factor: measured by parallel_fork_calibrate, at least 1 and capped; it scales parallel_min_work, not the grain") {
+  const double seconds = parallel_fork_seconds_measure();
+  CHECK(seconds > 0);
+  CHECK(seconds < 0.1);  // an empty region; a tenth of a second would mean the measurement is broken
+  {
+    test::ForkFactorScope pool(2, 1.0);
+    parallel_fork_calibrate();  // this pool's (the suite runs under OMP_WAIT_POLICY=passive: about 5x here)
+    CHECK(parallel_fork_seconds() > 0);
+    CHECK(parallel_fork_factor() >= 1.0);
+    CHECK(parallel_fork_factor() <= 64.0);
+    CHECK(parallel_min_work() >= kParallelMinWork);
+  }
+  {
+    test::ForkFactorScope one(1, 7.0);
+    parallel_fork_calibrate();  // one thread: nothing to fork, the reference
+    CHECK(parallel_fork_factor() == 1.0);
+  }
+  test::ForkFactorScope pool(2, 1.0);
+  CHECK(parallel_min_work() == kParallelMinWork);
+  parallel_fork_factor_set(6.0);  // OMP_WAIT_POLICY=passive on the reference VM
+  CHECK(parallel_min_work() == 6 * kParallelMinWork);
+  CHECK(parallel_grain(1024) == kParallelMinWork / 1024);  // the grain keeps the reference
+  parallel_fork_factor_set(0.0);  // every job under parallel_min_work forks
+  CHECK(parallel_min_work() == 0);
+  CHECK(parallel_grain(1024) == kParallelMinWork / 1024);
+  parallel_fork_factor_set(-1.0);  // clamped
+  CHECK(parallel_fork_factor() == 0.0);
 }

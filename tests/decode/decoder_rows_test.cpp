@@ -15,6 +15,7 @@
 #include "support/conv_taps.h"
 #include "support/attention_variants.h"
 #include "support/decoder_rows_model.h"
+#include "support/fork_factor.h"
 #include "support/gradcheck.h"
 #include "support/tiny_model.h"
 
@@ -169,10 +170,12 @@ TEST_CASE("decoder rows: steps of 8 rows and more (row-wise work split by rows o
   // norms, products and SwiGLU between two attention steps (decoder.cpp step_layers); below, each
   // product splits its columns. 12 rows at their own positions step together, then 9 of them in
   // another order, then 5 (no split): every row's logits are its one-row decoder's, bit for bit.
-  const int before = thread_count();
-  thread_count_set(2);
+  // Fork factor 0: this tiny model's steps split as a large one's do; 64 (forks as dear as under
+  // OMP_WAIT_POLICY=passive on a busy machine): nothing forks, the same bits.
+  for (double factor : {0.0, 64.0})
   for (const test::AttentionVariant& v : test::attention_variants()) {
-    INFO("variant: ", std::string(v.name));
+    test::ForkFactorScope pool(2, factor);
+    INFO("variant: ", std::string(v.name), ", fork factor ", factor);
     Model<float> model(test::rows_model_spec(v));
     model_init(model, 12);
     test::conv_taps_randomize(model, 12, 0.2);
@@ -205,5 +208,4 @@ TEST_CASE("decoder rows: steps of 8 rows and more (row-wise work split by rows o
     step({4, 6, 10, 1, 0});
     step({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
   }
-  thread_count_set(before);
 }
