@@ -267,6 +267,32 @@ json api_chunk_json(const ApiResponseHead& h, int index, const std::string& text
           {"choices", json::array({c})}};
 }
 
+ApiTextChunks::ApiTextChunks(const ApiResponseHead& head, int n) : head_(head) {
+  // The text's place: a control character the dump writes as \u0001, found once in the frame
+  // (a model name holding one too would make it ambiguous: that choice builds its tree instead).
+  constexpr std::string_view kMarker = "\"\\u0001\"";
+  for (int c = 0; c < n; ++c) {
+    const std::string frame = api_dump(api_chunk_json(head, c, "\x01", ""));
+    const size_t at = frame.find(kMarker);
+    if (at == std::string::npos || frame.find(kMarker, at + 1) != std::string::npos) {
+      frames_.emplace_back();
+      continue;
+    }
+    frames_.emplace_back("data: " + frame.substr(0, at), frame.substr(at + kMarker.size()) + "\n\n");
+  }
+}
+
+void ApiTextChunks::append(std::string& out, int choice, const std::string& text) const {
+  const auto& [before, after] = frames_.at(static_cast<size_t>(choice));
+  if (before.empty()) {
+    out += "data: " + api_dump(api_chunk_json(head_, choice, text, "")) + "\n\n";
+    return;
+  }
+  out += before;
+  out += api_dump(json(text));  // the string, quoted and escaped as in the whole dump
+  out += after;
+}
+
 json api_usage_chunk_json(const ApiResponseHead& h, const ApiUsage& usage) {
   return {{"id", h.id},
           {"object", h.chat ? "chat.completion.chunk" : "text_completion"},

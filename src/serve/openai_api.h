@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -66,5 +67,19 @@ nlohmann::json api_chunk_json(const ApiResponseHead& head, int index, const std:
                               const std::string& finish_reason, bool role_only = false);
 // The last chunk with stream_options.include_usage: no choices, the usage.
 nlohmann::json api_usage_chunk_json(const ApiResponseHead& head, const ApiUsage& usage);
+
+// A streamed reply's text chunks as server-sent events, byte for byte
+// "data: " + api_dump(api_chunk_json(head, choice, text, "")) + "\n\n", from each choice's
+// frame rendered once: the JSON before and after the text, split where it goes. Built
+// and dumped as a tree, every token's event took a dozen allocations on the HTTP threads.
+class ApiTextChunks {
+ public:
+  ApiTextChunks(const ApiResponseHead& head, int n);
+  void append(std::string& out, int choice, const std::string& text) const;
+
+ private:
+  ApiResponseHead head_;
+  std::vector<std::pair<std::string, std::string>> frames_;  // per choice; empty: build the tree
+};
 
 }  // namespace rfa

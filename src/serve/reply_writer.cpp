@@ -34,6 +34,7 @@ bool ReplyStream::write_some(httplib::DataSink& sink) {
   std::string out;
   if (!started_) {
     started_ = true;
+    text_chunks_ = std::make_unique<ApiTextChunks>(head, n);
     if (head.chat)
       for (int c = 0; c < n; ++c) out += sse(api_chunk_json(head, c, "", "", true));
   }
@@ -41,7 +42,7 @@ bool ReplyStream::write_some(httplib::DataSink& sink) {
   handle->wait(events_, kReplyPoll);
   for (const ReplyEvent& e : events_) {
     if (e.kind == ReplyEvent::Kind::text) {
-      out += sse(api_chunk_json(head, e.choice, e.text, ""));
+      text_chunks_->append(out, e.choice, e.text);
     } else {
       ++finished_;
       if (e.reason == FinishReason::error)

@@ -34,6 +34,7 @@ struct ReplyStream {
   bool write_some(httplib::DataSink& sink);
 
  private:
+  std::unique_ptr<ApiTextChunks> text_chunks_;  // from the first call (head and n are set by then)
   bool started_ = false;
   int finished_ = 0;
   std::chrono::steady_clock::time_point peer_checked_{};

@@ -208,3 +208,22 @@ TEST_CASE("state files: names cannot leave the directory") {
     CHECK_FALSE(StateFiles::name_problem(bad).empty());
   CHECK_FALSE(StateFiles::name_problem(std::string(65, 'a')).empty());
 }
+
+TEST_CASE("openai stream: a text chunk from its pre-rendered frame is the dumped tree, byte for byte") {
+  const std::vector<std::string> texts = {"",        "a",           " the",      "\"quoted\"", "back\\slash",
+                                          "line\nbreak\t", std::string("nul\0in", 6), "\x01\x1f\x7f",
+                                          "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", "bad \xFF\xC3 bytes",
+                                          "</script>", "\\u0001", "\"\\u0001\""};
+  for (bool chat : {true, false})
+    for (const std::string model : {"m", "run/with \"quotes\"", "two\x01marks\x01"}) {
+      const ApiResponseHead h{chat ? "chatcmpl-9" : "cmpl-9", 1764806400, model, chat};
+      const ApiTextChunks chunks(h, 3);
+      for (int c = 0; c < 3; ++c)
+        for (const std::string& t : texts) {
+          INFO("chat ", chat, " model ", model, " choice ", c, " text ", t);
+          std::string fast = "keep:";
+          chunks.append(fast, c, t);
+          CHECK(fast == "keep:data: " + api_dump(api_chunk_json(h, c, t, "")) + "\n\n");
+        }
+    }
+}
