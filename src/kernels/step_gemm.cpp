@@ -44,10 +44,6 @@ constexpr int64_t kPrefetchBytes = 8192;
 constexpr int64_t kPrefetchOwnBytes = 4096;
 constexpr int kLineFloats = 16;  // a 64-byte cache line
 
-// out[r, v kW + l] for r < R, v < NV, of which the first `cols` columns are stored: w is the panel
-// at the tile's first column, P the panel's width (its row stride), x the tile's first row.
-// Not inlined: a tile alone keeps its accumulators in registers (inlined into the sweeps, GCC
-// kept them on the stack).
 // An empty asm that takes v in a vector register and may change it, so the compiler must load it
 // there once and cannot fold the load into each use. The constraint names the architecture's
 // vector registers: "v" on x86 (any xmm/ymm/zmm), "w" on arm64 ("v" there is no register class:
@@ -60,6 +56,10 @@ inline void keep_in_register([[maybe_unused]] V& v) {
 #endif
 }
 
+// out[r, v kW + l] for r < R, v < NV, of which the first `cols` columns are stored: w is the panel
+// at the tile's first column, P the panel's width (its row stride), x the tile's first row.
+// Not inlined: a tile alone keeps its accumulators in registers (inlined into the sweeps, GCC
+// kept them on the stack).
 template <int R, int NV>
 __attribute__((noinline)) void tile(const float* x, int64_t K, const float* w, int64_t P, float* out, int64_t N, int64_t cols,
           bool accumulate) {
