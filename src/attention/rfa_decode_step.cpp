@@ -14,49 +14,71 @@
 namespace rfa {
 namespace {
 
-// u (D) = sum_j sx[j] Wt[j, :] with D = NV registers: the accumulators stay in registers
-// over the Dh rows of Wt (Dh, D), in the same order of additions as the plain loop below.
-template <typename T, int NV>
-void project_in_registers(T* u, const T* sx, const T* Wt, int D, int Dh) {
+// uq, uk (D each) = sum_j sxq[j] Wt[j, :] and sum_j sxk[j] Wt[j, :] over the Dh rows of Wt
+// (Dh, D), NB registers of columns at a time from column block `at`: the q row's and the k
+// row's accumulators side by side in registers. One row alone is a chain of Dh dependent
+// multiply-adds per register (4x128: 32 of them on each of 2 registers natively), bound by
+// the multiply-add's latency; the pair puts twice the chains in flight and reads each Wt row
+// once for both. Each sum adds in the same order as the plain loop in project_pair.
+template <typename T, int NB>
+void project_pair_block(T* uq, T* uk, const T* sxq, const T* sxk, const T* Wt, int D, int Dh, int at) {
   using V = typename Simd<T>::V;
   constexpr int W = Simd<T>::W;
-  V acc[NV];
-  for (int v = 0; v < NV; ++v) acc[v] = V{};
+  V aq[NB], ak[NB];
+  for (int v = 0; v < NB; ++v) aq[v] = ak[v] = V{};
   for (int j = 0; j < Dh; ++j) {
-    const T* w = Wt + static_cast<size_t>(j) * D;
-    const T a = sx[j];
-    for (int v = 0; v < NV; ++v) acc[v] += a * V(simd_load(w + v * W));
+    const T* w = Wt + static_cast<size_t>(j) * D + at;
+    const T a = sxq[j], b = sxk[j];
+    for (int v = 0; v < NB; ++v) {
+      const V wv = simd_load(w + v * W);
+      aq[v] += a * wv;
+      ak[v] += b * wv;
+    }
   }
-  for (int v = 0; v < NV; ++v) simd_store(u + v * W, acc[v]);
+  for (int v = 0; v < NB; ++v) {
+    simd_store(uq + at + v * W, aq[v]);
+    simd_store(uk + at + v * W, ak[v]);
+  }
+}
+
+// D = NV registers in blocks of at most NB, 2 NB accumulators leaving a quarter of the
+// register file for Wt's row and the two broadcasts (AVX-512: 8 registers of columns at a
+// time, 16 accumulators; AVX2: 4, 8).
+template <typename T, int NV>
+void project_pair_in_registers(T* uq, T* uk, const T* sxq, const T* sxk, const T* Wt, int D, int Dh) {
+  constexpr int NB = std::min(NV, kVectorRegisters * 3 / 8);
+  constexpr int W = Simd<T>::W;
+  int v = 0;
+  for (; v + NB <= NV; v += NB) project_pair_block<T, NB>(uq, uk, sxq, sxk, Wt, D, Dh, v * W);
+  if constexpr (NV % NB != 0) project_pair_block<T, NV % NB>(uq, uk, sxq, sxk, Wt, D, Dh, v * W);
 }
 
 template <typename T>
-void project(T* u, const T* sx, const T* Wt, int D, int Dh) {
+void project_pair(T* uq, T* uk, const T* sxq, const T* sxk, const T* Wt, int D, int Dh) {
   constexpr int W = Simd<T>::W;
   if (D % W == 0) switch (D / W) {
-      case 1: return project_in_registers<T, 1>(u, sx, Wt, D, Dh);
-      case 2: return project_in_registers<T, 2>(u, sx, Wt, D, Dh);
-      case 4: return project_in_registers<T, 4>(u, sx, Wt, D, Dh);
-      case 8: return project_in_registers<T, 8>(u, sx, Wt, D, Dh);
+      case 1: return project_pair_in_registers<T, 1>(uq, uk, sxq, sxk, Wt, D, Dh);
+      case 2: return project_pair_in_registers<T, 2>(uq, uk, sxq, sxk, Wt, D, Dh);
+      case 4: return project_pair_in_registers<T, 4>(uq, uk, sxq, sxk, Wt, D, Dh);
+      case 8: return project_pair_in_registers<T, 8>(uq, uk, sxq, sxk, Wt, D, Dh);
       default: break;
     }
-  std::fill(u, u + D, T(0));
+  std::fill(uq, uq + D, T(0));
+  std::fill(uk, uk + D, T(0));
   for (int j = 0; j < Dh; ++j) {
     const T* w = Wt + static_cast<size_t>(j) * D;
-    const T a = sx[j];
+    const T a = sxq[j], b = sxk[j];
 #pragma omp simd
-    for (int i = 0; i < D; ++i) u[i] += a * w[i];
+    for (int i = 0; i < D; ++i) {
+      uq[i] += a * w[i];
+      uk[i] += b * w[i];
+    }
   }
 }
 
-// phi (F) of one row x (Dh): x̄ = x / sqrt(|x|² + eps_n), u = W (sigma ⊙ x̄), then sin/cos or relu.
-// Wt: (Dh, D). sx: (Dh) scratch, u: (D) scratch.
+// phi (F) from u (D): sin/cos (each scaled after) or relu, times 1/sqrt(D).
 template <typename T>
-void feature_row(T* phi, T* sx, T* u, const T* x, const T* sigma, const T* Wt, const RfaConfig& c, int D, int Dh) {
-  const T r = l2_inverse_norm(row_sum_squares(x, Dh), T(c.eps_n));
-#pragma omp simd
-  for (int j = 0; j < Dh; ++j) sx[j] = sigma[j] * (x[j] * r);
-  project(u, sx, Wt, D, Dh);
+void feature_from_u(T* phi, const T* u, const RfaConfig& c, int D) {
   const T scale = T(1) / std::sqrt(T(D));
   if (c.feature_map == FeatureMapKind::gaussian) {
     sincos_row(phi, phi + D, u, D);
@@ -66,6 +88,26 @@ void feature_row(T* phi, T* sx, T* u, const T* x, const T* sigma, const T* Wt, c
 #pragma omp simd
     for (int i = 0; i < D; ++i) phi[i] = u[i] > T(0) ? u[i] * scale : T(0);
   }
+}
+
+// phi_q and phi_k (F each) of one (b, h)'s rows q and k (Dh): x̄ = x / sqrt(|x|² + eps_n),
+// u = W (sigma ⊙ x̄), then sin/cos or relu; the two rows side by side at each stage, so the
+// latency of one (the norm's sum, root and division, the projection's chains) overlaps the
+// other's. Wt: (Dh, D). sx: (2 Dh) scratch, u: (2 D) scratch.
+template <typename T>
+void feature_rows_qk(T* phiq, T* phik, T* sx, T* u, const T* q, const T* k, const T* sigma, const T* Wt,
+                     const RfaConfig& c, int D, int Dh) {
+  const T sq = row_sum_squares(q, Dh), sk = row_sum_squares(k, Dh);
+  const T rq = l2_inverse_norm(sq, T(c.eps_n)), rk = l2_inverse_norm(sk, T(c.eps_n));
+  T *sxq = sx, *sxk = sx + Dh, *uq = u, *uk = u + D;
+#pragma omp simd
+  for (int j = 0; j < Dh; ++j) {
+    sxq[j] = sigma[j] * (q[j] * rq);
+    sxk[j] = sigma[j] * (k[j] * rk);
+  }
+  project_pair(uq, uk, sxq, sxk, Wt, D, Dh);
+  feature_from_u(phiq, uq, c, D);
+  feature_from_u(phik, uk, c, D);
 }
 
 // The scalar gate's pass over one head's state S (F, E), E = Dh + 1, row f updated in place:
@@ -167,7 +209,7 @@ void rfa_decode_step(T* out, const RfaStateView<T>& st, const RfaInputs<T>& in, 
   RFA_ASSERT(F == rfa_feature_count(c), "state made for {} features, config has {}", F, rfa_feature_count(c));
   RFA_ASSERT(!c.gated || (in.n && p.gate_w && p.gate_b), "gated RFA needs n, gate_w and gate_b");
   RFA_ASSERT(rows.n <= st.B, "{} rows stepped in a state of {}", rows.n, st.B);
-  // The state's scratch holds Dh + D + 4F + 2E per (b, h) (rfa_recurrent.cpp's layout).
+  // The state's scratch holds 2 Dh + 2 D + 4F + 2E per (b, h) (rfa_step_scratch_size).
   const size_t per_task = rfa_step_scratch_size(c, Dh);
   const T eps_d = T(c.eps_d);
   const size_t FE = static_cast<size_t>(F) * E;
@@ -178,9 +220,9 @@ void rfa_decode_step(T* out, const RfaStateView<T>& st, const RfaInputs<T>& in, 
     const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H), sb = rows.state_row(b);
     const int64_t pos = rows.pos[b];
     T* at = st.scratch + bh * per_task;
-    T* sx = at;
-    T* u = sx + Dh;
-    T* phiq = u + D;
+    T* sx = at;         // (2 Dh)
+    T* u = sx + 2 * Dh;  // (2 D)
+    T* phiq = u + 2 * D;
     T* phik = phiq + F;
     T* vp = phik + F;
     T* y = vp + E;
@@ -189,8 +231,7 @@ void rfa_decode_step(T* out, const RfaStateView<T>& st, const RfaInputs<T>& in, 
     const size_t row = static_cast<size_t>(b) * C + static_cast<size_t>(h) * Dh;
     const T* sigma = p.sigma + static_cast<size_t>(h) * Dh;
     const T* W = Wt + static_cast<size_t>(h) * Dh * D;  // (Dh, D)
-    feature_row(phiq, sx, u, in.q + row, sigma, W, c, D, Dh);
-    feature_row(phik, sx, u, in.k + row, sigma, W, c, D, Dh);
+    feature_rows_qk(phiq, phik, sx, u, in.q + row, in.k + row, sigma, W, c, D, Dh);
     T g = T(1), beta = T(1);  // ungated: no decay
     if (c.gated && !c.feature_gate)
       gate_sigmoids(row_dot(p.gate_w + static_cast<size_t>(h) * C, in.n + static_cast<size_t>(b) * C, C) + p.gate_b[h],

@@ -16,7 +16,7 @@ namespace rfa {
 // Per-(b, h) step scratch: x̄ (Dh), u and sigma ⊙ x̄ (D + Dh), phi_q, phi_k (F), v' (E), y (E),
 // then the feature gate's g and beta (F each).
 size_t rfa_step_scratch_size(const RfaConfig& c, int Dh) {
-  return static_cast<size_t>(2 * Dh) + c.num_features + 4 * rfa_feature_count(c) + 2 * (Dh + 1);
+  return static_cast<size_t>(2 * Dh) + 2 * c.num_features + 4 * rfa_feature_count(c) + 2 * (Dh + 1);
 }
 
 template <typename T>

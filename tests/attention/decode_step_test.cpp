@@ -10,6 +10,7 @@
 #include "attention/rfa_layout.h"
 #include "attention/rfa_recurrent.h"
 #include "attention/softmax_kv_cache.h"
+#include "kernels/simd.h"
 #include "core/error.h"
 #include "support/gradcheck.h"
 
@@ -97,6 +98,22 @@ TEST_CASE("decode step: the state pass at each kind of tail (E = Dh + 1 past who
     check_rfa_step<float>(c, 3, 2, Dh, 2e-4);
     check_rfa_step<double>(c, 3, 2, Dh, 1e-11);
   }
+}
+
+TEST_CASE("decode step: the q and k projections at every register count (D a multiple of the width or not)") {
+  // D / width 1, 2, 4 and 8 registers: the pair's accumulators in registers, in one block or
+  // (8 registers of 8 or 4 lanes) two; D 24 or 12 with 16 lanes: the plain loop. Both maps.
+  constexpr int kW = Simd<float>::W;
+  RfaConfig c;
+  c.eps_d = 1e-6;
+  for (int D : {kW, 2 * kW, 4 * kW, 8 * kW, 3 * kW / 2 + 2})
+    for (FeatureMapKind map : {FeatureMapKind::gaussian, FeatureMapKind::arccos}) {
+      INFO("D ", D, " map ", int(map));
+      c.num_features = D;
+      c.feature_map = map;
+      check_rfa_step<float>(c, 2, 2, 12, 2e-4);
+      check_rfa_step<double>(c, 2, 2, 12, 1e-11);
+    }
 }
 
 TEST_CASE("decode step: a token's scalar gate is the chunked forward's, bit for bit") {
