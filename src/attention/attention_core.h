@@ -307,6 +307,13 @@ void attention_prefill(const AttentionCore& core, const AttentionWeights<T>& w, 
 template <typename T>
 void attention_step(const AttentionCore& core, const AttentionWeights<T>& w, AttentionState<T>& state, T* out,
                     const AttentionInputs<T>& in, const AttentionRows& rows);
+// Rows [r0, r1) of that step (out and in still for all rows.n), on the calling thread: each row's
+// state, scratch and tensors are its own, so the threads of one parallel region may step disjoint
+// parts of the same rows side by side (the decoder's row split runs a whole step so, without a
+// barrier between the layers).
+template <typename T>
+void attention_step_part(const AttentionCore& core, const AttentionWeights<T>& w, AttentionState<T>& state, T* out,
+                         const AttentionInputs<T>& in, const AttentionRows& rows, int r0, int r1);
 
 // ---- Saving a decoding state ---------------------------------------------------
 

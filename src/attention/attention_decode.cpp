@@ -224,9 +224,13 @@ void attention_prefill(const AttentionCore& core, const AttentionWeights<T>& w, 
   }
 }
 
+namespace {
+
+// The step of `rows`; threads: the output gate's product on the pool or on this thread.
+// gate_z: the output gate's (rows.n, C) scratch.
 template <typename T>
-void attention_step(const AttentionCore& core, const AttentionWeights<T>& w, AttentionState<T>& st, T* out,
-                    const AttentionInputs<T>& in, const AttentionRows& rows) {
+void step_rows(const AttentionCore& core, const AttentionWeights<T>& w, AttentionState<T>& st, T* out,
+               const AttentionInputs<T>& in, const AttentionRows& rows, T* gate_z, GemmThreads threads) {
   const AttentionSpec& s = core.spec();
   if (s.short_conv > 0) {
     const int i = core.conv_param();
@@ -244,9 +248,27 @@ void attention_step(const AttentionCore& core, const AttentionWeights<T>& w, Att
     RFA_ASSERT(in.n != nullptr && rows.n <= st.rows(), "output gate: n of {} rows", rows.n);
     const int g = core.gate_param();
     RFA_ASSERT(in.gate_packed != nullptr, "attention step: the output gate's packed W_g is missing");
-    output_gate_apply(s, w[g], w[g + 1], out, out, st.gate_scratch(), in.n, rows.n, GemmThreads::pool,
-                      in.gate_packed);
+    output_gate_apply(s, w[g], w[g + 1], out, out, gate_z, in.n, rows.n, threads, in.gate_packed);
   }
+}
+
+}  // namespace
+
+template <typename T>
+void attention_step(const AttentionCore& core, const AttentionWeights<T>& w, AttentionState<T>& st, T* out,
+                    const AttentionInputs<T>& in, const AttentionRows& rows) {
+  step_rows(core, w, st, out, in, rows, st.gate_scratch(), GemmThreads::pool);
+}
+
+template <typename T>
+void attention_step_part(const AttentionCore& core, const AttentionWeights<T>& w, AttentionState<T>& st, T* out,
+                         const AttentionInputs<T>& in, const AttentionRows& rows, int r0, int r1) {
+  RFA_ASSERT(0 <= r0 && r0 <= r1 && r1 <= rows.n, "attention step: part [{}, {}) of {} rows", r0, r1, rows.n);
+  if (r0 == r1) return;
+  const int64_t at = int64_t(r0) * core.spec().C();
+  const AttentionInputs<T> part{in.q + at, in.k + at, in.v + at, in.n ? in.n + at : nullptr, in.gate_packed};
+  T* gate_z = st.gate_scratch() ? st.gate_scratch() + at : nullptr;
+  step_rows(core, w, st, out + at, part, rows.part(r0, r1), gate_z, GemmThreads::one);
 }
 
 std::string attention_state_save_refusal(const AttentionSpec& s) { return attention_kind_def(s.kind).save_refusal(s); }
@@ -264,7 +286,9 @@ std::string attention_state_form(const AttentionSpec& s) {
   template void attention_prefill<T>(const AttentionCore&, const AttentionWeights<T>&, AttentionState<T>&, int, T*, \
                                      const AttentionInputs<T>&, const AttentionCall<T>&);                        \
   template void attention_step<T>(const AttentionCore&, const AttentionWeights<T>&, AttentionState<T>&, T*,      \
-                                  const AttentionInputs<T>&, const AttentionRows&);
+                                  const AttentionInputs<T>&, const AttentionRows&);                             \
+  template void attention_step_part<T>(const AttentionCore&, const AttentionWeights<T>&, AttentionState<T>&, T*, \
+                                       const AttentionInputs<T>&, const AttentionRows&, int, int);
 RFA_INSTANTIATE(float)
 RFA_INSTANTIATE(double)
 #undef RFA_INSTANTIATE

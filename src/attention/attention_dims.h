@@ -22,9 +22,12 @@ struct AttentionDims {
 // stay as they are (idle).
 struct AttentionRows {
   int n = 0;
-  const int* row = nullptr;      // (n) state rows, distinct; null = rows 0 .. n-1
+  const int* row = nullptr;      // (n) state rows, distinct; null = rows first .. first + n - 1
   const int64_t* pos = nullptr;  // (n)
-  int state_row(int i) const { return row ? row[i] : i; }
+  int first = 0;                 // with row null: the state row of row 0 (a part of a step's rows)
+  int state_row(int i) const { return row ? row[i] : first + i; }
+  // Rows [r0, r1) of these as rows of their own (their inputs start r0 rows further on).
+  AttentionRows part(int r0, int r1) const { return {r1 - r0, row ? row + r0 : nullptr, pos + r0, first + r0}; }
 };
 
 // A tensor shape of at most 6 dimensions held without allocation (what the hot path asks

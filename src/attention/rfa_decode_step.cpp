@@ -216,10 +216,11 @@ void rfa_decode_step(T* out, const RfaStateView<T>& st, const RfaInputs<T>& in, 
   // Work per (b, h): two feature maps (2 D Dh) and one pass over the state (2 F E).
   const int64_t work = 2 * int64_t(D) * Dh + 2 * int64_t(F) * E;
   parallel_for(int64_t(rows.n) * H, parallel_grain(work), [&](int64_t bh) {
-    // Input row b (of the step's rows) moves state row sb; the scratch is the input row's.
+    // Input row b (of the step's rows) moves state row sb; the scratch is the state row's, so
+    // that threads stepping disjoint parts of one step's rows (attention_step_part) never share it.
     const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H), sb = rows.state_row(b);
     const int64_t pos = rows.pos[b];
-    T* at = st.scratch + bh * per_task;
+    T* at = st.scratch + (int64_t(sb) * H + h) * per_task;
     T* sx = at;         // (2 Dh)
     T* u = sx + 2 * Dh;  // (2 D)
     T* phiq = u + 2 * D;

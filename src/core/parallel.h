@@ -59,11 +59,12 @@ double parallel_fork_seconds();
 double parallel_fork_seconds_measure();
 
 // body(i) for i in [0, n): serially on the calling thread when n <= grain (or
-// n < 2), else across the pool as parallel_for. Items must be independent, so
+// n < 2, or inside a parallel region, where a nested one would have one thread
+// anyway), else across the pool as parallel_for. Items must be independent, so
 // the results are the same either way.
 template <typename Body>
 inline void parallel_for(int64_t n, int64_t grain, Body&& body) {
-  if (n <= grain || n < 2) {
+  if (n <= grain || n < 2 || omp_in_parallel()) {
     for (int64_t i = 0; i < n; ++i) body(i);
   } else {
     parallel_for(n, body);

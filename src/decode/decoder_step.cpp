@@ -165,12 +165,13 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
     step_gemm<T>(r1 - r0, OC, IC, in + int64_t(r0) * IC, W, out + int64_t(r0) * OC, accumulate, threads);
   };
   // From step_row_split_ rows (fp32, weights that stay in cache) each thread takes a share of the rows
-  // through every row-wise part between two attention steps (norms, products, SwiGLU) in one parallel
-  // region: a step forks 2 L + 1 times instead of once per product and kernel (about 7 L), and each
-  // fork ends at a barrier that waits for the slowest thread (in `rfa serve` the HTTP threads share the
-  // cores). The attention steps split (row, head) tasks over the pool as before. The same bits either
+  // through the whole step in one parallel region: embedding, every layer's norms, products,
+  // attention step (attention_step_part: a row's state and scratch are its own) and SwiGLU, and the
+  // head. A step forks once instead of once per product and kernel (about 7 L), with no barrier
+  // between the layers for the slowest thread (in `rfa serve` the HTTP threads share the cores),
+  // and a row's activations stay on one core from its embedding to its logits. The same bits either
   // way (the products are batch-invariant, the rest is per row).
-  // And only when a region's rows hold enough work for a fork and join: with spinning workers
+  // And only when a step's rows hold enough work for a fork and join: with spinning workers
   // that is every step from step_row_split_ rows; where forks are dearer (OMP_WAIT_POLICY=passive,
   // core/parallel.h parallel_min_work) a step of fewer rows runs on one thread, not forking per
   // product either (4x128 under passive, 2 threads, medians of five, ms a step: 8 rows 0.27 -> 0.15
@@ -178,13 +179,7 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
   const int64_t layer_macs = int64_t(4) * C * C + int64_t(3) * C * Hf;  // q, k, v, o; w1, w3, w2
   const bool split = step_row_split_ > 0 && M >= step_row_split_ && M * layer_macs >= 2 * parallel_min_work() &&
                      thread_count() > 1 && !in_parallel_region();
-  auto rowwise = [&](auto&& body) {  // body(r0, r1, threads)
-    if (!split) return body(0, M, GemmThreads::pool);
-    parallel_region_serial_calls([&](int t, int threads) {
-      body(static_cast<int>(partition_begin(M, t, threads)), static_cast<int>(partition_begin(M, t + 1, threads)),
-           GemmThreads::one);
-    });
-  };
+  RFA_ASSERT(!split || M == n, "decoder: a row split of {} rows padded to {}", n, M);
   auto stepped = [&](int l) -> StepWeightsBf16 {
     return bf16 ? step_bf16_[static_cast<size_t>(l)] : StepWeightsBf16{};
   };
@@ -217,17 +212,23 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
     swiglu_rows(a.ffn_act + int64_t(r0) * Hf, a.ffn_gate_up + int64_t(r0) * 2 * Hf, r1 - r0, Hf);
     product(r0, r1, threads, x, a.ffn_act, f.w2, p.w2, false, Hf, C, true);  // x += act · W2 (W2 stored (Hf, C))
   };
-  rowwise([&](int r0, int r1, GemmThreads threads) {
+  // Layer l's attention step: for rows [r0, r1) on this thread (the split), else for all on the pool.
+  const AttentionRows attn_rows{n, rows, pos};
+  auto attention = [&](int l, int r0, int r1) {
+    const size_t i = static_cast<size_t>(l);
+    const AttentionInputs<T> in{a.q, a.k, a.v, nrm, step_weights_.layer(l).gate};
+    if (split)
+      attention_step_part(cores_[i], model_.w.layers[i].attn, states_[i], a.attn_out, in, attn_rows, r0, r1);
+    else
+      attention_step(cores_[i], model_.w.layers[i].attn, states_[i], a.attn_out, in, attn_rows);
+  };
+  // Rows [r0, r1) through the whole step.
+  auto rows_through = [&](int r0, int r1, GemmThreads threads) {
     for (int i = r0; i < r1; ++i)  // padding rows (bf16) read token 0
       std::memcpy(x + int64_t(i) * C, model_.w.tok_embedding + int64_t(i < n ? tokens[i] : 0) * C, sizeof(T) * C);
     attention_inputs(0, r0, r1, threads);
-  });
-  const AttentionRows attn_rows{n, rows, pos};
-  for (int l = 0; l < s.L; ++l) {
-    attention_step(cores_[static_cast<size_t>(l)], model_.w.layers[static_cast<size_t>(l)].attn,
-                   states_[static_cast<size_t>(l)], a.attn_out,
-                   AttentionInputs<T>{a.q, a.k, a.v, nrm, step_weights_.layer(l).gate}, attn_rows);
-    rowwise([&](int r0, int r1, GemmThreads threads) {
+    for (int l = 0; l < s.L; ++l) {
+      attention(l, r0, r1);
       attention_output_and_ffn(l, r0, r1, threads);
       if (l + 1 < s.L) {
         attention_inputs(l + 1, r0, r1, threads);
@@ -235,8 +236,13 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
         rmsnorm_rows(nrm + int64_t(r0) * C, x + int64_t(r0) * C, model_.w.final_norm, r1 - r0, C, s.model.norm_eps);
         product(r0, r1, threads, logits, nrm, step_weights_.lm_head(), step_lm_head_bf16_, true, C, s.V, false);
       }
-    });
-  }
+    }
+  };
+  if (!split) return rows_through(0, M, GemmThreads::pool);
+  parallel_region_serial_calls([&](int t, int threads) {
+    rows_through(static_cast<int>(partition_begin(M, t, threads)), static_cast<int>(partition_begin(M, t + 1, threads)),
+                 GemmThreads::one);
+  });
 }
 
 #define RFA_INSTANTIATE(T)                                                                              \
