@@ -13,8 +13,9 @@
 
 namespace rfa {
 
-// Per-(b, h) step scratch: x̄ (Dh), u and sigma ⊙ x̄ (D + Dh), phi_q, phi_k (F), v' (E), y (E),
-// then the feature gate's g and beta (F each).
+// Per-(b, h) step scratch, 2 Dh + 2 D + 4 F + 2 E: the reference step's x̄ (Dh), u and sigma ⊙ x̄
+// (D + Dh), or the fused step's sigma ⊙ x̄ and u for q and k side by side (2 Dh, 2 D); then phi_q,
+// phi_k (F), v' (E), y (E), and the feature gate's g and beta (F each).
 size_t rfa_step_scratch_size(const RfaConfig& c, int Dh) {
   return static_cast<size_t>(2 * Dh) + 2 * c.num_features + 4 * rfa_feature_count(c) + 2 * (Dh + 1);
 }
