@@ -171,13 +171,13 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
   // between the layers for the slowest thread (in `rfa serve` the HTTP threads share the cores),
   // and a row's activations stay on one core from its embedding to its logits. The same bits either
   // way (the products are batch-invariant, the rest is per row).
-  // And only when a step's rows hold enough work for a fork and join: with spinning workers
-  // that is every step from step_row_split_ rows; where forks are dearer (OMP_WAIT_POLICY=passive,
-  // core/parallel.h parallel_min_work) a step of fewer rows runs on one thread, not forking per
-  // product either (4x128 under passive, 2 threads, medians of five, ms a step: 8 rows 0.27 -> 0.15
-  // natively, 0.33 -> 0.27 at x86-64-v3; docs/decoding.md).
-  const int64_t layer_macs = int64_t(4) * C * C + int64_t(3) * C * Hf;  // q, k, v, o; w1, w3, w2
-  const bool split = step_row_split_ > 0 && M >= step_row_split_ && M * layer_macs >= 2 * parallel_min_work() &&
+  // And only when the step's rows hold twice the work of a fork and join (the one fork is
+  // for the whole step): with spinning workers that is every step from step_row_split_ rows;
+  // where forks are dearer (OMP_WAIT_POLICY=passive, core/parallel.h parallel_min_work) a step of
+  // fewer rows runs on one thread, not forking per product either (docs/decoding.md: 4x128 under
+  // passive, 12 rows 0.35-0.36 ms on one thread, 0.17-0.20 split).
+  const int64_t step_macs = int64_t(s.L) * (int64_t(4) * C * C + int64_t(3) * C * Hf);  // q, k, v, o; w1, w3, w2
+  const bool split = step_row_split_ > 0 && M >= step_row_split_ && M * step_macs >= 2 * parallel_min_work() &&
                      thread_count() > 1 && !in_parallel_region();
   RFA_ASSERT(!split || M == n, "decoder: a row split of {} rows padded to {}", n, M);
   auto stepped = [&](int l) -> StepWeightsBf16 {
