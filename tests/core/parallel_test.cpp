@@ -1,6 +1,6 @@
 // parallel_pool_release: the calling thread's OpenMP workers end, and a later region starts
-// new ones and still computes the same. The fork factor: measured by thread_count_set, and
-// what it does to parallel_grain.
+// new ones and still computes the same. The fork factor: measured by parallel_fork_calibrate,
+// and what it scales (parallel_min_work) and does not (parallel_grain).
 #include <doctest/doctest.h>
 
 #include <dirent.h>
