@@ -9,6 +9,7 @@
 #include "attention/output_gate.h"
 #include "attention/short_conv.h"
 #include "core/error.h"
+#include "core/step_profile.h"
 
 namespace rfa {
 
@@ -232,6 +233,14 @@ template <typename T>
 void step_rows(const AttentionCore& core, const AttentionWeights<T>& w, AttentionState<T>& st, T* out,
                const AttentionInputs<T>& in, const AttentionRows& rows, T* gate_z, GemmThreads threads) {
   const AttentionSpec& s = core.spec();
+  // --profile (rfa bench decode): the bytes of the rows' states the step moves, a recurrent
+  // state read and written whole, a KV cache's filled slots read (its one new slot not counted).
+  double state_bytes = 0;
+  if (step_profile_enabled()) {
+    for (int i = 0; i < rows.n; ++i) state_bytes += double(st.row_size_in_use(rows.pos[i]));
+    state_bytes *= double(sizeof(T)) * (attention_state_grows(s) ? 1 : 2);
+  }
+  const ProfileScope profile(ProfiledKernel::attention_step, 0, state_bytes);
   if (s.short_conv > 0) {
     const int i = core.conv_param();
     const T* const cw[3] = {w[i], w[i + 1], w[i + 2]};

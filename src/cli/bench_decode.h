@@ -21,6 +21,7 @@ struct BenchDecodeArgs {
   int repeats = 7;
   int vocab = 384;  // the tinyshakespeare char model's upper bound
   bool rfa_only = false;  // skip softmax (profiling the RFA step)
+  bool profile = false;   // --profile (with --batch): one more run of the steps, timed kernel by kernel
   Precision precision = Precision::fp32;
 };
 

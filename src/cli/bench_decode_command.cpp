@@ -154,6 +154,8 @@ void run_bench_decode(const BenchDecodeArgs& a) {
   for (int K : a.batch)
     if (a.slots > 0 && K > a.slots)
       fail("--batch {} is more rows than --slots {}: give --slots at least the largest --batch", K, a.slots);
+  if (a.profile && a.batch.empty())
+    fail("--profile times the kernels of a batched step: give it --batch too (e.g. --batch 1,8,64 --positions 512)");
   if (!a.batch.empty()) return bench_decode_rows(cfg, a);
   // The recurrent column: the config's kind when it is a recurrent one (rfa_delta, rfa), else rfa_gate. The
   // JSON keeps its rfa_gate_* keys for that column and names the kind in "rfa_kind".
@@ -238,6 +240,10 @@ void register_bench_decode_command(CLI::App& app, CommandAction& action) {
                   "--parallel S` does with K busy slots (default: K rows of K)")
       ->check(cli_integer<int>(1, 1 << 16));
   cmd->add_flag("--rfa-only", args->rfa_only, "Time only rfa_gate (softmax columns repeat it)");
+  cmd->add_flag("--profile", args->profile,
+                "With --batch: after the timed runs, one more run timed kernel by kernel (products, attention step, "
+                "norms, SwiGLU) against the FMA and bandwidth roofs measured here, and the fastest step those roofs "
+                "allow");
   cli_add_precision(*cmd, args->precision);
   cmd->callback([args, &action] { action = [args] { run_bench_decode(*args); }; });
 }

@@ -29,6 +29,7 @@ int64_t inner_wall_ns = 0, inner_cpu_ns = 0;
 namespace profile_detail {
 
 bool enabled = false;
+bool cpu_clocks = true;
 thread_local bool muted = false;
 thread_local double work_scale = 1;
 thread_local bool thread_clock = false;
@@ -41,8 +42,8 @@ int64_t clock_ns(clockid_t clock) {
 
 Stamp now() {
   // (No scope spans a shard's edge, so a scope's stamps and the inner sums it reads use one clock.)
-  return Stamp{clock_ns(CLOCK_MONOTONIC), clock_ns(thread_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_PROCESS_CPUTIME_ID),
-               inner_wall_ns, inner_cpu_ns};
+  const int64_t cpu = cpu_clocks ? clock_ns(thread_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_PROCESS_CPUTIME_ID) : 0;
+  return Stamp{clock_ns(CLOCK_MONOTONIC), cpu, inner_wall_ns, inner_cpu_ns};
 }
 
 void add(ProfiledKernel k, const Stamp& start, double flop, double bytes, const ProductShape* shape) {
@@ -74,8 +75,10 @@ void add_wait(ProfiledKernel k, int64_t wall_ns) {
 const char* profiled_kernel_name(ProfiledKernel k) {
   switch (k) {
     case ProfiledKernel::gemm: return "gemm";
+    case ProfiledKernel::step_products: return "step products";
     case ProfiledKernel::attention_forward: return "attention forward";
     case ProfiledKernel::attention_backward: return "attention backward";
+    case ProfiledKernel::attention_step: return "attention step";
     case ProfiledKernel::short_conv: return "short conv";
     case ProfiledKernel::output_gate: return "output gate";
     case ProfiledKernel::rmsnorm: return "rmsnorm";
@@ -100,9 +103,10 @@ void step_profile_clear() {
   other_shapes = ProfileRow{};
 }
 
-void step_profile_enable(bool on) {
+void step_profile_enable(bool on, bool cpu_clocks) {
   step_profile_clear();
   profile_detail::enabled = on;
+  profile_detail::cpu_clocks = cpu_clocks;
 }
 
 bool step_profile_enabled() { return profile_detail::enabled; }

@@ -14,8 +14,10 @@ namespace rfa {
 
 enum class ProfiledKernel : int {
   gemm,                // the model's matrix products (oneDNN), fp32 or bf16
+  step_products,       // the decode step's batch-invariant fp32 products (kernels/step_gemm.h)
   attention_forward,   // the attention kind's core: RoPE, feature maps, chunked / blockwise products
   attention_backward,
+  attention_step,      // the kind's one-token decode step over its rows' states (RoPE, feature maps, state pass)
   short_conv,          // the short convolution on q, k, v (forward and backward; attention.short_conv)
   output_gate,         // the output norm and gate around its product (forward and backward; attention.output_gate)
   rmsnorm,             // forward (with the fused residual add) and backward
@@ -27,7 +29,8 @@ enum class ProfiledKernel : int {
   grad_norm,           // the global norm, clipping and the finiteness checks
   random_features,     // the RFA kinds' random matrices, redrawn every step (model_draw_random)
   grad_sum,            // the batch split's gradient copies summed into the model's (train/batch_shards.h)
-  split_wait,          // the batch split's joins: the first shard's thread waiting for the others (wall time only)
+  split_wait,          // the batch split's joins (the decode step's row split's): the first shard's thread waiting
+                       // for the others (wall time only)
   count
 };
 inline constexpr int kProfiledKernels = static_cast<int>(ProfiledKernel::count);
@@ -64,13 +67,16 @@ int step_profile_shape_count();
 const ProductProfileRow& step_profile_shape(int i);
 const ProfileRow& step_profile_other_shapes();
 
-void step_profile_enable(bool on);  // also clears the rows
+// Also clears the rows. cpu_clocks false: wall time only, cpu_ms left 0 (the CPU clocks are system
+// calls, about a microsecond each under a VM: too dear for a decode step's 40 calls of a few µs).
+void step_profile_enable(bool on, bool cpu_clocks = true);
 void step_profile_clear();
 bool step_profile_enabled();
 const ProfileRow& step_profile_row(ProfiledKernel k);
 
 namespace profile_detail {
 extern bool enabled;
+extern bool cpu_clocks;
 // The batch split (train/batch_shards.h) on this thread: muted on every shard but the first, whose
 // calls count `work_scale` times their operations, bytes and CPU time (the work of all the shards,
 // which run side by side on equal rows), its CPU time read from its own thread's clock; not muted,
@@ -90,10 +96,12 @@ void add_wait(ProfiledKernel k, int64_t wall_ns);
 }  // namespace profile_detail
 
 // For the life of a shard's body in the batch split, on its thread: the first of `shards` shards
-// is profiled for all of them, the others not at all (the rows stay one caller's).
+// is profiled for all of them, the others not at all (the rows stay one caller's). `shards` is the
+// work of all the shards over the first's: the decode step's row split gives it the step's rows
+// over the first thread's.
 class ProfileShard {
  public:
-  ProfileShard(int shard, int shards) {
+  ProfileShard(int shard, double shards) {
     profile_detail::muted = shard != 0;
     profile_detail::work_scale = shards;
     profile_detail::thread_clock = true;

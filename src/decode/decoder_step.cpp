@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/step_profile.h"
 #include "decode/decode_kernels.h"
 #include "kernels/bf16.h"
 #include "kernels/gemm_bf16.h"
@@ -132,6 +133,19 @@ const T* Decoder<T>::step_rows(const int* rows, int n, const int32_t* tokens) {
   return logits_;
 }
 
+namespace {
+
+// A step's product for --profile: `group` products out (M, N) (+)= in (M, K) · W over one input,
+// each weight read once; fp32 (step_gemm.h) or bf16 on oneDNN (counted as its gemm).
+template <typename T>
+ProfileScope product_profile(int64_t M, int64_t N, int64_t K, bool accumulate, int group, bool bf16) {
+  const double flop = 2.0 * double(group) * double(M) * double(N) * double(K);
+  const double elements = double(group) * (double(N) * K + double(M) * N * (accumulate ? 2 : 1)) + double(M) * K;
+  return ProfileScope(bf16 ? ProfiledKernel::gemm : ProfiledKernel::step_products, flop, sizeof(T) * elements);
+}
+
+}  // namespace
+
 // The mirror of block_forward (model/block.cpp) for one token per row, with the
 // decode row kernels (serial at small sizes: no thread fork, no BLAS call per
 // matrix-vector product) and the attention's one-token step. Same math; the
@@ -152,6 +166,7 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
   // W: the packed copy (step_weights_), or null for bf16's packed_bf16 (trans: W stored (OC, IC)).
   auto product = [&](int r0, int r1, GemmThreads threads, T* out, const T* in, const T* W,
                      const PackedBf16& packed_bf16, bool trans, int IC, int OC, bool accumulate) {
+    const ProfileScope profile = product_profile<T>(r1 - r0, OC, IC, accumulate, 1, packed_bf16.part != nullptr);
     if constexpr (std::is_same_v<T, float>) {
       if (packed_bf16.part) {
         uint16_t* in_bf16 = IC == C ? acts_bf16_.attn_norm : acts_bf16_.ffn_act;  // (M, IC) scratch
@@ -189,6 +204,7 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
     const StepLayerWeights<T>& f = step_weights_.layer(l);
     const StepWeightsBf16 p = stepped(l);
     rmsnorm_rows(nrm + int64_t(r0) * C, x + int64_t(r0) * C, w.attn_norm, r1 - r0, C, s.model.norm_eps);
+    const ProfileScope profile = product_profile<T>(r1 - r0, C, C, false, 3, p.wq.part != nullptr);
     if (p.wq.part) {  // bf16 (all rows): the input converted once, q, k and v in one pass of the pool
       if constexpr (std::is_same_v<T, float>) {  // (one shape, so one parts count: pack_step_weights_bf16)
         bf16_from_float_serial(acts_bf16_.attn_norm, nrm, int64_t(M) * C);
@@ -224,8 +240,11 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
   };
   // Rows [r0, r1) through the whole step.
   auto rows_through = [&](int r0, int r1, GemmThreads threads) {
-    for (int i = r0; i < r1; ++i)  // padding rows (bf16) read token 0
-      std::memcpy(x + int64_t(i) * C, model_.w.tok_embedding + int64_t(i < n ? tokens[i] : 0) * C, sizeof(T) * C);
+    {
+      const ProfileScope profile(ProfiledKernel::embedding, 0, sizeof(T) * 2.0 * double(r1 - r0) * C);
+      for (int i = r0; i < r1; ++i)  // padding rows (bf16) read token 0
+        std::memcpy(x + int64_t(i) * C, model_.w.tok_embedding + int64_t(i < n ? tokens[i] : 0) * C, sizeof(T) * C);
+    }
     attention_inputs(0, r0, r1, threads);
     for (int l = 0; l < s.L; ++l) {
       attention(l, r0, r1);
@@ -239,10 +258,17 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
     }
   };
   if (!split) return rows_through(0, M, GemmThreads::pool);
+  // Profiled (rfa bench decode --profile): the first thread's calls count for all the rows, and
+  // its wait at the region's end for the others is the row split's join.
+  profile_detail::Stamp first_done;
   parallel_region_serial_calls([&](int t, int threads) {
-    rows_through(static_cast<int>(partition_begin(M, t, threads)), static_cast<int>(partition_begin(M, t + 1, threads)),
-                 GemmThreads::one);
+    const int r0 = static_cast<int>(partition_begin(M, t, threads)), r1 = static_cast<int>(partition_begin(M, t + 1, threads));
+    const ProfileShard shard(t, r1 > r0 ? double(M) / (r1 - r0) : 1.0);
+    rows_through(r0, r1, GemmThreads::one);
+    if (t == 0 && step_profile_enabled()) first_done = profile_detail::now();
   });
+  if (first_done.wall_ns >= 0)
+    profile_detail::add_wait(ProfiledKernel::split_wait, profile_detail::now().wall_ns - first_done.wall_ns);
 }
 
 #define RFA_INSTANTIATE(T)                                                                              \

@@ -56,6 +56,28 @@ TEST_CASE("step profile: under the batch split, shard 0 counts for all shards an
   step_profile_enable(false);
 }
 
+TEST_CASE("step profile: wall clock only leaves the CPU time 0; a shard's work scale need not be whole") {
+  step_profile_enable(true, false);
+  {
+    const ProfileShard first(0, 2.5);  // the decode step's row split: 12 rows, the first thread's 5 (wall only)
+    ProfileScope s(ProfiledKernel::attention_step, 4, 8);
+  }
+  const ProfileRow& row = step_profile_row(ProfiledKernel::attention_step);
+  CHECK(row.calls == 1);
+  CHECK(row.flop == doctest::Approx(10));
+  CHECK(row.bytes == doctest::Approx(20));
+  CHECK(row.ms >= 0);
+  CHECK(row.cpu_ms == 0);
+  step_profile_enable(true);  // the CPU clocks back
+  {
+    ProfileScope s(ProfiledKernel::attention_step, 1, 1);
+    volatile double x = 0;
+    for (int i = 0; i < 2000000; ++i) x = x + 1;
+  }
+  CHECK(step_profile_row(ProfiledKernel::attention_step).cpu_ms > 0);
+  step_profile_enable(false);
+}
+
 namespace {
 double thread_cpu_ms() {
   timespec t{};

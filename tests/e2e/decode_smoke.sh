@@ -105,6 +105,16 @@ expect_in "$tmp/bench.txt" '"bench": "decode"'
   { cat "$tmp/slots.log" >&2; fail "bench decode --slots"; }
 expect_in "$tmp/slots.txt" "K rows of a decoder of 4 in one batched step"
 expect_in "$tmp/slots.txt" '"slots": 4'
+# --profile: each kernel of a batched step, the roofs, and the step at the roofs
+"$rfa" bench decode --batch 1,3 --positions 16 --steps 2 --repeats 1 --rfa-only --profile --set model.d_model=32 \
+  --set model.n_heads=2 --set model.n_layers=2 --vocab 50 >"$tmp/profile.txt" 2>"$tmp/profile.log" ||
+  { cat "$tmp/profile.log" >&2; fail "bench decode --profile"; }
+expect_in "$tmp/profile.log" "profile of rfa_gate x3 rows at position 16"
+expect_in "$tmp/profile.log" "step products"
+expect_in "$tmp/profile.log" "attention step"
+expect_in "$tmp/profile.log" "the step at the roofs"
+if "$rfa" bench decode --profile >/dev/null 2>"$tmp/err.log"; then fail "--profile without --batch exited 0"; fi
+expect_in "$tmp/err.log" "--profile times the kernels of a batched step: give it --batch too"
 if "$rfa" bench decode --batch 8 --slots 4 >/dev/null 2>"$tmp/err.log"; then fail "--batch 8 --slots 4 exited 0"; fi
 expect_in "$tmp/err.log" "--batch 8 is more rows than --slots 4"
 if "$rfa" bench decode --slots 4 >/dev/null 2>"$tmp/err.log"; then fail "--slots without --batch exited 0"; fi

@@ -1,0 +1,82 @@
+// The decode step under `rfa bench decode --profile` (core/step_profile.h): each kernel of a step
+// counted once for all its rows, with the operations and bytes its rows have, whether the step's
+// rows split over two threads (the first thread's calls count for all) or not.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/step_profile.h"
+#include "decode/decoder.h"
+#include "support/attention_variants.h"
+#include "support/decoder_rows_model.h"
+#include "support/fork_factor.h"
+#include "support/tiny_model.h"
+
+using namespace rfa;
+
+namespace {
+
+const test::AttentionVariant& variant_named(const std::string& name) {
+  for (const test::AttentionVariant& v : test::attention_variants())
+    if (name == v.name) return v;
+  FAIL("no attention variant " << name);
+  return test::attention_variants().front();
+}
+
+}  // namespace
+
+TEST_CASE("decoder profile: a step's kernels once for all its rows, split over two threads or not") {
+  for (const char* name : {"rfa_gate gaussian", "softmax (rope)"})
+    for (double factor : {0.0, 64.0}) {  // 0: the 12 rows split over the two threads; 64: one thread
+      test::ForkFactorScope pool(2, factor);
+      INFO("variant: ", std::string(name), ", fork factor ", factor);
+      Model<float> model(test::rows_model_spec(variant_named(name)));
+      model_init(model, 3);
+      const ModelSpec& s = model.spec;
+      constexpr int B = 12;
+      DecoderOptions o;
+      o.batch = B;
+      o.max_segment = 8;
+      o.max_positions = 32;
+      Decoder<float> dec(model, o);
+      // Prompts of one length, as the benchmark's rows: a split's first thread counts its rows' bytes
+      // for all the rows, which is exact when every row's state is the same size.
+      for (int b = 0; b < B; ++b) {
+        const std::vector<int32_t> prompt = test::rows_tokens(uint64_t(10 + b), 3);
+        dec.prefill_row(b, prompt.data(), int(prompt.size()));
+      }
+      const std::vector<int32_t> tokens = test::rows_tokens(99, B);
+      step_profile_enable(false);
+      dec.step(tokens.data());
+      CHECK(step_profile_row(ProfiledKernel::step_products).calls == 0);
+      int64_t state_in_use = 0;  // elements the rows' states hold before the profiled step
+      for (int b = 0; b < B; ++b) state_in_use += dec.row_state_size(dec.position(b));
+
+      step_profile_enable(true, false);
+      dec.step(tokens.data());
+      auto row = [](ProfiledKernel k) { return step_profile_row(k); };
+      const int L = s.L;
+      const double C = s.C, Hf = s.Hf, V = s.V;
+      // q, k, v (one group), o, w1 w3, w2 a layer, then the head: 2 M N K each.
+      CHECK(row(ProfiledKernel::step_products).calls == 4 * L + 1);
+      CHECK(row(ProfiledKernel::step_products).flop == doctest::Approx(2.0 * B * (L * (4 * C * C + 3 * C * Hf) + C * V)));
+      CHECK(row(ProfiledKernel::attention_step).calls == L);
+      // A recurrent state is read and written whole; a KV cache's filled slots are read.
+      const double state_bytes = double(state_in_use) * sizeof(float);
+      CHECK(row(ProfiledKernel::attention_step).bytes ==
+            doctest::Approx(std::string(name) == "softmax (rope)" ? state_bytes : 2 * state_bytes));
+      CHECK(row(ProfiledKernel::rmsnorm).calls == 2 * L + 1);
+      CHECK(row(ProfiledKernel::rmsnorm).flop == doctest::Approx(4.0 * B * C * (2 * L + 1)));
+      CHECK(row(ProfiledKernel::swiglu).calls == L);
+      CHECK(row(ProfiledKernel::embedding).calls == 1);
+      CHECK(row(ProfiledKernel::embedding).bytes == doctest::Approx(2.0 * B * C * sizeof(float)));
+      // The split's join is timed where the rows split, and only there.
+      CHECK(row(ProfiledKernel::split_wait).calls == (factor == 0.0 ? 1 : 0));
+      for (ProfiledKernel k : {ProfiledKernel::step_products, ProfiledKernel::attention_step, ProfiledKernel::rmsnorm}) {
+        CHECK(row(k).ms > 0);
+        CHECK(row(k).cpu_ms == 0);  // wall clock only
+      }
+      step_profile_enable(false);
+    }
+}
