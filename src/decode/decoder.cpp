@@ -101,8 +101,10 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
     // 2.41-3.17 / 4.10-4.45 -> 3.95-4.23; 6x256 (20 MB) 64 rows 2.91-3.43 -> 2.92-3.25, 8 rows 0.58-0.65
     // -> 0.68-0.75; 6x384 (43 MB) 64 rows 5.78-6.05 -> 6.04-6.48.
     const int64_t weight_bytes = step_weights_.elements() * int64_t(sizeof(T));
-    if (!bf16)
+    if (!bf16) {
       step_row_split_ = weight_bytes <= (int64_t(4) << 20) ? 8 : weight_bytes <= (int64_t(16) << 20) ? 32 : 0;
+      step_weights_from_ = step_row_split_ > 0 ? WeightsFrom::cache : WeightsFrom::memory;
+    }
     if constexpr (std::is_same_v<T, float>)
       if (bf16) pack_step_weights_bf16();
   }

@@ -25,6 +25,7 @@
 
 #include "attention/attention_core.h"
 #include "decode/step_weights.h"
+#include "kernels/step_gemm.h"
 #include "model/activations.h"
 #include "model/block.h"
 #include "model/model.h"
@@ -180,6 +181,9 @@ class Decoder {
   // fp32 steps of at least this many rows split their row-wise work by rows, not columns (0: never):
   // from 8 rows when the packed weights are at most 4 MB, from 32 up to 16 MB (step_layers).
   int step_row_split_ = 0;
+  // Where the step's fp32 products find their packed weights: from memory above 16 MB, where no
+  // row split keeps them in cache (kernels/step_gemm.h WeightsFrom).
+  WeightsFrom step_weights_from_ = WeightsFrom::cache;
   std::vector<const void*> step_parts_;  // every packed matrix's parts, in packing order
   Arena<uint8_t> step_packed_;
   StepWeights<T> step_weights_;  // the step's packed weights (bf16: the output gates' only; none without steps)

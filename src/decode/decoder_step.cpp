@@ -177,7 +177,8 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
     }
     // Batch-invariant (kernels/step_gemm.h): a row's logits do not depend on the rows beside it, nor
     // on which thread runs it. It forks to the pool when a product is large enough (GemmThreads::pool).
-    step_gemm<T>(r1 - r0, OC, IC, in + int64_t(r0) * IC, W, out + int64_t(r0) * OC, accumulate, threads);
+    step_gemm<T>(r1 - r0, OC, IC, in + int64_t(r0) * IC, W, out + int64_t(r0) * OC, accumulate, threads,
+                 step_weights_from_);
   };
   // From step_row_split_ rows (fp32, weights that stay in cache) each thread takes a share of the rows
   // through the whole step in one parallel region: embedding, every layer's norms, products,
@@ -214,7 +215,7 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
     } else {  // q, k and v in one pass of the pool (one row's three fork together)
       const int64_t at = int64_t(r0) * C;
       const StepProduct<T> qkv[] = {{f.wq, a.q + at}, {f.wk, a.k + at}, {f.wv, a.v + at}};
-      step_gemm_group<T>(r1 - r0, C, C, nrm + at, qkv, false, threads);
+      step_gemm_group<T>(r1 - r0, C, C, nrm + at, qkv, false, threads, step_weights_from_);
     }
   };
   // Layer l's output projection and feed-forward for rows [r0, r1).

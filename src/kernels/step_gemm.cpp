@@ -44,6 +44,25 @@ constexpr int64_t kPrefetchBytes = 8192;
 constexpr int64_t kPrefetchOwnBytes = 4096;
 constexpr int kLineFloats = 16;  // a 64-byte cache line
 
+// The next task's panel prefetched into L2 (WeightsFrom::memory): where it paid. Measured on Zen 5,
+// 6x384 decode steps (43 MB of weights from memory), x86-64-v3: one thread pinned, 2 / 4 / 8 / 16
+// rows 1.46 / 2.25 / 3.29 / 5.09 -> 1.35 / 1.58 / 2.64 / 4.82 ms (minimum of five alternating
+// runs); two threads, 4 / 8 / 12 rows 1.11 / 1.77 / 2.22 -> 1.00 / 1.61 / 2.00 ms, but 16 rows
+// 2.69 -> 2.87 (medians of eight). On AVX-512 (32 registers, tiles twice as wide) it was mixed: one
+// thread, 2 rows 12% slower, 4-16 rows 3-7% faster. From 16 rows the products are bound by their
+// multiply-adds; a panel of more than 256 KB (two of them no longer sit in L2 beside the rest)
+// gained nothing (K 1024, AVX-512).
+constexpr bool kPrefetchNextPanel = kVectorRegisters < 32;
+constexpr int64_t kNextPanelRowsMin = 2, kNextPanelRowsMax = 12;
+constexpr int64_t kNextPanelBytesMax = int64_t(256) << 10;
+
+// A tile's share of the next panel's prefetches: `count` lines from `lines`, `rate` each iteration
+// over k (none: count 0).
+struct PanelPrefetch {
+  const char* lines = nullptr;
+  int64_t count = 0, rate = 0;
+};
+
 // An empty asm that takes v in a vector register and may change it, so the compiler must load it
 // there once and cannot fold the load into each use. The constraint names the architecture's
 // vector registers: "v" on x86 (any xmm/ymm/zmm), "w" on arm64 ("v" there is no register class:
@@ -60,9 +79,11 @@ inline void keep_in_register([[maybe_unused]] V& v) {
 // at the tile's first column, P the panel's width (its row stride), x the tile's first row.
 // Not inlined: a tile alone keeps its accumulators in registers (inlined into the sweeps, GCC
 // kept them on the stack).
-template <int R, int NV>
+// kNext: with the next panel's share of prefetches (a tile of its own: the plain tile's loop is
+// the one it was without them, which an idle check in it slowed by 2-8% on AVX2).
+template <int R, int NV, bool kNext>
 __attribute__((noinline)) void tile(const float* x, int64_t K, const float* w, int64_t P, float* out, int64_t N, int64_t cols,
-          bool accumulate) {
+          bool accumulate, [[maybe_unused]] PanelPrefetch next) {
   V acc[R][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -72,6 +93,10 @@ __attribute__((noinline)) void tile(const float* x, int64_t K, const float* w, i
                                  kPrefetchOwnBytes / (int64_t(sizeof(float)) * NV * kW));
   for (int64_t k = 0; k < K; ++k) {
     const float* wk = w + k * P;
+    if constexpr (kNext)
+      if (k * next.rate < next.count)
+        for (int64_t i = k * next.rate; i < std::min(next.count, (k + 1) * next.rate); ++i)
+          __builtin_prefetch(next.lines + i * 64, 0, 2);
     if (R > 1 && k + ahead < K)
 #pragma GCC unroll 8
       for (int c = 0; c < (NV * kW + kLineFloats - 1) / kLineFloats; ++c)
@@ -109,26 +134,38 @@ __attribute__((noinline)) void tile(const float* x, int64_t K, const float* w, i
 }
 
 // tile<R, nv> with nv in [1, max_vectors(R)].
-template <int R, int NV = 1>
+template <int R, bool kNext, int NV = 1>
 void tile_of_width(int nv, const float* x, int64_t K, const float* w, int64_t P, float* out, int64_t N, int64_t cols,
-                   bool accumulate) {
+                   bool accumulate, PanelPrefetch next) {
   if constexpr (NV < max_vectors(R))
-    if (nv > NV) return tile_of_width<R, NV + 1>(nv, x, K, w, P, out, N, cols, accumulate);
-  tile<R, NV>(x, K, w, P, out, N, cols, accumulate);
+    if (nv > NV) return tile_of_width<R, kNext, NV + 1>(nv, x, K, w, P, out, N, cols, accumulate, next);
+  tile<R, NV, kNext>(x, K, w, P, out, N, cols, accumulate, next);
 }
 
 // Rows [m0, m1) by registers [v0, v1) of the panel starting at column j0 (its width P floats,
-// `width` columns real).
+// `width` columns real). next (next_floats): a panel to prefetch into L2 meanwhile, its lines
+// spread evenly over the tiles' iterations; null: none.
+template <bool kNext>
 void panel_rows(int64_t m0, int64_t m1, int64_t v0, int64_t v1, int64_t N, int64_t K, const float* x,
-                const float* panel, int64_t P, int64_t j0, int64_t width, float* out, bool accumulate) {
+                const float* panel, int64_t P, int64_t j0, int64_t width, float* out, bool accumulate,
+                const float* next, int64_t next_floats) {
   const int64_t whole = m0 + (m1 - m0) / kRowsPerTile * kRowsPerTile;
   const int rest = static_cast<int>(m1 - whole);
+  auto groups = [&](int per_tile) { return (v1 - v0 + per_tile - 1) / per_tile; };
+  const int64_t tiles = (whole - m0) / kRowsPerTile * groups(kVectorsPerTile) + (rest > 0 ? groups(max_vectors(rest)) : 0);
+  const int64_t lines = next ? (next_floats + kLineFloats - 1) / kLineFloats : 0;
+  const int64_t rate = tiles > 0 && K > 0 ? (lines + tiles * K - 1) / (tiles * K) : 0;
+  int64_t issued = 0;
   auto sweep = [&]<int R>(int64_t m, int64_t step, int64_t m_end, int per_tile) {
     for (int64_t v = v0; v < v1; v += per_tile) {
       const int nv = static_cast<int>(std::min<int64_t>(per_tile, v1 - v));
-      for (int64_t r = m; r < m_end; r += step)
-        tile_of_width<R>(nv, x + r * K, K, panel + v * kW, P, out + r * N + j0 + v * kW, N, width - v * kW,
-                         accumulate);
+      for (int64_t r = m; r < m_end; r += step) {
+        const int64_t share = std::min(lines - issued, rate * K);
+        const PanelPrefetch ahead{reinterpret_cast<const char*>(next) + issued * 64, share, rate};
+        issued += share;
+        tile_of_width<R, kNext>(nv, x + r * K, K, panel + v * kW, P, out + r * N + j0 + v * kW, N, width - v * kW,
+                                accumulate, ahead);
+      }
     }
   };
   sweep.template operator()<kRowsPerTile>(m0, kRowsPerTile, whole, kVectorsPerTile);
@@ -183,7 +220,8 @@ void step_pack(bool trans_w, int64_t N, int64_t K, const T* W, T* packed) {
 
 template <>
 void step_gemm_group<float>(int64_t M, int64_t N, int64_t K, const float* x,
-                            std::span<const StepProduct<float>> products, bool accumulate, GemmThreads threads) {
+                            std::span<const StepProduct<float>> products, bool accumulate, GemmThreads threads,
+                            WeightsFrom from) {
   const int64_t G = static_cast<int64_t>(products.size());
   if (M <= 0 || N <= 0 || G == 0) return;
   // Below parallel_min_work() multiply-adds (a 384 x 384 projection of one row, at the reference
@@ -211,15 +249,31 @@ void step_gemm_group<float>(int64_t M, int64_t N, int64_t K, const float* x,
   }
   const int64_t part_vectors = kPanelVectors / parts;
   const int64_t tasks = panels * parts * blocks;
+  // The next panel into L2 while a task's tiles run (kPrefetchNextPanel): a thread's tasks are
+  // consecutive (parallel_for's static schedule), so task t + 1's panel is most often its own next.
+  const bool prefetch_next = kPrefetchNextPanel && from == WeightsFrom::memory && M >= kNextPanelRowsMin &&
+                             M <= kNextPanelRowsMax;
   auto task = [&](int64_t t) {
     const int64_t b = t / (panels * parts), pg = t % (panels * parts) / parts, part = t % parts;
     const StepProduct<float>& product = products[static_cast<size_t>(pg / panels_each)];
     const int64_t p = pg % panels_each;
     const int64_t j0 = p * kPanel, P = panel_width(N, p), vectors = P / kW;
     const int64_t v0 = std::min(vectors, part * part_vectors), v1 = std::min(vectors, v0 + part_vectors);
+    const float* next = nullptr;
+    int64_t next_floats = 0;
+    if (prefetch_next && t + 1 < tasks && (t + 1) % parts == 0) {  // the next task starts a panel
+      const int64_t pg_next = (t + 1) % (panels * parts) / parts, p_next = pg_next % panels_each;
+      next_floats = panel_width(N, p_next) * K;
+      if (next_floats * int64_t(sizeof(float)) <= kNextPanelBytesMax)
+        next = products[static_cast<size_t>(pg_next / panels_each)].packed + p_next * kPanel * K;
+    }
     // Block b holds rows [M b / blocks, M (b + 1) / blocks): sizes differ by at most one row.
-    panel_rows(M * b / blocks, M * (b + 1) / blocks, v0, v1, N, K, x, product.packed + j0 * K, P, j0,
-               std::min(kPanel, N - j0), product.out, accumulate);
+    const int64_t m0 = M * b / blocks, m1 = M * (b + 1) / blocks, width = std::min(kPanel, N - j0);
+    if constexpr (kPrefetchNextPanel)
+      if (next) return panel_rows<true>(m0, m1, v0, v1, N, K, x, product.packed + j0 * K, P, j0, width, product.out,
+                                        accumulate, next, next_floats);
+    panel_rows<false>(m0, m1, v0, v1, N, K, x, product.packed + j0 * K, P, j0, width, product.out, accumulate,
+                      nullptr, 0);
   };
   if (!fork || tasks < 2) {
     for (int64_t t = 0; t < tasks; ++t) task(t);
@@ -231,7 +285,8 @@ void step_gemm_group<float>(int64_t M, int64_t N, int64_t K, const float* x,
 // The same chain in scalar code, one element at a time.
 template <>
 void step_gemm_group<double>(int64_t M, int64_t N, int64_t K, const double* x,
-                             std::span<const StepProduct<double>> products, bool accumulate, GemmThreads) {
+                             std::span<const StepProduct<double>> products, bool accumulate, GemmThreads,
+                             WeightsFrom) {
   for (const StepProduct<double>& product : products)
     for (int64_t p = 0; p < panels_of(N); ++p) {
       const int64_t P = panel_width(N, p), j0 = p * kPanel, cols = std::min(kPanel, N - j0);
@@ -248,17 +303,18 @@ void step_gemm_group<double>(int64_t M, int64_t N, int64_t K, const double* x,
 
 template <typename T>
 void step_gemm(int64_t M, int64_t N, int64_t K, const T* x, const T* packed, T* out, bool accumulate,
-               GemmThreads threads) {
+               GemmThreads threads, WeightsFrom from) {
   const StepProduct<T> one{packed, out};
-  step_gemm_group<T>(M, N, K, x, std::span<const StepProduct<T>>(&one, 1), accumulate, threads);
+  step_gemm_group<T>(M, N, K, x, std::span<const StepProduct<T>>(&one, 1), accumulate, threads, from);
 }
 
 template int64_t step_packed_size<float>(int64_t, int64_t);
 template int64_t step_packed_size<double>(int64_t, int64_t);
 template void step_pack<float>(bool, int64_t, int64_t, const float*, float*);
 template void step_pack<double>(bool, int64_t, int64_t, const double*, double*);
-template void step_gemm<float>(int64_t, int64_t, int64_t, const float*, const float*, float*, bool, GemmThreads);
+template void step_gemm<float>(int64_t, int64_t, int64_t, const float*, const float*, float*, bool, GemmThreads,
+                               WeightsFrom);
 template void step_gemm<double>(int64_t, int64_t, int64_t, const double*, const double*, double*, bool,
-                                GemmThreads);
+                                GemmThreads, WeightsFrom);
 
 }  // namespace rfa

@@ -34,11 +34,19 @@ int64_t step_packed_size(int64_t N, int64_t K);
 template <typename T>
 void step_pack(bool trans_w, int64_t N, int64_t K, const T* W, T* packed);
 
+// Where a product's packed weights come from on each call: `cache` (they stay in the caches
+// between steps: a small model's), or `memory` (more than the caches hold: every call streams them
+// from memory). From memory, on targets of 16 vector registers (AVX2; x86-64-v3) a task's tiles of
+// 2 to 12 rows also prefetch the next task's panel into L2 while they run, so that the panel's
+// first pass does not wait on memory (docs/cpu-targets.md, "The next panel, prefetched"). The
+// bits do not depend on it.
+enum class WeightsFrom { cache, memory };
+
 // out (M, N) (+)= x (M, K) · W, W packed by step_pack; x and out row-major, leading dimensions K
 // and N.
 template <typename T>
 void step_gemm(int64_t M, int64_t N, int64_t K, const T* x, const T* packed, T* out, bool accumulate,
-               GemmThreads threads);
+               GemmThreads threads, WeightsFrom from = WeightsFrom::cache);
 
 // One product of a group: W packed by step_pack, and its out (M, N).
 template <typename T>
@@ -53,6 +61,6 @@ struct StepProduct {
 // fork's threshold alone) split over the cores together.
 template <typename T>
 void step_gemm_group(int64_t M, int64_t N, int64_t K, const T* x, std::span<const StepProduct<T>> products,
-                     bool accumulate, GemmThreads threads);
+                     bool accumulate, GemmThreads threads, WeightsFrom from = WeightsFrom::cache);
 
 }  // namespace rfa

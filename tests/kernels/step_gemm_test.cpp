@@ -66,12 +66,14 @@ TEST_CASE("step_gemm: each element is the k-order chain, bit for bit, for every 
           }
         for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 9, 13, 16, 17, 24, 25, 31, 64, 70})
           for (GemmThreads th : {GemmThreads::one, GemmThreads::pool})
+            for (WeightsFrom from : {WeightsFrom::cache, WeightsFrom::memory})  // (memory: the next panel prefetched)
             for (int64_t first : {int64_t(0), kRowsMax - M}) {  // the rows from another place among all 70
               CAPTURE(M);
               CAPTURE(first);
+              CAPTURE(from == WeightsFrom::memory);
               std::vector<float> out(size_t(M * N), NAN), acc(base.begin() + first * N, base.begin() + (first + M) * N);
-              step_gemm<float>(M, N, K, x.data() + first * K, packed.data(), out.data(), false, th);
-              step_gemm<float>(M, N, K, x.data() + first * K, packed.data(), acc.data(), true, th);
+              step_gemm<float>(M, N, K, x.data() + first * K, packed.data(), out.data(), false, th, from);
+              step_gemm<float>(M, N, K, x.data() + first * K, packed.data(), acc.data(), true, th, from);
               REQUIRE(std::memcmp(out.data(), chain.data() + first * N, sizeof(float) * size_t(M * N)) == 0);
               REQUIRE(std::memcmp(acc.data(), chain_acc.data() + first * N, sizeof(float) * size_t(M * N)) == 0);
             }
@@ -92,11 +94,13 @@ TEST_CASE("step_gemm_group: each product's elements are step_gemm's bits, for ev
         packed.emplace_back(step_packed_size<float>(N, K));
         step_pack<float>(true, N, K, W.data(), packed.back().data());
       }
-      for (int64_t M : {1, 2, 7, 24, 64})
+      for (int64_t M : {1, 2, 7, 16, 24, 64})
         for (int64_t G = 1; G <= kGroupMax; ++G)
-          for (GemmThreads th : {GemmThreads::one, GemmThreads::pool}) {
+          for (GemmThreads th : {GemmThreads::one, GemmThreads::pool})
+          for (WeightsFrom from : {WeightsFrom::cache, WeightsFrom::memory}) {
             CAPTURE(M);
             CAPTURE(G);
+            CAPTURE(from == WeightsFrom::memory);
             std::vector<std::vector<float>> out, alone;
             std::vector<StepProduct<float>> group;
             out.reserve(size_t(G));
@@ -107,10 +111,10 @@ TEST_CASE("step_gemm_group: each product's elements are step_gemm's bits, for ev
                                GemmThreads::one);
               group.push_back({packed[size_t(g)].data(), out.back().data()});
             }
-            step_gemm_group<float>(M, N, K, x.data(), group, false, th);
+            step_gemm_group<float>(M, N, K, x.data(), group, false, th, from);
             for (int64_t g = 0; g < G; ++g)
               REQUIRE(std::memcmp(out[size_t(g)].data(), alone[size_t(g)].data(), sizeof(float) * size_t(M * N)) == 0);
-            step_gemm_group<float>(M, N, K, x.data(), group, true, th);  // out = 2 (x W) exactly
+            step_gemm_group<float>(M, N, K, x.data(), group, true, th, from);  // out = 2 (x W) exactly
             for (int64_t g = 0; g < G; ++g)
               for (int64_t i = 0; i < M * N; ++i) REQUIRE(out[size_t(g)][size_t(i)] == 2 * alone[size_t(g)][size_t(i)]);
           }
