@@ -47,8 +47,9 @@ constexpr int kLineFloats = 16;  // a 64-byte cache line
 // The next task's panel prefetched into L2 (WeightsFrom::memory): where it paid. Measured on Zen 5,
 // 6x384 decode steps (43 MB of weights from memory), x86-64-v3: one thread pinned, 2 / 4 / 8 / 16
 // rows 1.46 / 2.25 / 3.29 / 5.09 -> 1.35 / 1.58 / 2.64 / 4.82 ms (minimum of five alternating
-// runs); two threads, 4 / 8 / 12 rows 1.28 / 2.04 / 2.56 -> 1.10 / 1.71 / 2.33 ms (medians of
-// eight), but 16 rows 2.69 -> 2.87 in an earlier run. On AVX-512 (32 registers, tiles twice as
+// runs; 4 / 8 rows 2.44 / 3.99 -> 1.89 / 3.10, medians of six, an hour later); two threads, both
+// streaming, 4 / 8 / 12 rows 1.28 / 2.04 / 2.56 -> 1.10 / 1.71 / 2.33 ms (medians of eight) in one
+// hour, no faster in another, and 16 rows 2.69 -> 2.87. On AVX-512 (32 registers, tiles twice as
 // wide) it was mixed: one thread, 2 rows 12% slower, 4-16 rows 3-7% faster. From 16 rows the
 // products are bound by their multiply-adds; a panel of more than 256 KB (two of them no longer
 // sit in L2 beside the rest) gained nothing (K 1024, AVX-512).
