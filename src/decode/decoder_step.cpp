@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
-#include "core/step_profile.h"
+#include "core/profiled_region.h"
 #include "decode/decode_kernels.h"
 #include "kernels/bf16.h"
 #include "kernels/gemm_bf16.h"
@@ -259,17 +259,16 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
     }
   };
   if (!split) return rows_through(0, M, GemmThreads::pool);
-  // Profiled (rfa bench decode --profile): the first thread's calls count for all the rows, and
-  // its wait at the region's end for the others is the row split's join.
-  profile_detail::Stamp first_done;
-  parallel_region_serial_calls([&](int t, int threads) {
-    const int r0 = static_cast<int>(partition_begin(M, t, threads)), r1 = static_cast<int>(partition_begin(M, t + 1, threads));
-    const ProfileShard shard(t, r1 > r0 ? double(M) / (r1 - r0) : 1.0);
-    rows_through(r0, r1, GemmThreads::one);
-    if (t == 0 && step_profile_enabled()) first_done = profile_detail::now();
+  auto first = [M](int t, int threads) { return static_cast<int>(partition_begin(M, t, threads)); };
+  // Profiled (rfa bench decode --profile): the first thread's calls count for all the rows
+  // (core/profiled_region.h).
+  auto all_over_own = [&](int t, int threads) {
+    const int own = first(t + 1, threads) - first(t, threads);
+    return own > 0 ? double(M) / own : 1.0;
+  };
+  profiled_region_serial_calls(all_over_own, [&](int t, int threads) {
+    rows_through(first(t, threads), first(t + 1, threads), GemmThreads::one);
   });
-  if (first_done.wall_ns >= 0)
-    profile_detail::add_wait(ProfiledKernel::split_wait, profile_detail::now().wall_ns - first_done.wall_ns);
 }
 
 #define RFA_INSTANTIATE(T)                                                                              \

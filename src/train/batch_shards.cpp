@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
-#include "core/step_profile.h"
+#include "core/profiled_region.h"
 #include "kernels/vector_math.h"
 
 namespace rfa {
@@ -15,23 +15,18 @@ namespace {
 // what it calls (every kernel and product runs on the calling thread). An exception inside one
 // thread is caught into its slot of `errors` (n, empty) and the first rethrown after the region:
 // none may cross its edge.
-// Under --profile, thread 0's wait for the others at the join is its own row: equal shares on
-// cores that run at different speeds (a VM's vCPUs, a hybrid CPU) wait there, not in any kernel.
+// Under --profile, shard 0 counts for all and its wait for the others at the join is its own row
+// (core/profiled_region.h).
 template <typename Body>
 void each_shard(int n, std::exception_ptr* errors, Body&& body) {
-  const bool profiled = step_profile_enabled();
-  profile_detail::Stamp body_end;  // thread 0's, when profiled
-  parallel_region_serial_calls([&](int t, int nt) {
-    const ProfileShard profile(t, n);
+  profiled_region_serial_calls([n](int, int) { return double(n); }, [&](int t, int nt) {
     try {
       RFA_ASSERT(nt == n, "{} threads for {} shards: the thread count changed", nt, n);
       body(t);
     } catch (...) {
       errors[t] = std::current_exception();
     }
-    if (profiled && t == 0) body_end = profile_detail::now();
   });
-  if (profiled) profile_detail::add_wait(ProfiledKernel::split_wait, profile_detail::now().wall_ns - body_end.wall_ns);
   for (int t = 0; t < n; ++t)
     if (errors[t]) {
       std::exception_ptr e = std::move(errors[t]);
