@@ -152,18 +152,25 @@ void panel_rows(int64_t m0, int64_t m1, int64_t v0, int64_t v1, int64_t N, int64
                 const float* next, int64_t next_floats) {
   const int64_t whole = m0 + (m1 - m0) / kRowsPerTile * kRowsPerTile;
   const int rest = static_cast<int>(m1 - whole);
-  auto groups = [&](int per_tile) { return (v1 - v0 + per_tile - 1) / per_tile; };
-  const int64_t tiles = (whole - m0) / kRowsPerTile * groups(kVectorsPerTile) + (rest > 0 ? groups(max_vectors(rest)) : 0);
-  const int64_t lines = next ? (next_floats + kLineFloats - 1) / kLineFloats : 0;
-  const int64_t rate = tiles > 0 && K > 0 ? (lines + tiles * K - 1) / (tiles * K) : 0;
-  int64_t issued = 0;
+  // kNext: the next panel's lines shared evenly over every tile's iterations.
+  int64_t lines = 0, rate = 0, issued = 0;
+  if constexpr (kNext) {
+    auto groups = [&](int per_tile) { return (v1 - v0 + per_tile - 1) / per_tile; };
+    const int64_t tiles =
+        (whole - m0) / kRowsPerTile * groups(kVectorsPerTile) + (rest > 0 ? groups(max_vectors(rest)) : 0);
+    lines = (next_floats + kLineFloats - 1) / kLineFloats;
+    rate = tiles > 0 && K > 0 ? (lines + tiles * K - 1) / (tiles * K) : 0;
+  }
   auto sweep = [&]<int R>(int64_t m, int64_t step, int64_t m_end, int per_tile) {
     for (int64_t v = v0; v < v1; v += per_tile) {
       const int nv = static_cast<int>(std::min<int64_t>(per_tile, v1 - v));
       for (int64_t r = m; r < m_end; r += step) {
-        const int64_t share = std::min(lines - issued, rate * K);
-        const PanelPrefetch ahead{reinterpret_cast<const char*>(next) + issued * 64, share, rate};
-        issued += share;
+        PanelPrefetch ahead;
+        if constexpr (kNext) {
+          const int64_t share = std::min(lines - issued, rate * K);
+          ahead = {reinterpret_cast<const char*>(next) + issued * 64, share, rate};
+          issued += share;
+        }
         tile_of_width<R, kNext>(nv, x + r * K, K, panel + v * kW, P, out + r * N + j0 + v * kW, N, width - v * kW,
                                 accumulate, ahead);
       }
