@@ -235,13 +235,18 @@ void step_rows(const AttentionCore& core, const AttentionWeights<T>& w, Attentio
   const AttentionSpec& s = core.spec();
   // --profile (rfa bench decode): the bytes of the rows' states the step moves, a recurrent
   // state read and written whole, a KV cache's filled slots read (its one new slot not counted).
+  // The short convolution's history is counted in its own row (below), not here.
   double state_bytes = 0;
   if (step_profile_enabled()) {
-    for (int i = 0; i < rows.n; ++i) state_bytes += double(st.row_size_in_use(rows.pos[i]));
+    const int64_t conv_history = st.conv_tensor() >= 0 ? short_conv_history_size(s) : 0;
+    for (int i = 0; i < rows.n; ++i) state_bytes += double(st.row_size_in_use(rows.pos[i]) - conv_history);
     state_bytes *= double(sizeof(T)) * (attention_state_grows(s) ? 1 : 2);
   }
   const ProfileScope profile(ProfiledKernel::attention_step, 0, state_bytes);
   if (s.short_conv > 0) {
+    // q, k and v's rows read and written, their K-1 rows of history read and written.
+    const ProfileScope conv_profile(ProfiledKernel::short_conv, 2.0 * s.short_conv * 3 * s.C() * rows.n,
+                                    sizeof(T) * 2.0 * s.short_conv * 3 * s.C() * rows.n);
     const int i = core.conv_param();
     const T* const cw[3] = {w[i], w[i + 1], w[i + 2]};
     T* const x[3] = {in.q, in.k, in.v};

@@ -130,12 +130,13 @@ void output_gate_apply(const AttentionSpec& s, const T* w_norm, const T* w_gate,
                        const T* n, int64_t N, GemmThreads threads, const T* step_packed) {
   const bool step = step_packed != nullptr;
   const int C = s.C();
-  {  // z (N, C) = n (N, C) · W_gᵀ, W_g (C_out, C_in) as the projections are stored
+  if (step) {  // z (N, C) = n (N, C) · W_gᵀ: a decode step's product, counted with the step's others
+    const ProfileScope profile(ProfiledKernel::step_products, 2.0 * double(N) * C * C,
+                               sizeof(T) * (2.0 * double(N) * C + double(C) * C));
+    step_gemm<T>(N, C, C, n, step_packed, z, false, threads);
+  } else {  // z (N, C) = n (N, C) · W_gᵀ, W_g (C_out, C_in) as the projections are stored
     ProfileScope profile = product_profile<T>({false, true, N, C, C}, N, C);
-    if (step)
-      step_gemm<T>(N, C, C, n, step_packed, z, false, threads);
-    else
-      gemm<T>(false, true, N, C, C, T(1), n, C, w_gate, C, T(0), z, C, threads);
+    gemm<T>(false, true, N, C, C, T(1), n, C, w_gate, C, T(0), z, C, threads);
   }
   // o and z read, out written
   ProfileScope profile(ProfiledKernel::output_gate, 8.0 * double(N) * C, sizeof(T) * 3.0 * double(N) * C);

@@ -167,13 +167,31 @@ void short_conv_backward(T* dy_dx, T* dw, const T* ext, const T* w, int T_len, i
   for (; c < c1; ++c) conv_dx_lanes<T, 1>(dy_dx, w, T_len, C, K, c, starts);
 }
 
+// One token of one tensor, as conv_forward_row computes a row (the same sums in the same order, so
+// a step gives the prefill's bits): a register of channels at a time, then the tail. hist (K-1, C):
+// row K-1-j holds x[t - j]; it moves up a row and takes x as its newest. A channel at a time, the
+// K taps and the shift of each channel were scalar loads strided C apart: at 4x128 and 64 decoding
+// rows the convolution took as long as the attention's state pass.
 template <typename T>
 void short_conv_step(T* x, T* hist, const T* w, int C, int K) {
-  for (int c = 0; c < C; ++c) {
-    T acc = w[c] * x[c];
-    for (int j = 1; j < K; ++j) acc += w[int64_t(j) * C + c] * hist[int64_t(K - 1 - j) * C + c];  // x[t - j]: row K-1-j
+  using V = typename Simd<T>::V;
+  constexpr int W = Simd<T>::W;
+  int c = 0;
+  for (; c + W <= C; c += W) {
+    const V xv = simd_load(x + c);
+    V acc = simd_load(w + c) * xv;
+    for (int j = 1; j < K; ++j) acc += simd_load(w + int64_t(j) * C + c) * simd_load(hist + int64_t(K - 1 - j) * C + c);
+    for (int r = 0; r + 1 < K - 1; ++r)  // (V(): an unaligned load; bound as a V&, an aligned one)
+      simd_store(hist + int64_t(r) * C + c, V(simd_load(hist + int64_t(r + 1) * C + c)));
+    if (K > 1) simd_store(hist + int64_t(K - 2) * C + c, xv);
+    simd_store(x + c, acc);
+  }
+  for (; c < C; ++c) {
+    const T xc = x[c];
+    T acc = w[c] * xc;
+    for (int j = 1; j < K; ++j) acc += w[int64_t(j) * C + c] * hist[int64_t(K - 1 - j) * C + c];
     for (int r = 0; r + 1 < K - 1; ++r) hist[int64_t(r) * C + c] = hist[int64_t(r + 1) * C + c];
-    if (K > 1) hist[int64_t(K - 2) * C + c] = x[c];
+    if (K > 1) hist[int64_t(K - 2) * C + c] = xc;
     x[c] = acc;
   }
 }

@@ -100,6 +100,12 @@ std::vector<RowsResult> bench_rows(const Config& base, AttentionKind kind, const
   return out;
 }
 
+// The bytes of the rows' states a profiled run moved: the attention's, and the short
+// convolution's history and rows beside them (its own row of the table).
+double state_step_bytes(const RowsResult& r) {
+  return r.profile[size_t(ProfiledKernel::attention_step)].bytes + r.profile[size_t(ProfiledKernel::short_conv)].bytes;
+}
+
 // The step at the roofs (ms), its phases one after another as the step runs them: the products at
 // the FMA peak over the pool or their bytes at the bandwidth roof, whichever is longer, then the
 // attention step's bytes (the states) at the bandwidth roof. None where the roofs do not bound it
@@ -114,7 +120,7 @@ StepBound step_bound(const RowsResult& r, int steps, const FmaPeak& fma, double 
   if (precision == Precision::bf16 || fma.gflops <= 0 || bandwidth_gbs <= 0) return b;
   const ProfileRow& products = r.profile[size_t(ProfiledKernel::step_products)];
   b.products_ms = std::max(products.flop / (fma.gflops * 1e6), products.bytes / (bandwidth_gbs * 1e6)) / steps;
-  b.state_ms = r.profile[size_t(ProfiledKernel::attention_step)].bytes / (bandwidth_gbs * 1e6) / steps;
+  b.state_ms = state_step_bytes(r) / (bandwidth_gbs * 1e6) / steps;
   return b;
 }
 
@@ -165,7 +171,7 @@ void profile_report(AttentionKind kind, int K, int64_t position, const RowsResul
            "(timed: {:.2f}x)",
            b.products_ms, r.profile[size_t(ProfiledKernel::step_products)].flop / steps / 1e6,
            r.profile[size_t(ProfiledKernel::step_products)].bytes / steps / 1e6,
-           r.profile[size_t(ProfiledKernel::attention_step)].bytes / steps / 1e6, b.state_ms, b.ms(), K * 1e3 / b.ms(),
+           state_step_bytes(r) / steps / 1e6, b.state_ms, b.ms(), K * 1e3 / b.ms(),
            K * 1e3 / b.ms() / first_rate, first_K, r.tokens_per_s(K) / first_rate);
 }
 

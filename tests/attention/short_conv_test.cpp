@@ -1,7 +1,8 @@
 // The short causal depthwise convolution on q, k, v (attention/short_conv.h): the forward
 // against a plain reference, the backward against central differences in double, segments
 // with the history carried (odd lengths, shorter than the kernel too) equal to one pass, and
-// the one-token step equal to the full forward at every position, rows in any order.
+// the one-token step equal to the full forward at every position, rows in any order (bit for bit
+// where the channels fill vector registers and a tail).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -193,5 +194,41 @@ TEST_CASE("short conv: one token at a time equals the full forward at every posi
         for (int c = 0; c < C; ++c)
           CHECK(tok[(size_t(i) * B + r) * C + c] ==
                 doctest::Approx(whole[((size_t(i) * B + order[r]) * T + t) * C + c]).epsilon(1e-6));
+  }
+}
+
+// C = 4 x 9 = 36: two registers and a tail of 4 at 16 lanes, four and a tail at 8, nine at 4. The
+// step sums each output in the forward's order (w[0] x[t] first, then the taps j = 1 .. K-1), so
+// every position's output is the forward's bit for bit, and the history the forward leaves.
+TEST_CASE_TEMPLATE("short conv: the step over vector registers and a tail is the forward bit for bit", T, float, double) {
+  for (const int K : {1, 2, 4, 5}) {
+    CAPTURE(K);
+    const AttentionSpec s = spec_of(K, 4, 9);
+    const int B = 2, Tn = 11, C = s.C();
+    const auto w = random_vector<T>(size_t(3) * C * K, 70 + uint64_t(K));
+    const auto x = random_vector<T>(size_t(3) * B * Tn * C, 80 + uint64_t(K));
+    std::vector<T> whole = x, ext;
+    std::vector<T> hist_whole(size_t(B) * short_conv_history_size(s));
+    apply(s, w, whole, B, Tn, static_cast<const T*>(nullptr), hist_whole.data(), ext);
+    std::vector<T> hist(size_t(B) * short_conv_history_size(s), T(0));
+    const T* cw[3] = {w.data(), w.data() + size_t(C) * K, w.data() + 2 * size_t(C) * K};
+    std::vector<int64_t> pos(B);
+    int mismatches = 0;
+    for (int t = 0; t < Tn; ++t) {
+      std::vector<T> tok(size_t(3) * B * C);  // (3, B, C)
+      for (int i = 0; i < 3; ++i)
+        for (int b = 0; b < B; ++b)
+          std::copy_n(x.data() + ((size_t(i) * B + b) * Tn + t) * C, C, tok.data() + (size_t(i) * B + b) * C);
+      T* xs[3] = {tok.data(), tok.data() + size_t(B) * C, tok.data() + 2 * size_t(B) * C};
+      std::fill(pos.begin(), pos.end(), t);
+      const AttentionRows rows{B, nullptr, pos.data()};
+      short_conv_apply_step(s, cw, xs, hist.data(), short_conv_history_size(s), rows);
+      for (int i = 0; i < 3; ++i)
+        for (int b = 0; b < B; ++b)
+          for (int c = 0; c < C; ++c)
+            mismatches += tok[(size_t(i) * B + b) * C + c] != whole[((size_t(i) * B + b) * Tn + t) * C + c];
+    }
+    CHECK(mismatches == 0);
+    CHECK(hist == hist_whole);
   }
 }
