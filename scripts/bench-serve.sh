@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks `rfa serve` on loopback (docs/serving.md, "Measured"):
 #   1. aggregate tokens/s and p50/p95 time between tokens at 1, 8 and 64 concurrent streams,
-#      4x128 and 6x384 rfa_gate, measured by `rfa bench serve` (a one-thread epoll client; every
+#      4x128 and 6x384 rfa_gate, and 4x128 as the shipped configs build it (short conv and output
+#      gate: rfa-4x128-recipe), measured by `rfa bench serve` (a one-thread epoll client; every
 #      prompt new to the server's cache), ROUNDS times alternating 1 and 64 streams;
 #   2. time to first token at prompts of 64 / 512 / 4096 tokens, cold and as a cached follow-up;
 #   3. resident memory per conversation held in the state cache, rfa_gate against softmax,
@@ -15,6 +16,7 @@
 #   the server's --threads (1 when it has one core). BENCH (default "throughput ttft memory"): which parts.
 #   CLIENT=node measures the throughput with scripts/bench-serve.mjs instead (the client of the
 #   tables before 2026-12-02: Node's event loop cost about 50 µs of the shared cores a token).
+#   MODELS (default "rfa-4x128 rfa-6x384 rfa-4x128-recipe"): the throughput part's models.
 #   ROUNDS (default 3); SERVE_ARGS: more `rfa serve` options for the throughput part (e.g.
 #   "--stream-batch 1" to wake every stream's reader every token).
 set -euo pipefail
@@ -33,7 +35,8 @@ mkdir -p "$work"
 [ -f "$work/corpus.txt" ] || node -e 'let x = 7, s = ""; for (let i = 0; i < 400000; ++i) {
   x = (x * 1103515245 + 12345) % 2147483648; s += "abcdefghij klmnopqrstuvwxyz\n"[x % 28]; } console.log(s)' >"$work/corpus.txt"
 
-# train_run <name> <kind> <layers> <width> <heads> <context>: one step, enough for weights of the shape.
+# train_run <name> <attention> <layers> <width> <heads> <context>: one step, enough for weights of the
+# shape. <attention>: the kind, then any more keys of the attention section ("rfa_gate, short_conv: 4").
 train_run() {
   local name=$1
   [ -d "$work/$name/checkpoints" ] && return 0
@@ -71,10 +74,11 @@ train_run rfa-4x128 rfa_gate 4 128 4 256
 train_run rfa-6x384 rfa_gate 6 384 6 256
 train_run rfa-4x128-ctx2048 rfa_gate 4 128 4 2048
 train_run softmax-4x128-ctx2048 softmax 4 128 4 2048
+train_run rfa-4x128-recipe "rfa_gate, short_conv: 4, output_gate: true" 4 128 4 256
 
 rounds=${ROUNDS:-3}
 read -r -a serve_args <<<"${SERVE_ARGS:-}"
-for model in rfa-4x128 rfa-6x384; do
+for model in ${MODELS:-rfa-4x128 rfa-6x384 rfa-4x128-recipe}; do
   wants throughput || break
   serve "$work/$model" --parallel 64 --queue 64 --max-tokens 100000 "${serve_args[@]}"
   if [ "${CLIENT:-rfa}" = node ]; then
