@@ -80,3 +80,50 @@ TEST_CASE("decoder profile: a step's kernels once for all its rows, split over t
       step_profile_enable(false);
     }
 }
+
+// A model with the short convolution and the output gate: the gate's W_g counted with the step's
+// products, the convolution in its own row with its history's bytes, which the attention step's
+// state bytes then leave out.
+TEST_CASE("decoder profile: the short convolution's row and the output gate's product") {
+  const test::AttentionVariant& v = variant_named("rfa_delta short conv 3 output gate");
+  for (double factor : {0.0, 64.0}) {
+    test::ForkFactorScope pool(2, factor);
+    INFO("fork factor ", factor);
+    Model<float> model(test::rows_model_spec(v));
+    model_init(model, 4);
+    const ModelSpec& s = model.spec;
+    constexpr int B = 12, K = 3;
+    DecoderOptions o;
+    o.batch = B;
+    o.max_segment = 8;
+    o.max_positions = 32;
+    Decoder<float> dec(model, o);
+    for (int b = 0; b < B; ++b) {
+      const std::vector<int32_t> prompt = test::rows_tokens(uint64_t(20 + b), 3);
+      dec.prefill_row(b, prompt.data(), int(prompt.size()));
+    }
+    int64_t state_in_use = 0;
+    for (int b = 0; b < B; ++b) state_in_use += dec.row_state_size(dec.position(b));
+    const std::vector<int32_t> tokens = test::rows_tokens(98, B);
+    step_profile_enable(true, false);
+    dec.step(tokens.data());
+    auto row = [](ProfiledKernel k) { return step_profile_row(k); };
+    const int L = s.L;
+    const double C = s.C, Hf = s.Hf, V = s.V;
+    // q, k, v, o, w1 w3, w2 and the gate's W_g a layer, then the head.
+    CHECK(row(ProfiledKernel::step_products).calls == 5 * L + 1);
+    CHECK(row(ProfiledKernel::step_products).flop ==
+          doctest::Approx(2.0 * B * (L * (5 * C * C + 3 * C * Hf) + C * V)));
+    CHECK(row(ProfiledKernel::gemm).calls == 0);
+    CHECK(row(ProfiledKernel::output_gate).calls == L);
+    CHECK(row(ProfiledKernel::short_conv).calls == L);
+    CHECK(row(ProfiledKernel::short_conv).flop == doctest::Approx(2.0 * K * 3 * C * B * L));
+    CHECK(row(ProfiledKernel::short_conv).bytes == doctest::Approx(2.0 * K * 3 * C * B * L * sizeof(float)));
+    CHECK(row(ProfiledKernel::short_conv).ms > 0);
+    // The kind's state read and written whole, without the convolution's K-1 rows of q, k and v.
+    const double conv_history = 3.0 * (K - 1) * C * B * L;
+    CHECK(row(ProfiledKernel::attention_step).bytes ==
+          doctest::Approx(2.0 * (double(state_in_use) - conv_history) * sizeof(float)));
+    step_profile_enable(false);
+  }
+}
