@@ -110,8 +110,26 @@ void feature_rows_qk(T* phiq, T* phik, T* sx, T* u, const T* q, const T* k, cons
   feature_from_u(phik, uk, c, D);
 }
 
-// The scalar gate's pass over one head's state S (F, E), E = Dh + 1, row f updated in place:
-//   S_f = g S_f + (beta phi_k[f]) v',   y = sum_f phi_q[f] S_f   (y: E).
+// A state pass's gate: row f of S decays by gate(f) and takes key(f) v'. The scalar gate: g and
+// beta phi_k[f] for every row (one sigmoid pair a (row, head)); the feature gate: row f's own
+// g_f and delta beta_f phi_k[f], computed before the pass.
+template <typename T>
+struct ScalarGate {
+  T g, beta;
+  const T* phik;
+  T gate(int) const { return g; }
+  T key(int f) const { return beta * phik[f]; }
+};
+template <typename T>
+struct FeatureGate {
+  const T* g;  // (F)
+  const T* k;  // (F)
+  T gate(int f) const { return g[f]; }
+  T key(int f) const { return k[f]; }
+};
+
+// The pass over one head's state S (F, E), E = Dh + 1, row f updated in place:
+//   S_f = gate(f) S_f + key(f) v',   y = sum_f phi_q[f] S_f   (y: E).
 // The E columns go as NV registers plus a scalar tail, and y's accumulators stay in
 // registers for the whole pass: one load and one store of S per element, nothing else
 // touches memory. kTail: the tail's length when known here, 0 or 1 (1: Dh a multiple of
@@ -119,9 +137,11 @@ void feature_rows_qk(T* phiq, T* phik, T* sx, T* u, const T* q, const T* k, cons
 // -1: any length (0 .. W-1), its accumulators then an array in memory, each row's sum a
 // store and a load after the last row's (a store-forwarding chain through the whole pass:
 // with every tail counted at run time, that store held 44% of the pass's samples at 4x128
-// and 64 decoding rows; with it in a register they sit on the loads and stores of S).
-template <typename T, int NV, int kTail>
-void scalar_gate_pass(T* S, T* y, const T* vp, const T* phik, const T* phiq, T g, T beta, int F, int E) {
+// and 64 decoding rows; with it in a register they sit on the loads and stores of S; the
+// feature gate's pass, a plain loop with y in memory, spent 41% of its samples on those
+// stores before it came here too).
+template <typename T, int NV, int kTail, typename Gate>
+void gate_pass(T* S, T* y, const T* vp, const T* phiq, const Gate& gate, int F, int E) {
   using V = typename Simd<T>::V;
   constexpr int W = Simd<T>::W;
   constexpr int kTailMax = kTail >= 0 ? std::max(kTail, 1) : W;
@@ -134,7 +154,7 @@ void scalar_gate_pass(T* S, T* y, const T* vp, const T* phik, const T* phiq, T g
   T tail_acc[kTailMax] = {};
   for (int f = 0; f < F; ++f) {
     T* Sf = S + static_cast<size_t>(f) * E;
-    const T kf = beta * phik[f], qf = phiq[f];
+    const T g = gate.gate(f), kf = gate.key(f), qf = phiq[f];
     for (int v = 0; v < NV; ++v) {
       const V s = g * V(simd_load(Sf + v * W)) + kf * vv[v];
       simd_store(Sf + v * W, s);
@@ -152,12 +172,12 @@ void scalar_gate_pass(T* S, T* y, const T* vp, const T* phik, const T* phiq, T g
 }
 
 // The same pass for any E (a plain loop; y accumulated in memory).
-template <typename T>
-void scalar_gate_pass_any(T* S, T* y, const T* vp, const T* phik, const T* phiq, T g, T beta, int F, int E) {
+template <typename T, typename Gate>
+void gate_pass_any(T* S, T* y, const T* vp, const T* phiq, const Gate& gate, int F, int E) {
   std::fill(y, y + E, T(0));
   for (int f = 0; f < F; ++f) {
     T* Sf = S + static_cast<size_t>(f) * E;
-    const T kf = beta * phik[f], qf = phiq[f];
+    const T g = gate.gate(f), kf = gate.key(f), qf = phiq[f];
 #pragma omp simd
     for (int e = 0; e < E; ++e) {
       const T s = g * Sf[e] + kf * vp[e];
@@ -167,28 +187,80 @@ void scalar_gate_pass_any(T* S, T* y, const T* vp, const T* phik, const T* phiq,
   }
 }
 
-// scalar_gate_pass with its tail's length fixed where it is 0 or 1 (see there).
-template <typename T, int NV>
-void scalar_gate_pass_nv(T* S, T* y, const T* vp, const T* phik, const T* phiq, T g, T beta, int F, int E) {
+// gate_pass with its tail's length fixed where it is 0 or 1 (see there).
+template <typename T, int NV, typename Gate>
+void gate_pass_nv(T* S, T* y, const T* vp, const T* phiq, const Gate& gate, int F, int E) {
   switch (E - NV * Simd<T>::W) {
-    case 0: return scalar_gate_pass<T, NV, 0>(S, y, vp, phik, phiq, g, beta, F, E);
-    case 1: return scalar_gate_pass<T, NV, 1>(S, y, vp, phik, phiq, g, beta, F, E);
-    default: return scalar_gate_pass<T, NV, -1>(S, y, vp, phik, phiq, g, beta, F, E);
+    case 0: return gate_pass<T, NV, 0>(S, y, vp, phiq, gate, F, E);
+    case 1: return gate_pass<T, NV, 1>(S, y, vp, phiq, gate, F, E);
+    default: return gate_pass<T, NV, -1>(S, y, vp, phiq, gate, F, E);
   }
 }
 
-template <typename T>
-void scalar_gate_state_pass(T* S, T* y, const T* vp, const T* phik, const T* phiq, T g, T beta, int F, int E) {
+template <typename T, typename Gate>
+void gate_state_pass(T* S, T* y, const T* vp, const T* phiq, const Gate& gate, int F, int E) {
   switch (E / Simd<T>::W) {  // the registers E fills; up to 8 (Dh 127 at 16 lanes, 63 at 8)
-    case 1: return scalar_gate_pass_nv<T, 1>(S, y, vp, phik, phiq, g, beta, F, E);
-    case 2: return scalar_gate_pass_nv<T, 2>(S, y, vp, phik, phiq, g, beta, F, E);
-    case 3: return scalar_gate_pass_nv<T, 3>(S, y, vp, phik, phiq, g, beta, F, E);
-    case 4: return scalar_gate_pass_nv<T, 4>(S, y, vp, phik, phiq, g, beta, F, E);
-    case 5: return scalar_gate_pass_nv<T, 5>(S, y, vp, phik, phiq, g, beta, F, E);
-    case 6: return scalar_gate_pass_nv<T, 6>(S, y, vp, phik, phiq, g, beta, F, E);
-    case 7: return scalar_gate_pass_nv<T, 7>(S, y, vp, phik, phiq, g, beta, F, E);
-    case 8: return scalar_gate_pass_nv<T, 8>(S, y, vp, phik, phiq, g, beta, F, E);
-    default: return scalar_gate_pass_any(S, y, vp, phik, phiq, g, beta, F, E);
+    case 1: return gate_pass_nv<T, 1>(S, y, vp, phiq, gate, F, E);
+    case 2: return gate_pass_nv<T, 2>(S, y, vp, phiq, gate, F, E);
+    case 3: return gate_pass_nv<T, 3>(S, y, vp, phiq, gate, F, E);
+    case 4: return gate_pass_nv<T, 4>(S, y, vp, phiq, gate, F, E);
+    case 5: return gate_pass_nv<T, 5>(S, y, vp, phiq, gate, F, E);
+    case 6: return gate_pass_nv<T, 6>(S, y, vp, phiq, gate, F, E);
+    case 7: return gate_pass_nv<T, 7>(S, y, vp, phiq, gate, F, E);
+    case 8: return gate_pass_nv<T, 8>(S, y, vp, phiq, gate, F, E);
+    default: return gate_pass_any(S, y, vp, phiq, gate, F, E);
+  }
+}
+
+// The feature gate's pre-activations of R listed rows for G gate rows from hf0: out_r[g] =
+// gate_w[hf0 + g, :] · n_r + gate_b[hf0 + g], each sum a vector of partial sums over C (lanes
+// c mod W, c ascending), folded by simd_sum, then the tail's products in order: the same
+// arithmetic whatever R and G, so a row's values do not depend on the rows beside it. The R G
+// accumulators stay in registers; each gate row's registers are read once for the R rows (one row
+// at a time, every (row, head) read its head's (F, C) gate weights again: 32 KiB at 4x128).
+template <typename T, int R, int G>
+void gate_preact_block(T* const out[R], const T* const n[R], const T* gate_w, const T* gate_b, int hf0, int C) {
+  using V = typename Simd<T>::V;
+  constexpr int W = Simd<T>::W;
+  V acc[R][G];
+  for (int r = 0; r < R; ++r)
+    for (int g = 0; g < G; ++g) acc[r][g] = V{};
+  const T* w = gate_w + static_cast<size_t>(hf0) * C;
+  int c = 0;
+  for (; c + W <= C; c += W) {
+    V wv[G];
+    for (int g = 0; g < G; ++g) wv[g] = simd_load(w + static_cast<size_t>(g) * C + c);
+    for (int r = 0; r < R; ++r) {
+      const V nv = simd_load(n[r] + c);
+      for (int g = 0; g < G; ++g) acc[r][g] += wv[g] * nv;
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int g = 0; g < G; ++g) {
+      const T* wg = w + static_cast<size_t>(g) * C;
+      T sum = simd_sum<T>(acc[r][g]);
+      for (int e = c; e < C; ++e) sum += wg[e] * n[r][e];
+      out[r][g] = sum + gate_b[hf0 + g];
+    }
+}
+
+// R rows' pre-activations for every head's F gate rows, into each (row, head)'s fbeta scratch
+// (fbeta_of(r, h): its F entries).
+template <typename T, int R, typename FbetaOf>
+void gate_preact_rows(const FbetaOf& fbeta_of, const T* const n[R], const T* gate_w, const T* gate_b, int H, int F,
+                      int C) {
+  constexpr int G = 4;
+  T* out[R];
+  for (int h = 0; h < H; ++h) {
+    int f = 0;
+    for (; f + G <= F; f += G) {
+      for (int r = 0; r < R; ++r) out[r] = fbeta_of(r, h) + f;
+      gate_preact_block<T, R, G>(out, n, gate_w, gate_b, h * F + f, C);
+    }
+    for (; f < F; ++f) {
+      for (int r = 0; r < R; ++r) out[r] = fbeta_of(r, h) + f;
+      gate_preact_block<T, R, 1>(out, n, gate_w, gate_b, h * F + f, C);
+    }
   }
 }
 
@@ -213,6 +285,30 @@ void rfa_decode_step(T* out, const RfaStateView<T>& st, const RfaInputs<T>& in, 
   const size_t per_task = rfa_step_scratch_size(c, Dh);
   const T eps_d = T(c.eps_d);
   const size_t FE = static_cast<size_t>(F) * E;
+  // Where the (row, head)'s scratch keeps what (the layout of rfa_step_scratch_size).
+  const size_t fbeta_at = 2 * size_t(Dh) + 2 * size_t(D) + 3 * size_t(F) + 2 * size_t(E);
+  auto scratch_of = [&](int b, int h) { return st.scratch + (int64_t(rows.state_row(b)) * H + h) * per_task; };
+  if (c.feature_gate) {
+    // The gate's pre-activations first, kRows listed rows at a time (each reads the layer's (H F, C)
+    // gate weights once for all of them), into the rows' fbeta. kRows: R rows of G = 4 gate rows
+    // keep R G accumulators, G weight registers and a row's in the register file.
+    constexpr int kRows = kVectorRegisters >= 32 ? 4 : 2;
+    const int blocks = (rows.n + kRows - 1) / kRows;
+    parallel_for(blocks, parallel_grain(2 * int64_t(kRows) * H * F * C), [&](int64_t block) {
+      const int b0 = static_cast<int>(block) * kRows, count = std::min(kRows, rows.n - b0);
+      const T* n[kRows];
+      for (int r = 0; r < count; ++r) n[r] = in.n + static_cast<size_t>(b0 + r) * C;
+      if (count == kRows) {
+        auto fbeta_of = [&](int r, int h) { return scratch_of(b0 + r, h) + fbeta_at; };
+        gate_preact_rows<T, kRows>(fbeta_of, n, p.gate_w, p.gate_b, H, F, C);
+      } else {  // the last rows one at a time (the same sums)
+        for (int r = 0; r < count; ++r) {
+          auto fbeta_of = [&](int, int h) { return scratch_of(b0 + r, h) + fbeta_at; };
+          gate_preact_rows<T, 1>(fbeta_of, n + r, p.gate_w, p.gate_b, H, F, C);
+        }
+      }
+    });
+  }
   // Work per (b, h): two feature maps (2 D Dh) and one pass over the state (2 F E).
   const int64_t work = 2 * int64_t(D) * Dh + 2 * int64_t(F) * E;
   parallel_for(int64_t(rows.n) * H, parallel_grain(work), [&](int64_t bh) {
@@ -220,7 +316,7 @@ void rfa_decode_step(T* out, const RfaStateView<T>& st, const RfaInputs<T>& in, 
     // that threads stepping disjoint parts of one step's rows (attention_step_part) never share it.
     const int b = static_cast<int>(bh / H), h = static_cast<int>(bh % H), sb = rows.state_row(b);
     const int64_t pos = rows.pos[b];
-    T* at = st.scratch + (int64_t(sb) * H + h) * per_task;
+    T* at = scratch_of(b, h);
     T* sx = at;         // (2 Dh)
     T* u = sx + 2 * Dh;  // (2 D)
     T* phiq = u + 2 * D;
@@ -239,33 +335,24 @@ void rfa_decode_step(T* out, const RfaStateView<T>& st, const RfaInputs<T>& in, 
                     g, beta);
     std::copy(in.v + row, in.v + row + Dh, vp);
     vp[Dh] = T(1);
-    std::fill(y, y + E, T(0));
     T* S = st.S + (int64_t(sb) * H + h) * FE;  // (F, E)
     if (c.feature_gate) {
-      // a = gate_w[h] n + gate_b[h] (F dot products of C), g = sigmoid(a), beta = sigmoid(-a);
-      // S = diag(g) S + (delta beta ⊙ phi(k)) v'ᵀ.
-      const T* n_row = in.n + static_cast<size_t>(b) * C;
-      for (int f = 0; f < F; ++f) {
-        const size_t hf = static_cast<size_t>(h) * F + f;
-        fbeta[f] = row_dot(p.gate_w + hf * C, n_row, C) + p.gate_b[hf];
-        fg[f] = -fbeta[f];
-      }
+      // a = gate_w[h] n + gate_b[h] (in fbeta from the pass above), g = sigmoid(a), beta =
+      // sigmoid(-a); S = diag(g) S + (delta beta ⊙ phi(k)) v'ᵀ: fg becomes g, fbeta the keys'
+      // scale delta beta ⊙ phi(k).
+      for (int f = 0; f < F; ++f) fg[f] = -fbeta[f];
       exp_row(fg, F);
       exp_row(fbeta, F);
       const T delta = rfa_discount<T>(c, pos);
       for (int f = 0; f < F; ++f) {
-        T* Sf = S + static_cast<size_t>(f) * E;
-        const T gf = T(1) / (T(1) + fg[f]), kf = delta * phik[f] / (T(1) + fbeta[f]), qf = phiq[f];
-#pragma omp simd
-        for (int e = 0; e < E; ++e) {
-          const T s = gf * Sf[e] + kf * vp[e];
-          Sf[e] = s;
-          y[e] += qf * s;
-        }
+        fg[f] = T(1) / (T(1) + fg[f]);
+        fbeta[f] = delta * phik[f] / (T(1) + fbeta[f]);
       }
+      gate_state_pass(S, y, vp, phiq, FeatureGate<T>{fg, fbeta}, F, E);
+    } else {
+      if (c.time_discount) beta *= rfa_discount<T>(c, pos);
+      gate_state_pass(S, y, vp, phiq, ScalarGate<T>{g, beta, phik}, F, E);
     }
-    if (c.time_discount) beta *= rfa_discount<T>(c, pos);
-    if (!c.feature_gate) scalar_gate_state_pass(S, y, vp, phik, phiq, g, beta, F, E);
     const T inv = T(1) / (y[Dh] > eps_d ? y[Dh] : eps_d);
     for (int e = 0; e < Dh; ++e) out[row + e] = y[e] * inv;
   });
