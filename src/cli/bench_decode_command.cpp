@@ -239,7 +239,8 @@ void register_bench_decode_command(CLI::App& app, CommandAction& action) {
                   "With --batch: a decoder of this many rows steps K of them, the others idle, as `rfa serve "
                   "--parallel S` does with K busy slots (default: K rows of K)")
       ->check(cli_integer<int>(1, 1 << 16));
-  cmd->add_flag("--rfa-only", args->rfa_only, "Time only rfa_gate (softmax columns repeat it)");
+  cmd->add_flag("--rfa-only", args->rfa_only,
+                "Time only the recurrent kind: rfa_gate, or the config's rfa / rfa_delta (softmax columns repeat it)");
   cmd->add_flag("--profile", args->profile,
                 "With --batch: after the timed runs, one more run timed kernel by kernel (products, attention step, "
                 "norms, SwiGLU) against the FMA and bandwidth roofs measured here, and the fastest step those roofs "

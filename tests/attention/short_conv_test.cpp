@@ -200,7 +200,8 @@ TEST_CASE("short conv: one token at a time equals the full forward at every posi
 // C = 4 x 9 = 36: two registers and a tail of 4 at 16 lanes, four and a tail at 8, nine at 4. The
 // step sums each output in the forward's order (w[0] x[t] first, then the taps j = 1 .. K-1), so
 // every position's output is the forward's bit for bit, and the history the forward leaves.
-TEST_CASE_TEMPLATE("short conv: the step over vector registers and a tail is the forward bit for bit", T, float, double) {
+TEST_CASE_TEMPLATE("short conv: the step over vector registers and a tail is the forward bit for bit", T, float,
+                   double) {
   for (const int K : {1, 2, 4, 5}) {
     CAPTURE(K);
     const AttentionSpec s = spec_of(K, 4, 9);

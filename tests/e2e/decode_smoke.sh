@@ -113,6 +113,11 @@ expect_in "$tmp/profile.log" "profile of rfa_gate x3 rows at position 16"
 expect_in "$tmp/profile.log" "step products"
 expect_in "$tmp/profile.log" "attention step"
 expect_in "$tmp/profile.log" "the step at the roofs"
+# --batch times the config's recurrent kind, as the positions' table does (it timed rfa_gate whatever the config)
+"$rfa" bench decode --batch 2 --positions 16 --steps 2 --repeats 1 --rfa-only --set attention.kind=rfa_delta \
+  --set model.d_model=32 --set model.n_heads=2 --set model.n_layers=2 --vocab 50 >"$tmp/delta.txt" 2>"$tmp/delta.log" ||
+  { cat "$tmp/delta.log" >&2; fail "bench decode --batch, rfa_delta"; }
+expect_in "$tmp/delta.txt" '"kind": "rfa_delta"'
 if "$rfa" bench decode --profile >/dev/null 2>"$tmp/err.log"; then fail "--profile without --batch exited 0"; fi
 expect_in "$tmp/err.log" "--profile times the kernels of a batched step: give it --batch too"
 if "$rfa" bench decode --batch 8 --slots 4 >/dev/null 2>"$tmp/err.log"; then fail "--batch 8 --slots 4 exited 0"; fi
