@@ -15,6 +15,49 @@
 #include "kernels/vector_math.h"
 
 namespace rfa {
+namespace {
+
+// o (Dh) = sum_j (s[j] inv) v_j over the n value rows vc (n, Dh), j ascending: axpy's sums, each
+// element's multiply-adds in the same order, with o in NV registers (and a tail of fewer than W
+// lanes in scalars) for the whole pass. Through memory each slot's += waited on the previous
+// slot's store of o: a chain of store-forwarding and multiply-add latency as long as the cache.
+template <typename T, int NV>
+void weighted_rows_in_registers(T* o, const T* s, T inv, const T* vc, int n, int Dh) {
+  using V = typename Simd<T>::V;
+  constexpr int W = Simd<T>::W;
+  constexpr int kTailMax = W;
+  V acc[NV];
+  for (int v = 0; v < NV; ++v) acc[v] = V{};
+  const int tail = Dh - NV * W;  // 0 .. W-1
+  T tail_acc[kTailMax] = {};
+  for (int j = 0; j < n; ++j) {
+    const T* vj = vc + static_cast<size_t>(j) * Dh;
+    const T a = s[j] * inv;
+    for (int v = 0; v < NV; ++v) acc[v] += a * V(simd_load(vj + v * W));
+    for (int e = 0; e < tail; ++e) tail_acc[e] += a * vj[NV * W + e];
+  }
+  for (int v = 0; v < NV; ++v) simd_store(o + v * W, acc[v]);
+  for (int e = 0; e < tail; ++e) o[NV * W + e] = tail_acc[e];
+}
+
+template <typename T>
+void weighted_rows(T* o, const T* s, T inv, const T* vc, int n, int Dh) {
+  switch (Dh / Simd<T>::W) {  // the registers Dh fills; up to 8 (Dh 128 + a tail at 16 lanes)
+    case 1: return weighted_rows_in_registers<T, 1>(o, s, inv, vc, n, Dh);
+    case 2: return weighted_rows_in_registers<T, 2>(o, s, inv, vc, n, Dh);
+    case 3: return weighted_rows_in_registers<T, 3>(o, s, inv, vc, n, Dh);
+    case 4: return weighted_rows_in_registers<T, 4>(o, s, inv, vc, n, Dh);
+    case 5: return weighted_rows_in_registers<T, 5>(o, s, inv, vc, n, Dh);
+    case 6: return weighted_rows_in_registers<T, 6>(o, s, inv, vc, n, Dh);
+    case 7: return weighted_rows_in_registers<T, 7>(o, s, inv, vc, n, Dh);
+    case 8: return weighted_rows_in_registers<T, 8>(o, s, inv, vc, n, Dh);
+    default:
+      std::fill(o, o + Dh, T(0));
+      for (int j = 0; j < n; ++j) axpy(o, s[j] * inv, vc + static_cast<size_t>(j) * Dh, Dh);
+  }
+}
+
+}  // namespace
 
 template <typename T>
 void softmax_decode_step(T* out, const KvCacheView<T>& cache, const T* q, const T* k, const T* v,
@@ -47,9 +90,7 @@ void softmax_decode_step(T* out, const KvCacheView<T>& cache, const T* q, const 
     for (int j = 0; j < n; ++j) s[j] -= max;
     exp_row(s, n);
     const T inv = T(1) / row_sum(s, n);
-    T* o = out + row;
-    std::fill(o, o + Dh, T(0));
-    for (int j = 0; j < n; ++j) axpy(o, s[j] * inv, vc + static_cast<size_t>(j) * Dh, Dh);
+    weighted_rows(out + row, s, inv, vc, n, Dh);
   });
 }
 

@@ -160,3 +160,44 @@ TEST_CASE("decode step: softmax step equals softmax_attention_step_reference") {
                                       AttentionRows{B, nullptr, pos.data()}),
                   Error);
 }
+
+TEST_CASE("decode step: softmax's weighted value rows in registers keep axpy's sums, at every register count") {
+  // Dh of a half, one, two and three registers plus tails (float, this build's width): each step's
+  // output equals the plain loop the step ran before (a dot per slot, then o += p_j v_j by axpy into
+  // memory) bit for bit, and the reference within float rounding.
+  constexpr int kW = Simd<float>::W;
+  for (int Dh : {kW / 2, kW, 2 * kW + 3, 3 * kW, kW + kW / 2 + 1}) {
+    INFO("Dh ", Dh);
+    const int B = 2, H = 2, C = H * Dh, L = 37;
+    KvCache<float> ref = kv_cache_create<float>(B, H, Dh, L), got = kv_cache_create<float>(B, H, Dh, L);
+    std::vector<float> out_ref(size_t(B) * C), out_got(out_ref.size()), plain(out_ref.size()), s(L);
+    std::vector<int64_t> pos(static_cast<size_t>(B));
+    int differ = 0;
+    for (int t = 0; t < L; ++t) {
+      auto q = test::random_vector<float>(size_t(B) * C, 400 + t);
+      auto k = test::random_vector<float>(size_t(B) * C, 500 + t), v = test::random_vector<float>(size_t(B) * C, 600 + t);
+      softmax_attention_step_reference(out_ref.data(), ref, q.data(), k.data(), v.data());
+      std::fill(pos.begin(), pos.end(), t);
+      softmax_decode_step(out_got.data(), got.view(), q.data(), k.data(), v.data(),
+                          AttentionRows{B, nullptr, pos.data()});
+      test::check_close("softmax out", out_got.data(), out_ref.data(), out_ref.size(), 1e-5, 1e-6);
+      const float scale = 1.0f / std::sqrt(float(Dh));
+      for (int b = 0; b < B; ++b)
+        for (int h = 0; h < H; ++h) {  // the step's cache after it: slots 0..t of this (b, h)
+          const float* kc = got.k.data() + (size_t(b) * H + h) * L * Dh;
+          const float* vc = got.v.data() + (size_t(b) * H + h) * L * Dh;
+          const float* qr = q.data() + size_t(b) * C + size_t(h) * Dh;
+          for (int j = 0; j <= t; ++j) s[size_t(j)] = scale * dot(qr, kc + size_t(j) * Dh, Dh);
+          const float max = row_max(s.data(), t + 1);
+          for (int j = 0; j <= t; ++j) s[size_t(j)] -= max;
+          exp_row(s.data(), t + 1);
+          const float inv = 1.0f / row_sum(s.data(), t + 1);
+          float* o = plain.data() + size_t(b) * C + size_t(h) * Dh;
+          std::fill(o, o + Dh, 0.0f);
+          for (int j = 0; j <= t; ++j) axpy(o, s[size_t(j)] * inv, vc + size_t(j) * Dh, Dh);
+        }
+      for (size_t i = 0; i < plain.size(); ++i) differ += plain[i] != out_got[i];
+    }
+    CHECK(differ == 0);
+  }
+}
