@@ -174,8 +174,9 @@ TEST_CASE("decode step: softmax's weighted value rows in registers keep axpy's s
     std::vector<int64_t> pos(static_cast<size_t>(B));
     int differ = 0;
     for (int t = 0; t < L; ++t) {
-      auto q = test::random_vector<float>(size_t(B) * C, 400 + t);
-      auto k = test::random_vector<float>(size_t(B) * C, 500 + t), v = test::random_vector<float>(size_t(B) * C, 600 + t);
+      const size_t n = size_t(B) * C;
+      auto q = test::random_vector<float>(n, 400 + t), k = test::random_vector<float>(n, 500 + t);
+      auto v = test::random_vector<float>(n, 600 + t);
       softmax_attention_step_reference(out_ref.data(), ref, q.data(), k.data(), v.data());
       std::fill(pos.begin(), pos.end(), t);
       softmax_decode_step(out_got.data(), got.view(), q.data(), k.data(), v.data(),
