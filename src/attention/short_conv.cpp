@@ -241,9 +241,13 @@ void short_conv_apply_step(const AttentionSpec& s, const T* const w[3], T* const
                            const AttentionRows& rows) {
   const int K = s.short_conv, C = s.C();
   const int64_t h = int64_t(K - 1) * C;
-  for (int r = 0; r < rows.n; ++r)
-    for (int i = 0; i < 3; ++i)
-      short_conv_step(x[i] + int64_t(r) * C, hist + rows.state_row(r) * hist_stride + i * h, w[i], C, K);
+  // Item (row, tensor): its own row of x and of the history. Across the pool where the step's rows
+  // hold enough (6x384, 64 rows: 0.44 ms of a 7.3 ms step on the calling thread alone); serial
+  // inside a row split's region.
+  parallel_for(int64_t(rows.n) * 3, parallel_grain(int64_t(C) * K), [&](int64_t item) {
+    const int r = static_cast<int>(item / 3), i = static_cast<int>(item % 3);
+    short_conv_step(x[i] + int64_t(r) * C, hist + rows.state_row(r) * hist_stride + i * h, w[i], C, K);
+  });
 }
 
 #define RFA_INSTANTIATE(T)                                                                                        \
