@@ -138,8 +138,8 @@ struct FeatureGate {
 // store and a load after the last row's (a store-forwarding chain through the whole pass:
 // with every tail counted at run time, that store held 44% of the pass's samples at 4x128
 // and 64 decoding rows; with it in a register they sit on the loads and stores of S; the
-// feature gate's pass, a plain loop with y in memory, spent 41% of its samples on those
-// stores before it came here too).
+// feature gate's pass, a plain loop storing y every row, had 41% of its kernel's samples on
+// its two stores, of S and of y, before it came here too).
 template <typename T, int NV, int kTail, typename Gate>
 void gate_pass(T* S, T* y, const T* vp, const T* phiq, const Gate& gate, int F, int E) {
   using V = typename Simd<T>::V;
