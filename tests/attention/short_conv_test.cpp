@@ -68,6 +68,23 @@ void apply(const AttentionSpec& s, const std::vector<T>& w, std::vector<T>& xs, 
   short_conv_apply(s, call);
 }
 
+// One token of every row through short_conv_apply_step: row order[r] (r itself where order is
+// null) of xs (3, B, Tn, C) at position t, listed as row r. Returns q, k, v's outputs (3, B, C).
+template <typename T>
+std::vector<T> step_token(const AttentionSpec& s, const T* const cw[3], const std::vector<T>& xs, std::vector<T>& hist,
+                          int B, int Tn, int t, const int* order) {
+  const size_t C = size_t(s.C());
+  std::vector<T> tok(3 * size_t(B) * C);
+  for (int i = 0; i < 3; ++i)
+    for (int r = 0; r < B; ++r)
+      std::copy_n(xs.data() + ((size_t(i) * B + size_t(order ? order[r] : r)) * Tn + t) * C, C,
+                  tok.data() + (size_t(i) * B + r) * C);
+  T* x[3] = {tok.data(), tok.data() + size_t(B) * C, tok.data() + 2 * size_t(B) * C};
+  const std::vector<int64_t> pos(size_t(B), t);
+  short_conv_apply_step(s, cw, x, hist.data(), short_conv_history_size(s), AttentionRows{B, order, pos.data()});
+  return tok;
+}
+
 }  // namespace
 
 TEST_CASE("short conv: the forward is the causal depthwise sum, the history before t = 0, zeros without one") {
@@ -178,17 +195,8 @@ TEST_CASE("short conv: one token at a time equals the full forward at every posi
   std::vector<float> hist(size_t(B) * short_conv_history_size(s), 0.0f);
   const float* cw[3] = {w.data(), w.data() + size_t(C) * K, w.data() + 2 * size_t(C) * K};
   const int order[B] = {2, 0, 1};  // listed row r is state row order[r]
-  std::vector<int64_t> pos(B);
   for (int t = 0; t < T; ++t) {
-    std::vector<float> tok(size_t(3) * B * C);  // (3, n, C): listed rows
-    for (int i = 0; i < 3; ++i)
-      for (int r = 0; r < B; ++r)
-        for (int c = 0; c < C; ++c)
-          tok[(size_t(i) * B + r) * C + c] = x[((size_t(i) * B + order[r]) * T + t) * C + c];
-    float* xs[3] = {tok.data(), tok.data() + size_t(B) * C, tok.data() + 2 * size_t(B) * C};
-    std::fill(pos.begin(), pos.end(), t);
-    const AttentionRows rows{B, order, pos.data()};
-    short_conv_apply_step(s, cw, xs, hist.data(), short_conv_history_size(s), rows);
+    const std::vector<float> tok = step_token(s, cw, x, hist, B, T, t, order);  // (3, n, C): listed rows
     for (int i = 0; i < 3; ++i)
       for (int r = 0; r < B; ++r)
         for (int c = 0; c < C; ++c)
@@ -213,17 +221,9 @@ TEST_CASE_TEMPLATE("short conv: the step over vector registers and a tail is the
     apply(s, w, whole, B, Tn, static_cast<const T*>(nullptr), hist_whole.data(), ext);
     std::vector<T> hist(size_t(B) * short_conv_history_size(s), T(0));
     const T* cw[3] = {w.data(), w.data() + size_t(C) * K, w.data() + 2 * size_t(C) * K};
-    std::vector<int64_t> pos(B);
     int mismatches = 0;
     for (int t = 0; t < Tn; ++t) {
-      std::vector<T> tok(size_t(3) * B * C);  // (3, B, C)
-      for (int i = 0; i < 3; ++i)
-        for (int b = 0; b < B; ++b)
-          std::copy_n(x.data() + ((size_t(i) * B + b) * Tn + t) * C, C, tok.data() + (size_t(i) * B + b) * C);
-      T* xs[3] = {tok.data(), tok.data() + size_t(B) * C, tok.data() + 2 * size_t(B) * C};
-      std::fill(pos.begin(), pos.end(), t);
-      const AttentionRows rows{B, nullptr, pos.data()};
-      short_conv_apply_step(s, cw, xs, hist.data(), short_conv_history_size(s), rows);
+      const std::vector<T> tok = step_token(s, cw, x, hist, B, Tn, t, static_cast<const int*>(nullptr));
       for (int i = 0; i < 3; ++i)
         for (int b = 0; b < B; ++b)
           for (int c = 0; c < C; ++c)

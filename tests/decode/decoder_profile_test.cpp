@@ -24,6 +24,32 @@ const test::AttentionVariant& variant_named(const std::string& name) {
   return test::attention_variants().front();
 }
 
+constexpr int kRows = 12;  // the step's rows: above the row split's threshold
+
+DecoderOptions profiled_options() {
+  DecoderOptions o;
+  o.batch = kRows;
+  o.max_segment = 8;
+  o.max_positions = 32;
+  return o;
+}
+
+// Prompts of one length, as the benchmark's rows: a split's first thread counts its rows' bytes
+// for all the rows, which is exact when every row's state is the same size.
+void prefill_rows(Decoder<float>& dec, uint64_t seed) {
+  for (int b = 0; b < kRows; ++b) {
+    const std::vector<int32_t> prompt = test::rows_tokens(seed + uint64_t(b), 3);
+    dec.prefill_row(b, prompt.data(), int(prompt.size()));
+  }
+}
+
+// Elements the rows' states hold (before a step).
+int64_t states_in_use(const Decoder<float>& dec) {
+  int64_t n = 0;
+  for (int b = 0; b < kRows; ++b) n += dec.row_state_size(dec.position(b));
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("decoder profile: a step's kernels once for all its rows, split over two threads or not") {
@@ -34,24 +60,14 @@ TEST_CASE("decoder profile: a step's kernels once for all its rows, split over t
       Model<float> model(test::rows_model_spec(variant_named(name)));
       model_init(model, 3);
       const ModelSpec& s = model.spec;
-      constexpr int B = 12;
-      DecoderOptions o;
-      o.batch = B;
-      o.max_segment = 8;
-      o.max_positions = 32;
-      Decoder<float> dec(model, o);
-      // Prompts of one length, as the benchmark's rows: a split's first thread counts its rows' bytes
-      // for all the rows, which is exact when every row's state is the same size.
-      for (int b = 0; b < B; ++b) {
-        const std::vector<int32_t> prompt = test::rows_tokens(uint64_t(10 + b), 3);
-        dec.prefill_row(b, prompt.data(), int(prompt.size()));
-      }
+      constexpr int B = kRows;
+      Decoder<float> dec(model, profiled_options());
+      prefill_rows(dec, 10);
       const std::vector<int32_t> tokens = test::rows_tokens(99, B);
       step_profile_enable(false);
       dec.step(tokens.data());
       CHECK(step_profile_row(ProfiledKernel::step_products).calls == 0);
-      int64_t state_in_use = 0;  // elements the rows' states hold before the profiled step
-      for (int b = 0; b < B; ++b) state_in_use += dec.row_state_size(dec.position(b));
+      const int64_t state_in_use = states_in_use(dec);  // before the profiled step
 
       step_profile_enable(true, false);
       dec.step(tokens.data());
@@ -92,18 +108,10 @@ TEST_CASE("decoder profile: the short convolution's row and the output gate's pr
     Model<float> model(test::rows_model_spec(v));
     model_init(model, 4);
     const ModelSpec& s = model.spec;
-    constexpr int B = 12, K = 3;
-    DecoderOptions o;
-    o.batch = B;
-    o.max_segment = 8;
-    o.max_positions = 32;
-    Decoder<float> dec(model, o);
-    for (int b = 0; b < B; ++b) {
-      const std::vector<int32_t> prompt = test::rows_tokens(uint64_t(20 + b), 3);
-      dec.prefill_row(b, prompt.data(), int(prompt.size()));
-    }
-    int64_t state_in_use = 0;
-    for (int b = 0; b < B; ++b) state_in_use += dec.row_state_size(dec.position(b));
+    constexpr int B = kRows, K = 3;
+    Decoder<float> dec(model, profiled_options());
+    prefill_rows(dec, 20);
+    const int64_t state_in_use = states_in_use(dec);
     const std::vector<int32_t> tokens = test::rows_tokens(98, B);
     step_profile_enable(true, false);
     dec.step(tokens.data());
