@@ -31,6 +31,9 @@ ModelSpec bench_decode_spec(const Config& base, AttentionKind kind, const BenchD
 // Refuses a kind whose model, decoder (batch rows) and tokens cannot fit, before any kind runs.
 void bench_decode_memory_require(const Config& base, AttentionKind kind, const BenchDecodeArgs& a, int batch);
 DecoderOptions bench_decoder_options(const BenchDecodeArgs& a, int batch);
+// The recurrent kind both benchmarks time: the config's when it is a recurrent one (rfa, rfa_delta),
+// else rfa_gate.
+AttentionKind bench_decode_recurrent_kind(const Config& cfg);
 
 // Aggregate tokens/s of K rows decoded in one batched step, for each K in a.batch.
 void bench_decode_rows(const Config& cfg, const BenchDecodeArgs& a);

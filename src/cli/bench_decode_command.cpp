@@ -56,6 +56,10 @@ DecoderOptions bench_decoder_options(const BenchDecodeArgs& a, int batch) {
   return o;
 }
 
+AttentionKind bench_decode_recurrent_kind(const Config& cfg) {
+  return cfg.attention.kind == AttentionKind::softmax ? AttentionKind::rfa_gate : cfg.attention.kind;
+}
+
 void bench_decode_memory_require(const Config& base, AttentionKind kind, const BenchDecodeArgs& a, int batch) {
   const ModelSpec spec = bench_decode_spec(base, kind, a);
   const DecoderOptions o = bench_decoder_options(a, batch);
@@ -161,9 +165,9 @@ void run_bench_decode(const BenchDecodeArgs& a) {
   if (a.profile && a.batch.empty())
     fail("--profile times the kernels of a batched step: give it --batch too (e.g. --batch 1,8,64 --positions 512)");
   if (!a.batch.empty()) return bench_decode_rows(cfg, a);
-  // The recurrent column: the config's kind when it is a recurrent one (rfa_delta, rfa), else rfa_gate. The
-  // JSON keeps its rfa_gate_* keys for that column and names the kind in "rfa_kind".
-  const AttentionKind rk = cfg.attention.kind == AttentionKind::softmax ? AttentionKind::rfa_gate : cfg.attention.kind;
+  // The recurrent column (bench_decode_recurrent_kind). The JSON keeps its rfa_gate_* keys for that
+  // column and names the kind in "rfa_kind".
+  const AttentionKind rk = bench_decode_recurrent_kind(cfg);
   const std::string rn = enum_name(rk);
   bench_decode_memory_require(cfg, rk, a, 1);
   if (!a.rfa_only) bench_decode_memory_require(cfg, AttentionKind::softmax, a, 1);

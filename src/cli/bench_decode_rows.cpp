@@ -178,10 +178,7 @@ void profile_report(AttentionKind kind, int K, int64_t position, const RowsResul
 }  // namespace
 
 void bench_decode_rows(const Config& cfg, const BenchDecodeArgs& a) {
-  // The recurrent kind as the positions' table takes it: the config's (rfa, rfa_delta), else rfa_gate.
-  const AttentionKind recurrent =
-      cfg.attention.kind == AttentionKind::softmax ? AttentionKind::rfa_gate : cfg.attention.kind;
-  std::vector<AttentionKind> kinds = {recurrent};
+  std::vector<AttentionKind> kinds = {bench_decode_recurrent_kind(cfg)};
   if (!a.rfa_only) kinds.push_back(AttentionKind::softmax);
   for (int K : a.batch)
     for (AttentionKind kind : kinds) bench_decode_memory_require(cfg, kind, a, a.slots > 0 ? a.slots : K);
