@@ -82,11 +82,17 @@ void column_sum(T* acc, const T* prod, int64_t N, int C, int c0, int width) {
   }
 }
 
-// The gemm row's scope for one of the gate's three (N, C) x (C, C) products (2 N C² FLOPs; the
-// two (N, C) operands and W_g).
+// One of the gate's three (N, C) x (C, C) products: 2 N C² FLOPs; the two (N, C) operands and W_g.
+double product_flop(int64_t N, int C) { return 2.0 * double(N) * C * C; }
+template <typename T>
+double product_bytes(int64_t N, int C) {
+  return sizeof(T) * (2.0 * double(N) * C + double(C) * C);
+}
+
+// The gemm row's scope for one of those products (training).
 template <typename T>
 ProfileScope product_profile(ProductShape shape, int64_t N, int C) {
-  return ProfileScope(shape, 2.0 * double(N) * C * C, sizeof(T) * (2.0 * double(N) * C + double(C) * C));
+  return ProfileScope(shape, product_flop(N, C), product_bytes<T>(N, C));
 }
 
 }  // namespace
@@ -131,8 +137,7 @@ void output_gate_apply(const AttentionSpec& s, const T* w_norm, const T* w_gate,
   const bool step = step_packed != nullptr;
   const int C = s.C();
   if (step) {  // z (N, C) = n (N, C) · W_gᵀ: a decode step's product, counted with the step's others
-    const ProfileScope profile(ProfiledKernel::step_products, 2.0 * double(N) * C * C,
-                               sizeof(T) * (2.0 * double(N) * C + double(C) * C));
+    const ProfileScope profile(ProfiledKernel::step_products, product_flop(N, C), product_bytes<T>(N, C));
     step_gemm<T>(N, C, C, n, step_packed, z, false, threads);
   } else {  // z (N, C) = n (N, C) · W_gᵀ, W_g (C_out, C_in) as the projections are stored
     ProfileScope profile = product_profile<T>({false, true, N, C, C}, N, C);
