@@ -43,7 +43,9 @@ GenerateStats generate(Decoder<float>& dec, std::span<Sampler> samplers, std::sp
     // The rows' draws side by side on the pool (each row its own sampler; a draw is a pure function
     // of seed, row and position). A sampler's error is kept, not thrown inside the region, and the
     // first row's rethrown after it.
-    parallel_for(active, sampler_rows_grain(dec.vocab()), [&](int64_t j) {
+    int64_t work = 0;
+    for (int j = 0; j < active; ++j) work += samplers[size_t(rows[size_t(j)])].row_work();
+    parallel_for(active, sampler_rows_grain(active, work), [&](int64_t j) {
       const int b = rows[size_t(j)];
       try {
         drawn[size_t(j)] = samplers[size_t(b)].sample(dec.row_logits(b), 0, dec.position(b));

@@ -11,6 +11,8 @@
 
 namespace rfa {
 
+class CounterRng;
+
 struct SamplerConfig {
   bool greedy = false;       // argmax; also when temperature == 0
   double temperature = 0.8;  // > 0 unless greedy
@@ -21,10 +23,10 @@ struct SamplerConfig {
 
 // Throws Error naming the option and the allowed range.
 void sampler_config_validate(const SamplerConfig& c);
-// The grain (parallel_grain, core/parallel.h) for sampling rows side by side on the pool, each
-// with its own Sampler: a row at V 2048 without top-k takes about 20 µs, counted as 128
-// multiply-adds a candidate (so 8 rows of V 300 fork, and every row of V 2048).
-int64_t sampler_rows_grain(int V);
+// The grain (parallel_grain, core/parallel.h) for sampling `rows` side by side on the pool, each
+// with its own Sampler, from the sum of their row_work(): the rows fork when together they
+// outweigh a fork.
+int64_t sampler_rows_grain(int64_t rows, int64_t total_work);
 
 class Sampler {
  public:
@@ -35,13 +37,26 @@ class Sampler {
 
   const SamplerConfig& config() const { return config_; }
 
+  // One sample's work in multiply-adds of the same time (core/parallel.h's scale, about 65 a
+  // nanosecond): per candidate 4 greedy (the argmax), 32 without a cut (V 2048: ~1.1 µs on Zen 5),
+  // 128 with top-k or top-p (the heap or the nucleus's sort: ~4-6 µs at V 2048).
+  int64_t row_work() const;
+
  private:
+  // The cuts: top-k (in double, over the k in order), or none / top-p over the whole
+  // vocabulary (float weights in id order; only the nucleus's candidates sorted).
+  int32_t sample_top_k(const float* logits, int32_t best, CounterRng& rng);
+  int32_t sample_all(const float* logits, int32_t best, CounterRng& rng);
+  int32_t sample_nucleus(const float* logits, double total, CounterRng& rng);
+
   int V_;
   SamplerConfig config_;
   std::vector<uint64_t> keys_;    // (V) candidates as sortable keys (sampler.cpp candidate_key)
   std::vector<uint64_t> sorted_;  // (V) the radix sort's second buffer
   std::vector<int32_t> order_;  // (V) candidate ids, most likely first
   std::vector<double> probs_;   // (V) their probabilities, in that order
+  std::vector<float> weights_;  // (V) e^((logit - best) / T) in id order (no top-k)
+  std::vector<float> block_sums_;  // (ceil(V / 128)) the weights' sums, block by block
 };
 
 }  // namespace rfa

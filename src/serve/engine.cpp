@@ -317,7 +317,9 @@ void Engine::decode_tick() {
   const int64_t rows = static_cast<int64_t>(batch_owner_.size());
   batch_tokens_.assign(batch_owner_.size(), -1);
   batch_errors_.resize(batch_owner_.size());
-  parallel_for(rows, sampler_rows_grain(backend_.vocab()), [&](int64_t i) {
+  int64_t work = 0;
+  for (auto [a, c] : batch_owner_) work += a->choices[static_cast<size_t>(c)].sampler->row_work();
+  parallel_for(rows, sampler_rows_grain(rows, work), [&](int64_t i) {
     auto [a, c] = batch_owner_[static_cast<size_t>(i)];
     ActiveChoice& ch = a->choices[static_cast<size_t>(c)];
     if (ch.final_feed) return;

@@ -1,6 +1,8 @@
 // Sampling: greedy is argmax, the same seed gives the same tokens, top-k and
 // top-p never pick outside their sets, the empirical distribution follows
-// softmax(logits / T), and non-finite logits are an error.
+// softmax(logits / T), non-finite logits are an error; the top-k cut draws what the
+// first version drew, the whole-vocabulary and nucleus draws are the inverse CDF of
+// softmax(logits / T) at the draw's u, whatever the row's address.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -164,7 +166,7 @@ int32_t sample_as_first_written(const std::vector<float>& logits, const SamplerC
 }
 }  // namespace
 
-TEST_CASE("sampler: the candidates' order by sortable keys draws what the comparator sort drew, ties and zeros too") {
+TEST_CASE("sampler: a top-k cut draws what the comparator sort drew, ties and zeros too") {
   // Logits with many exact ties (a few distinct values), +0 and -0 side by side, negatives and
   // large spreads; every cut (top-k below, at and above V; top-p) at several temperatures.
   CounterRng rng(77);
@@ -178,9 +180,10 @@ TEST_CASE("sampler: the candidates' order by sortable keys draws what the compar
                     : kind == 1 ? float(std::round(2 * z) / 2)  // ties
                                 : (rng.below(3) == 0 ? (rng.below(2) ? 0.0f : -0.0f) : float(-std::fabs(z)));
       }
-      for (int top_k : {0, 1, 5, V, V + 3})
+      for (int top_k : {1, 5, V - 1})  // below V: the other cuts sample the whole vocabulary (below)
         for (double top_p : {1.0, 0.9, 0.3})
           for (double temperature : {0.0, 0.7, 1.0, 2.5}) {
+            if (top_k < 1 || top_k >= V) continue;  // V 1 and 2
             SamplerConfig c;
             c.temperature = temperature;
             c.greedy = temperature == 0;
@@ -202,4 +205,132 @@ TEST_CASE("sampler: the candidates' order by sortable keys draws what the compar
     }
   MESSAGE(draws, " draws, ", spread, " changes of token between positions");
   CHECK(spread > draws / 10);  // the draws vary: the comparison is not of constants
+}
+
+namespace {
+// softmax(logits / T) in double, in id order (no top-p) or most likely first and cut to the
+// shortest prefix of mass >= p (top-p): the tokens a draw walks, their weights, and `ambiguous`,
+// the width of the band around the cut's mass within which float weights may cut elsewhere.
+struct Walk {
+  std::vector<int32_t> ids;
+  std::vector<double> weights;
+  bool ambiguous = false;
+};
+
+Walk reference_walk(const std::vector<float>& logits, const SamplerConfig& c) {
+  const int V = static_cast<int>(logits.size());
+  std::vector<int32_t> ids(static_cast<size_t>(V));
+  std::iota(ids.begin(), ids.end(), 0);
+  const double top = *std::max_element(logits.begin(), logits.end());
+  auto weight = [&](int32_t i) { return std::exp((double(logits[size_t(i)]) - top) / c.temperature); };
+  Walk walk;
+  if (c.top_p >= 1) {
+    walk.ids = ids;
+    for (int32_t i : ids) walk.weights.push_back(weight(i));
+    return walk;
+  }
+  std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return logits[size_t(a)] > logits[size_t(b)]; });
+  double total = 0;
+  for (int32_t i : ids) total += weight(i);
+  double mass = 0;
+  for (int32_t i : ids) {
+    const double before = mass;
+    walk.ids.push_back(i);
+    walk.weights.push_back(weight(i));
+    mass += weight(i);
+    if (mass >= c.top_p * total) {
+      walk.ambiguous = std::abs(mass - c.top_p * total) < 1e-5 * total ||
+                       std::abs(before - c.top_p * total) < 1e-5 * total;
+      break;
+    }
+  }
+  return walk;
+}
+
+// The token the draw u in [0, 1) picks from `walk` (exact, in double), and whether u lies within
+// `band` (relative to the walk's mass) of a boundary between two tokens, where float weights may
+// pick the neighbour.
+int32_t reference_pick(const Walk& walk, double u, double band, bool* near_boundary) {
+  double mass = 0;
+  for (double w : walk.weights) mass += w;
+  double x = u * mass, cumulative = 0;
+  *near_boundary = false;
+  for (size_t i = 0; i < walk.ids.size(); ++i) {
+    cumulative += walk.weights[i];
+    if (std::abs(cumulative - x) < band * mass) *near_boundary = true;
+    if (x < cumulative && walk.weights[i] > 0) return walk.ids[i];
+  }
+  return walk.ids.back();
+}
+}  // namespace
+
+TEST_CASE("sampler: without top-k a draw is softmax(logits / T)'s inverse CDF at its u, whatever the row's address") {
+  // Every token of a walk the reference's (a block walk that skipped a block, or an off-by-one at a
+  // block's edge, picks a token far from u's); only a u within 1e-5 of a boundary may differ.
+  CounterRng rng(78);
+  int draws = 0, near = 0, ambiguous = 0, spread = 0;
+  for (int V : {1, 2, 7, 127, 128, 129, 300, 2048, 5000})
+    for (int kind = 0; kind < 3; ++kind) {
+      // Room for 15 floats of offset before the row: the row at every address modulo 64 bytes.
+      std::vector<float> buffer(static_cast<size_t>(V) + 15);
+      std::vector<float> logits(static_cast<size_t>(V));
+      for (size_t i = 0; i < logits.size(); ++i) {
+        const double z = rng.normal();
+        logits[i] = kind == 0   ? float(3 * z)
+                    : kind == 1 ? float(std::round(2 * z) / 2)  // ties
+                                : (rng.below(3) == 0 ? (rng.below(2) ? 0.0f : -0.0f) : float(-40 * std::fabs(z)));
+      }
+      for (int top_k : {0, V, V + 3})
+        for (double top_p : {1.0, 0.9, 0.3})
+          for (double temperature : {0.7, 1.0, 2.5}) {
+            SamplerConfig c;
+            c.temperature = temperature;
+            c.top_k = top_k;
+            c.top_p = top_p;
+            c.seed = 9;
+            Sampler sampler(V, c);
+            const Walk walk = reference_walk(logits, c);
+            int mismatches = 0, last = -1;
+            for (int64_t position = 0; position < 40; ++position) {
+              float* row = buffer.data() + position % 16;
+              std::copy(logits.begin(), logits.end(), row);
+              const int32_t got = sampler.sample(row, 3, position);
+              CounterRng draw(c.seed, 0x5a3b1e, 3, static_cast<uint64_t>(position));
+              bool near_boundary = false;
+              const int32_t expected = reference_pick(walk, draw.uniform(), 1e-5, &near_boundary);
+              near += near_boundary;
+              ambiguous += walk.ambiguous;
+              mismatches += got != expected && !near_boundary && !walk.ambiguous;
+              spread += last >= 0 && got != last;
+              last = got;
+              ++draws;
+            }
+            INFO("V ", V, " kind ", kind, " top_k ", top_k, " top_p ", top_p, " temperature ", temperature);
+            CHECK(mismatches == 0);
+          }
+    }
+  MESSAGE(draws, " draws (", near, " near a boundary, ", ambiguous, " of an ambiguous cut), ", spread,
+          " changes of token between positions");
+  CHECK(near + ambiguous < draws / 20);  // ambiguous: exact ties of mass at a cut (equal logits)
+  CHECK(spread > draws / 10);
+}
+
+TEST_CASE("sampler: tokens of zero weight are never drawn, however small the temperature") {
+  // e^-87 and below weigh 0: logits 1000 apart at T 1, then a temperature of 1e-300 (its inverse
+  // capped, not inf: 0 x inf at the best logit would be NaN).
+  const std::vector<float> logits = {-1000.0f, 0.0f, -1000.0f, 0.5f, -3e38f, -1000.0f, 0.25f};
+  for (double temperature : {1.0, 1e-300})
+    for (double top_p : {1.0, 0.999}) {
+      SamplerConfig c;
+      c.temperature = temperature;
+      c.top_k = 0;
+      c.top_p = top_p;
+      Sampler s(static_cast<int>(logits.size()), c);
+      for (int64_t p = 0; p < 2000; ++p) {
+        const int32_t x = s.sample(logits.data(), 0, p);
+        INFO("temperature ", temperature, " top_p ", top_p, " token ", x);
+        CHECK((x == 1 || x == 3 || x == 6));
+        if (temperature < 1e-100) CHECK(x == 3);
+      }
+    }
 }
