@@ -6,6 +6,7 @@
 // or thread count, and a generation can continue from a saved state.
 // Scratch (V) is allocated once by the constructor; sample() never allocates.
 // Non-finite logits are an error (they mean a broken model), never a random token.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -38,14 +39,16 @@ class Sampler {
   const SamplerConfig& config() const { return config_; }
 
   // One sample's work in multiply-adds of the same time (core/parallel.h's scale, about 65 a
-  // nanosecond): per candidate 4 greedy (the argmax), 32 without a cut (V 2048: ~1.1 µs on Zen 5),
-  // 128 with top-k or top-p (the heap or the nucleus's sort: ~4-6 µs at V 2048).
+  // nanosecond), per candidate: 4 greedy (the argmax), 32 without a cut (V 2048: ~1.2 µs on Zen 5),
+  // 64 with top-k (~1.9 µs), 128 with top-p alone (the nucleus's sort: ~6 µs).
   int64_t row_work() const;
 
  private:
   // The cuts: top-k (in double, over the k in order), or none / top-p over the whole
   // vocabulary (float weights in id order; only the nucleus's candidates sorted).
   int32_t sample_top_k(const float* logits, int32_t best, CounterRng& rng);
+  // Writes to keys_ the candidates that can be among the top k (at least k), returns their count.
+  size_t top_k_candidates(const float* logits);
   int32_t sample_all(const float* logits, int32_t best, CounterRng& rng);
   int32_t sample_nucleus(const float* logits, double total, CounterRng& rng);
 
@@ -55,7 +58,7 @@ class Sampler {
   std::vector<uint64_t> sorted_;  // (V) the radix sort's second buffer
   std::vector<int32_t> order_;  // (V) candidate ids, most likely first
   std::vector<double> probs_;   // (V) their probabilities, in that order
-  std::vector<float> weights_;  // (V) e^((logit - best) / T) in id order (no top-k)
+  std::vector<float> weights_;  // (V) e^((logit - best) / T) in id order (no top-k); top-k: block maxima
   std::vector<float> block_sums_;  // (ceil(V / 128)) the weights' sums, block by block
 };
 
