@@ -18,7 +18,10 @@
 #   tables before 2026-12-02: Node's event loop cost about 50 µs of the shared cores a token).
 #   MODELS (default "rfa-4x128 rfa-6x384 rfa-4x128-recipe"): the throughput part's models.
 #   ROUNDS (default 3); SERVE_ARGS: more `rfa serve` options for the throughput part (e.g.
-#   "--stream-batch 1" to wake every stream's reader every token).
+#   "--stream-batch 1" to wake every stream's reader every token). TEMPERATURE (default 0, greedy):
+#   the throughput part's requests sampled at that temperature instead, with the OpenAI defaults
+#   top_k 0 and top_p 1 (what a client that sets no sampling field gets; these models' V is 300, so
+#   put a larger-vocabulary run directory in WORK and name it in MODELS to weigh the sampler).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rfa=${RFA:-build/rfa}
@@ -88,7 +91,8 @@ for model in ${MODELS:-rfa-4x128 rfa-6x384 rfa-4x128-recipe}; do
   else
     list=8
     for _ in $(seq 1 "$rounds"); do list="$list,1,64"; done
-    "${client_pin[@]}" "$rfa" bench serve --url "$base" --streams "$list" --tokens 256 --prompt-letters 16 |
+    "${client_pin[@]}" "$rfa" bench serve --url "$base" --streams "$list" --tokens 256 --prompt-letters 16 \
+      --temperature "${TEMPERATURE:-0}" |
       sed -n "s/^{/{\"model\": \"$model\", /p"
   fi
   stop
