@@ -120,8 +120,13 @@ int32_t Sampler::sample(const float* logits, uint64_t row, int64_t position) {
         fail("logit of token {} is {} at position {} (row {}): the model produced a non-finite value; the "
              "checkpoint is broken or diverged",
              i, logits[i], position, row);
+  // Its first index: the first register holding it, then its lane (-0 and +0 compare equal: the
+  // first of either, as the scalar `>` kept).
+  using Vf = Simd<float>::V;
+  constexpr int W = Simd<float>::W;
   int32_t best = 0;
-  while (!(logits[best] == top)) ++best;  // -0 and +0 compare equal: the first of either, as `>` kept
+  while (best + W <= V_ && !(simd_max<float>(Vf(simd_load(logits + best))) == top)) best += W;
+  while (!(logits[best] == top)) ++best;
   if (config_.greedy || config_.temperature == 0) return best;
   CounterRng rng(config_.seed, kSamplerStream, row, static_cast<uint64_t>(position));
   if (config_.top_k > 0 && config_.top_k < V_) return sample_top_k(logits, best, rng);
