@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/bench_machine.h"
+#include "cli/bench_vocab.h"
 #include "cli/cli_checks.h"
 #include "cli/commands.h"
 #include "cli/config_options.h"
@@ -19,11 +20,8 @@
 #include "model/memory_estimate.h"
 #include "train/thread_split.h"
 #include "model/model_flops.h"
-#include "tokenizer/tokenizer.h"
 #include "model/model_params.h"
 #include "train/train_bench.h"
-
-#include <filesystem>
 
 namespace rfa {
 namespace {
@@ -122,12 +120,7 @@ void bench_profile_report(const TrainBenchResult& r, Precision precision) {
 }
 
 void bench_train(Config config, const BenchOptions& o) {
-  if (config.model.vocab_size == 0) {
-    // Follow the tokenizer when it exists; else its configured size stands in.
-    const std::string tokenizer_path = config_tokenizer_path(config);
-    config.model.vocab_size = std::filesystem::exists(tokenizer_path) ? Tokenizer::load(tokenizer_path).vocab_size()
-                                                                      : config.tokenizer.vocab_size;
-  }
+  if (config.model.vocab_size == 0) config.model.vocab_size = config_model_vocab(config);
   const ModelSpec spec = model_spec_make(config.model, config.attention);
   MemoryEstimate need = memory_estimate_train(spec, config.train, thread_count(), 1,
                                               thread_split_resolve(config, spec, thread_count()));
