@@ -159,15 +159,17 @@ void run_bench_decode(const BenchDecodeArgs& a) {
            m.n_layers, m.d_model, m.n_heads, a.vocab, cfg.attention.num_features, thread_count(), a.steps, a.repeats,
            enum_name(a.precision));
   // The vocabulary is --vocab's, not the config's (the decode tables since 2026-12-01 are at 384):
-  // say so when the config's model has another, whose output product and sampling cost more or less.
-  // A note only: a tokenizer file that cannot be read leaves the benchmark as it was.
-  if (!a.config.empty()) try {
+  // say so when the config's model has another, whose output product costs more or less.
+  if (!a.config.empty()) {
+    try {
       const int config_vocab = config_model_vocab(cfg);
       if (config_vocab > 0 && config_vocab != a.vocab)
         log_info("bench", "vocab {} is --vocab's; the config's model has {} (--vocab {} times that one)", a.vocab,
                  config_vocab, config_vocab);
     } catch (const Error&) {
+      // A note only: a tokenizer file that cannot be read leaves the benchmark as it was.
     }
+  }
   bench_log_core_distance();
   if (a.slots > 0 && a.batch.empty()) fail("--slots {} needs --batch (the rows each step runs of them)", a.slots);
   for (int K : a.batch)
