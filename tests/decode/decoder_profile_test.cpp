@@ -50,6 +50,24 @@ int64_t states_in_use(const Decoder<float>& dec) {
   return n;
 }
 
+Model<float>& initialized(Model<float>& model, uint64_t seed) {
+  model_init(model, seed);
+  return model;
+}
+
+// A variant's model (weights from `init_seed`) and its profiled decoder, every row prefilled
+// (prefill_rows from `prompt_seed`).
+struct ProfiledRows {
+  Model<float> model;
+  Decoder<float> dec;
+  ProfiledRows(const test::AttentionVariant& v, uint64_t init_seed, uint64_t prompt_seed)
+      : model(test::rows_model_spec(v)), dec(initialized(model, init_seed), profiled_options()) {
+    prefill_rows(dec, prompt_seed);
+  }
+};
+
+const ProfileRow& row(ProfiledKernel k) { return step_profile_row(k); }
+
 }  // namespace
 
 TEST_CASE("decoder profile: a step's kernels once for all its rows, split over two threads or not") {
@@ -57,12 +75,10 @@ TEST_CASE("decoder profile: a step's kernels once for all its rows, split over t
     for (double factor : {0.0, 64.0}) {  // 0: the 12 rows split over the two threads; 64: one thread
       test::ForkFactorScope pool(2, factor);
       INFO("variant: ", std::string(name), ", fork factor ", factor);
-      Model<float> model(test::rows_model_spec(variant_named(name)));
-      model_init(model, 3);
-      const ModelSpec& s = model.spec;
+      ProfiledRows rows(variant_named(name), 3, 10);
+      Decoder<float>& dec = rows.dec;
+      const ModelSpec& s = rows.model.spec;
       constexpr int B = kRows;
-      Decoder<float> dec(model, profiled_options());
-      prefill_rows(dec, 10);
       const std::vector<int32_t> tokens = test::rows_tokens(99, B);
       step_profile_enable(false);
       dec.step(tokens.data());
@@ -71,7 +87,6 @@ TEST_CASE("decoder profile: a step's kernels once for all its rows, split over t
 
       step_profile_enable(true, false);
       dec.step(tokens.data());
-      auto row = [](ProfiledKernel k) { return step_profile_row(k); };
       const int L = s.L;
       const double C = s.C, Hf = s.Hf, V = s.V;
       // q, k, v (one group), o, w1 w3, w2 a layer, then the head: 2 M N K each.
@@ -105,17 +120,14 @@ TEST_CASE("decoder profile: the short convolution's row and the output gate's pr
   for (double factor : {0.0, 64.0}) {
     test::ForkFactorScope pool(2, factor);
     INFO("fork factor ", factor);
-    Model<float> model(test::rows_model_spec(v));
-    model_init(model, 4);
-    const ModelSpec& s = model.spec;
+    ProfiledRows rows(v, 4, 20);
+    Decoder<float>& dec = rows.dec;
+    const ModelSpec& s = rows.model.spec;
     constexpr int B = kRows, K = 3;
-    Decoder<float> dec(model, profiled_options());
-    prefill_rows(dec, 20);
     const int64_t state_in_use = states_in_use(dec);
     const std::vector<int32_t> tokens = test::rows_tokens(98, B);
     step_profile_enable(true, false);
     dec.step(tokens.data());
-    auto row = [](ProfiledKernel k) { return step_profile_row(k); };
     const int L = s.L;
     const double C = s.C, Hf = s.Hf, V = s.V;
     // q, k, v, o, w1 w3, w2 and the gate's W_g a layer, then the head.
