@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/rng.h"
+#include "kernels/logit_rows.h"
 #include "kernels/simd_exp.h"
 #include "kernels/vector_math.h"
 
@@ -106,27 +107,14 @@ Sampler::Sampler(int V, const SamplerConfig& config)
 int32_t Sampler::sample(const float* logits, uint64_t row, int64_t position) {
   // The first of the largest logits. Every logit must be finite: checked beside the maximum in one
   // vectorised pass, the offender looked up only when there is one.
-  float top = logits[0];
-  int non_finite = 0;
-#pragma omp simd reduction(max : top) reduction(| : non_finite)
-  for (int i = 0; i < V_; ++i) {
-    const float x = logits[i];
-    top = x > top ? x : top;
-    non_finite |= std::fabs(x) <= FLT_MAX ? 0 : 1;
+  const LogitsMax lm = logits_max(logits, V_);
+  if (!lm.finite) {
+    const int i = logits_first_non_finite(logits, V_);
+    fail("logit of token {} is {} at position {} (row {}): the model produced a non-finite value; the "
+         "checkpoint is broken or diverged",
+         i, logits[i], position, row);
   }
-  if (non_finite)
-    for (int i = 0; i < V_; ++i)
-      if (!std::isfinite(logits[i]))
-        fail("logit of token {} is {} at position {} (row {}): the model produced a non-finite value; the "
-             "checkpoint is broken or diverged",
-             i, logits[i], position, row);
-  // Its first index: the first register holding it, then its lane (-0 and +0 compare equal: the
-  // first of either, as the scalar `>` kept).
-  using Vf = Simd<float>::V;
-  constexpr int W = Simd<float>::W;
-  int32_t best = 0;
-  while (best + W <= V_ && !(simd_max<float>(Vf(simd_load(logits + best))) == top)) best += W;
-  while (!(logits[best] == top)) ++best;
+  const int32_t best = logits_first_index(logits, V_, lm.max);
   if (config_.greedy || config_.temperature == 0) return best;
   CounterRng rng(config_.seed, kSamplerStream, row, static_cast<uint64_t>(position));
   if (config_.top_k > 0 && config_.top_k < V_) return sample_top_k(logits, best, rng);

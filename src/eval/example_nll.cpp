@@ -8,32 +8,30 @@
 #include "core/parallel.h"
 #include "decode/decode_memory.h"
 #include "eval/perplexity.h"
+#include "kernels/logit_rows.h"
 
 namespace rfa {
 
 int32_t logits_argmax(const float* logits, int V) {
-  int32_t best = 0;
-  for (int i = 1; i < V; ++i)
-    if (logits[i] > logits[best]) best = i;
-  return best;
+  return logits_first_index(logits, V, logits_max(logits, V).max);
 }
 
 double example_score(const float* logits, int V, const int32_t* x, int64_t n, int64_t p, const DocumentTable& docs,
                      ExampleNll& r) {
   double response = 0;
-  for (int64_t j = 1; j < n; ++j) {
-    const float* row = logits + (j - 1) * V;
-    const double nll = token_nll(row, V, x[j]);
+  // Row j - 1 scores target x[j].
+  for_each_token_nll(logits, V, x + 1, n - 1, [&](int64_t row, double nll) {
+    const int64_t j = row + 1;
     if (j >= p && docs.response_target(j, p)) {
       response += nll;
       r.response_sum += nll;
       ++r.response_tokens;
-      r.response_correct += logits_argmax(row, V) == x[j];
+      r.response_correct += logits_argmax(logits + row * V, V) == x[j];
     } else {
       r.prompt_sum += nll;
       ++r.prompt_tokens;
     }
-  }
+  });
   return response;
 }
 

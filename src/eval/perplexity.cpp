@@ -11,6 +11,7 @@
 #include "core/timer.h"
 #include "decode/decode_memory.h"
 #include "decode/decoder.h"
+#include "kernels/logit_rows.h"
 #include "model/model_spec.h"
 
 namespace rfa {
@@ -57,7 +58,7 @@ double nll_recurrent(Decoder<float>& dec, int segment, std::span<const int32_t> 
     const int64_t cut = next_start(starts, next, t0, end);
     const int S = static_cast<int>(cut - t0);
     const float* logits = dec.prefill(x.data() + t0, S);
-    for (int t = 0; t < S; ++t) sum += token_nll(logits + int64_t(t) * V, V, x[static_cast<size_t>(t0 + t + 1)]);
+    for_each_token_nll(logits, V, x.data() + t0 + 1, S, [&](int64_t, double nll) { sum += nll; });
     progress.update(t0 + S);
     if (cut < end) dec.reset();  // a document starts at `cut`
     t0 = cut;
@@ -83,8 +84,8 @@ double nll_windows(Decoder<float>& dec, int window, int stride, std::span<const 
     for (int64_t p = a; p < e;) {
       const int64_t q = next_start(starts, next, p, e);
       const float* logits = dec.prefill(x.data() + p, static_cast<int>(q - p));
-      for (int64_t j = std::max(p, next_target - 1); j < q; ++j)
-        sum += token_nll(logits + (j - p) * V, V, x[static_cast<size_t>(j + 1)]);
+      const int64_t j0 = std::max(p, next_target - 1);  // rows j0 - p .. q - p - 1 score x[j0 + 1 .. q]
+      for_each_token_nll(logits + (j0 - p) * V, V, x.data() + j0 + 1, q - j0, [&](int64_t, double nll) { sum += nll; });
       if (q < e) dec.reset();
       p = q;
     }
@@ -96,17 +97,37 @@ double nll_windows(Decoder<float>& dec, int window, int stride, std::span<const 
 
 }  // namespace
 
+namespace {
+
+// -log softmax(logits)[target] in double, or NaN when a logit is not finite (no throw: rows run in a
+// parallel region). max + log Σ e^(l - max) - l_target, the exps of the double differences.
+double row_nll(const float* logits, int V, int32_t target) {
+  const LogitsMax m = logits_max(logits, V);
+  if (!m.finite) return std::numeric_limits<double>::quiet_NaN();
+  return double(m.max) + logits_log_sum_exp(logits, V, m.max) - double(logits[target]);
+}
+
+// A row's cost for the pool's grain, in multiply-adds (parallel_grain's unit): about 32 a logit, the
+// max pass and a double exp of ~16 vector operations at 8 lanes, timed against the products' rate.
+constexpr int64_t kNllWorkPerLogit = 32;
+
+}  // namespace
+
 double token_nll(const float* logits, int V, int32_t target) {
-  double max = logits[0];
-  for (int i = 0; i < V; ++i) {
-    if (!std::isfinite(logits[i]))
-      fail("logit of token {} is {}: the model produced a non-finite value; the checkpoint is broken or diverged",
-           i, logits[i]);
-    max = std::max(max, double(logits[i]));
+  const double nll = row_nll(logits, V, target);
+  if (std::isnan(nll)) {
+    const int i = logits_first_non_finite(logits, V);
+    fail("logit of token {} is {}: the model produced a non-finite value; the checkpoint is broken or diverged", i,
+         logits[i]);
   }
-  double sum = 0;
-  for (int i = 0; i < V; ++i) sum += std::exp(double(logits[i]) - max);
-  return max + std::log(sum) - double(logits[target]);
+  return nll;
+}
+
+void token_nll_rows(const float* logits, int V, const int32_t* targets, int64_t rows, double* out) {
+  parallel_for(rows, parallel_grain(kNllWorkPerLogit * V),
+               [&](int64_t r) { out[r] = row_nll(logits + r * V, V, targets[r]); });
+  for (int64_t r = 0; r < rows; ++r)
+    if (std::isnan(out[r])) out[r] = token_nll(logits + r * V, V, targets[r]);  // throws, naming the logit
 }
 
 PerplexityPlan perplexity_plan(const ModelSpec& s, int64_t tokens, const PerplexityOptions& o) {

@@ -41,6 +41,26 @@ struct PerplexityResult {
 // -log softmax(logits)[target], computed in double. Throws Error on a non-finite logit.
 double token_nll(const float* logits /*(V)*/, int V, int32_t target);
 
+// out[r] = token_nll(logits + r V, V, targets[r]) for r in [0, rows), the rows across the pool
+// (each value the same whatever the thread count). Throws, after the parallel region, on a
+// non-finite logit. Not inside a parallel region of the caller's.
+void token_nll_rows(const float* logits /*(rows, V)*/, int V, const int32_t* targets /*(rows)*/, int64_t rows,
+                    double* out /*(rows)*/);
+
+// f(r, token_nll(row r)) for r = 0, 1, ... rows - 1 in that order: the rows scored kNllRowBlock at a
+// time into a buffer on the stack, so that sums taken in f are the same doubles as a serial pass's.
+inline constexpr int kNllRowBlock = 256;
+template <typename F>
+void for_each_token_nll(const float* logits /*(rows, V)*/, int V, const int32_t* targets /*(rows)*/, int64_t rows,
+                        F&& f) {
+  double nll[kNllRowBlock];
+  for (int64_t r0 = 0; r0 < rows; r0 += kNllRowBlock) {
+    const int64_t n = rows - r0 < kNllRowBlock ? rows - r0 : kNllRowBlock;
+    token_nll_rows(logits + r0 * V, V, targets + r0, n, nll);
+    for (int64_t r = 0; r < n; ++r) f(r0 + r, nll[r]);
+  }
+}
+
 // How a text of `tokens` tokens is covered, and the decoder (B = 1) that does it.
 // The trainer builds that decoder once (it allocates) and reuses it for every
 // evaluation; perplexity_evaluate builds one per call.

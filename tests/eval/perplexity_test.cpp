@@ -177,6 +177,35 @@ TEST_CASE("perplexity: token_nll and input errors") {
   CHECK_THROWS_AS(perplexity_evaluate(model, std::vector<int32_t>{1, kV}, 10, o), Error);
 }
 
+// The rows on the pool give each row the value token_nll gives it alone, and for_each_token_nll
+// hands them out in row order across its stack blocks (sums the same doubles as a serial pass).
+TEST_CASE("perplexity: rows scored on the pool equal token_nll row by row, in order; a bad row throws") {
+  const int V = 2048;  // enough work a row that the pool forks
+  CounterRng rng(21);
+  for (int rows : {1, 255, 256, 257, 600}) {
+    INFO("rows ", rows);
+    std::vector<float> logits(static_cast<size_t>(rows) * V);
+    for (auto& l : logits) l = float(rng.uniform()) * 12.0f - 6.0f;
+    std::vector<int32_t> targets(static_cast<size_t>(rows));
+    for (auto& t : targets) t = static_cast<int32_t>(rng.below(V));
+    int64_t next = 0, differ = 0;
+    double sum = 0, serial = 0;
+    for_each_token_nll(logits.data(), V, targets.data(), rows, [&](int64_t r, double nll) {
+      differ += r != next++;
+      differ += nll != token_nll(logits.data() + r * V, V, targets[static_cast<size_t>(r)]);
+      sum += nll;
+    });
+    for (int64_t r = 0; r < rows; ++r) serial += token_nll(logits.data() + r * V, V, targets[static_cast<size_t>(r)]);
+    CHECK(next == rows);
+    CHECK(differ == 0);
+    CHECK(sum == serial);
+    logits[static_cast<size_t>(rows - 1) * V + 5] = INFINITY;  // the last row: thrown after the region
+    std::vector<double> out(static_cast<size_t>(rows));
+    CHECK_THROWS_WITH_AS(token_nll_rows(logits.data(), V, targets.data(), rows, out.data()),
+                         doctest::Contains("logit of token 5 is inf"), Error);
+  }
+}
+
 TEST_CASE("perplexity: a window past the text holds the text; the default window is named the training context") {
   for (AttentionKind kind : {AttentionKind::softmax, AttentionKind::rfa_gate}) {
     INFO(enum_name(kind));
