@@ -182,7 +182,7 @@ void safetensors_write(const std::string& path, const std::vector<TensorRef>& te
 
 SafetensorsFile safetensors_read(const std::string& path) { return safetensors_parse(file_read_bytes(path), path); }
 
-SafetensorsFile safetensors_parse(const std::vector<uint8_t>& file, const std::string& source) {
+SafetensorsFile safetensors_parse(std::vector<uint8_t> file, const std::string& source) {
   if (file.size() < 8) fail("{}: truncated: {} bytes, too short for the 8-byte header length", source, file.size());
   uint64_t header_size = 0;
   for (int i = 0; i < 8; ++i) header_size |= static_cast<uint64_t>(file[i]) << (8 * i);
@@ -195,7 +195,7 @@ SafetensorsFile safetensors_parse(const std::vector<uint8_t>& file, const std::s
   if (header.kind != JsonValue::Kind::object) fail("{}: header is not a JSON object", source);
 
   const uint64_t data_size = file.size() - 8 - header_size;
-  const uint8_t* data = file.data() + 8 + header_size;
+  uint8_t* data = file.data() + 8 + header_size;
   std::map<std::string, std::string> metadata;
   std::vector<Entry> entries;
   for (const auto& [name, value] : header.members) {
@@ -256,9 +256,10 @@ SafetensorsFile safetensors_parse(const std::vector<uint8_t>& file, const std::s
 
   SafetensorsFile out;
   out.metadata = std::move(metadata);
+  out.storage = std::move(file);  // the same buffer: `data` still points into it
   for (Entry& e : by_offset) {
     out.tensors.push_back({std::move(e.name), e.dtype, std::move(e.shape),
-                           std::vector<uint8_t>(data + e.begin, data + e.end)});
+                           std::span<uint8_t>(data + e.begin, data + e.end)});
   }
   return out;
 }

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -36,7 +38,7 @@ bool same_file(const SafetensorsFile& a, const SafetensorsFile& b) {
   if (a.metadata != b.metadata || a.tensors.size() != b.tensors.size()) return false;
   for (size_t k = 0; k < a.tensors.size(); ++k) {
     const Tensor &x = a.tensors[k], &y = b.tensors[k];
-    if (x.name != y.name || x.dtype != y.dtype || x.shape != y.shape || x.bytes != y.bytes) return false;
+    if (x.name != y.name || x.dtype != y.dtype || x.shape != y.shape || !std::ranges::equal(x.bytes, y.bytes)) return false;
   }
   return true;
 }
@@ -101,6 +103,13 @@ TEST_CASE("safetensors: write then read is bit-identical, metadata kept, header 
   tensor_copy_to(*f.find("layers.0.attn.wq"), w.data(), 24);
   CHECK(w == s.w);
   CHECK_THROWS_AS(tensor_copy_to(*f.find("d"), w.data(), 3), Error);
+  // The tensors view the file's bytes, kept by the result: moved, the views stay in its storage.
+  SafetensorsFile moved = std::move(f);
+  const uint8_t *begin = moved.storage.data(), *end = begin + moved.storage.size();
+  for (const Tensor& t : moved.tensors) CHECK((t.bytes.data() >= begin && t.bytes.data() + t.bytes.size() <= end));
+  std::fill(w.begin(), w.end(), 0.0f);
+  tensor_copy_to(*moved.find("layers.0.attn.wq"), w.data(), 24);
+  CHECK(w == s.w);
 
   std::vector<uint8_t> raw = file_read_bytes(dir / "m.safetensors");
   uint64_t n = 0;
