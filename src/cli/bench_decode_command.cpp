@@ -65,7 +65,7 @@ void bench_decode_memory_require(const Config& base, AttentionKind kind, const B
   const ModelSpec spec = bench_decode_spec(base, kind, a);
   const DecoderOptions o = bench_decoder_options(a, batch);
   const std::string positions = fmt::format("--positions (largest {})", o.max_positions - a.steps);
-  MemoryEstimate need = memory_estimate_model(spec, a.precision);
+  MemoryEstimate need = memory_estimate_model(spec, a.precision, ModelUse::inference);
   for (const MemoryPart& part : memory_estimate_decoder(spec, o, thread_count(), "the model's size", positions).parts)
     need.parts.push_back(part);
   need.add("benchmark tokens", double(o.max_positions) * sizeof(int32_t), positions);

@@ -82,11 +82,11 @@ double memory_activation_elements(const ModelSpec& s, int B, int T, int threads,
   return s.L * layer + saved + final + grads + bf16;
 }
 
-MemoryEstimate memory_estimate_model(const ModelSpec& s, Precision precision) {
+MemoryEstimate memory_estimate_model(const ModelSpec& s, Precision precision, ModelUse use) {
   MemoryEstimate e;
   const double P = memory_param_elements(s);
   e.add("weights", P * kFloat, weight_keys(s));
-  e.add("gradients", P * kFloat, weight_keys(s));
+  if (use == ModelUse::train) e.add("gradients", P * kFloat, weight_keys(s));
   if (precision == Precision::bf16) e.add("bf16 weight copies", P * 2, weight_keys(s));
   // The per-step draw and the fixed one (model.h).
   if (random_elements(s) > 0)

@@ -16,10 +16,12 @@ double memory_param_elements(const ModelSpec& spec);
 double memory_activation_elements(const ModelSpec& spec, int B, int T, int threads,
                                   Precision precision = Precision::fp32);
 
-// A Model<float>: weights, the gradient buffer it always carries, the fixed
-// and per-step random matrices (RFA kinds), the RoPE table.
-// precision bf16 adds the bf16 weight copies.
-MemoryEstimate memory_estimate_model(const ModelSpec& spec, Precision precision = Precision::fp32);
+// A Model<float>: weights, the fixed and per-step random matrices (RFA kinds), the RoPE table, and
+// for training its gradient buffer. (A model only decoded or evaluated never touches that half of
+// its arena, which then takes no memory: tensor/arena.h.) precision bf16 adds the bf16 weight copies.
+enum class ModelUse { train, inference };
+MemoryEstimate memory_estimate_model(const ModelSpec& spec, Precision precision = Precision::fp32,
+                                     ModelUse use = ModelUse::train);
 // A TrainSession: the model, AdamW's m and v, the activations and scratch of
 // one micro-batch (train.batch_size x model.context_length) and its tokens; with
 // train.stateful the carried states (entering and final, per local micro-batch) and

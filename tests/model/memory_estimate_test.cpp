@@ -59,6 +59,11 @@ TEST_CASE("memory estimate: parameters and activations equal the allocated sizes
         CHECK(part_bytes(e, "bf16 weight copies") == double(model.bf16_bytes()));
         CHECK(part_bytes(e, "random feature matrices") == double(2 * model.random_size) * sizeof(float));
         CHECK(part_bytes(e, "activations") == double(acts.bytes()) + 2.0 * B * spec.model.context_length * 4);
+        // Decoding or evaluating never touches the gradient half of the arena: not counted.
+        const MemoryEstimate inference = memory_estimate_model(spec, precision, ModelUse::inference);
+        CHECK(part_bytes(inference, "weights") == P);
+        CHECK(part_bytes(inference, "gradients") == 0);
+        CHECK(part_bytes(inference, "bf16 weight copies") == double(model.bf16_bytes()));
       }
 }
 
