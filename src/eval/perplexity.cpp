@@ -35,6 +35,19 @@ class Progress {
   Timer clock_, since_;
 };
 
+// -log softmax(logits)[target] in double, or NaN when a logit is not finite (no throw: rows run in a
+// parallel region). max + log Σ e^(l - max) - l_target, the exps of the double differences.
+double row_nll(const float* logits, int V, int32_t target) {
+  const LogitsMax m = logits_max(logits, V);
+  if (!m.finite) return std::numeric_limits<double>::quiet_NaN();
+  return double(m.max) + logits_log_sum_exp(logits, V, m.max) - double(logits[target]);
+}
+
+// A row's cost for the pool's grain, in multiply-adds (parallel_grain's unit): about 32 a logit, an
+// estimate (the max pass, and ~16 vector operations per register of doubles for the exp and sum, weighed
+// as the products' 16-lane multiply-adds are), not tuned: rows of V >= 2048 fork from a few rows on.
+constexpr int64_t kNllWorkPerLogit = 32;
+
 // One pass, the state carried across segments: logits of segment position t score x[t0 + t + 1].
 constexpr double kStopped = std::numeric_limits<double>::quiet_NaN();
 
@@ -85,7 +98,9 @@ double nll_windows(Decoder<float>& dec, int window, int stride, std::span<const 
       const int64_t q = next_start(starts, next, p, e);
       const float* logits = dec.prefill(x.data() + p, static_cast<int>(q - p));
       const int64_t j0 = std::max(p, next_target - 1);  // rows j0 - p .. q - p - 1 score x[j0 + 1 .. q]
-      for_each_token_nll(logits + (j0 - p) * V, V, x.data() + j0 + 1, q - j0, [&](int64_t, double nll) { sum += nll; });
+      if (j0 < q)
+        for_each_token_nll(logits + (j0 - p) * V, V, x.data() + j0 + 1, q - j0,
+                           [&](int64_t, double nll) { sum += nll; });
       if (q < e) dec.reset();
       p = q;
     }
@@ -94,22 +109,6 @@ double nll_windows(Decoder<float>& dec, int window, int stride, std::span<const 
   }
   return sum;
 }
-
-}  // namespace
-
-namespace {
-
-// -log softmax(logits)[target] in double, or NaN when a logit is not finite (no throw: rows run in a
-// parallel region). max + log Σ e^(l - max) - l_target, the exps of the double differences.
-double row_nll(const float* logits, int V, int32_t target) {
-  const LogitsMax m = logits_max(logits, V);
-  if (!m.finite) return std::numeric_limits<double>::quiet_NaN();
-  return double(m.max) + logits_log_sum_exp(logits, V, m.max) - double(logits[target]);
-}
-
-// A row's cost for the pool's grain, in multiply-adds (parallel_grain's unit): about 32 a logit, the
-// max pass and a double exp of ~16 vector operations at 8 lanes, timed against the products' rate.
-constexpr int64_t kNllWorkPerLogit = 32;
 
 }  // namespace
 
