@@ -72,6 +72,18 @@ void add_wait(ProfiledKernel k, int64_t wall_ns) {
 
 }  // namespace profile_detail
 
+ProfileShard::ProfileShard(int shard, double shards) {
+  profile_detail::muted = shard != 0;
+  profile_detail::work_scale = shards;
+  profile_detail::thread_clock = true;
+}
+
+ProfileShard::~ProfileShard() {
+  profile_detail::muted = false;
+  profile_detail::work_scale = 1;
+  profile_detail::thread_clock = false;
+}
+
 const char* profiled_kernel_name(ProfiledKernel k) {
   switch (k) {
     case ProfiledKernel::gemm: return "gemm";

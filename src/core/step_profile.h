@@ -98,19 +98,14 @@ void add_wait(ProfiledKernel k, int64_t wall_ns);
 // For the life of a shard's body in the batch split, on its thread: the first of `shards` shards
 // is profiled for all of them, the others not at all (the rows stay one caller's). `shards` is the
 // work of all the shards over the first's: the decode step's row split gives it the step's rows
-// over the first thread's.
+// over the first thread's. Out of line, beside the thread_local definitions: inlined into
+// profiled_region_serial_calls's OpenMP body (through the extern thread_local's wrapper), GCC 12's
+// AddressSanitizer + UBSan build reported its store to work_scale as a store to a null pointer and
+// failed 15 unit tests (scripts/test.sh --sanitize); the normal builds ran correctly.
 class ProfileShard {
  public:
-  ProfileShard(int shard, double shards) {
-    profile_detail::muted = shard != 0;
-    profile_detail::work_scale = shards;
-    profile_detail::thread_clock = true;
-  }
-  ~ProfileShard() {
-    profile_detail::muted = false;
-    profile_detail::work_scale = 1;
-    profile_detail::thread_clock = false;
-  }
+  ProfileShard(int shard, double shards);
+  ~ProfileShard();
   ProfileShard(const ProfileShard&) = delete;
   ProfileShard& operator=(const ProfileShard&) = delete;
 };
