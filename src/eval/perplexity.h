@@ -42,8 +42,8 @@ struct PerplexityResult {
 double token_nll(const float* logits /*(V)*/, int V, int32_t target);
 
 // out[r] = token_nll(logits + r V, V, targets[r]) for r in [0, rows), the rows across the pool
-// (each value the same whatever the thread count). Throws, after the parallel region, on a
-// non-finite logit. Not inside a parallel region of the caller's.
+// (each value the same whatever the thread count; inside a parallel region of the caller's, on the
+// calling thread). Throws, after the rows, on a non-finite logit.
 void token_nll_rows(const float* logits /*(rows, V)*/, int V, const int32_t* targets /*(rows)*/, int64_t rows,
                     double* out /*(rows)*/);
 
