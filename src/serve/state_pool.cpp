@@ -1,34 +1,20 @@
 #include "serve/state_pool.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdint>
+
+#include "tensor/huge_pages.h"
 
 namespace rfa {
 namespace {
 
-constexpr size_t kHugePage = size_t(2) << 20;
 constexpr size_t kAlign = 64;
 
 size_t rounded(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
-// A region of kRegionBytes on a 2 MiB boundary, madvised for huge pages (where the kernel
-// offers them: transparent_hugepage "madvise" or "always"; elsewhere plain pages); null when
-// the system has no memory to map.
-char* map_region() {
-  const size_t span = StatePool::kRegionBytes + kHugePage;
-  void* m = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) return nullptr;
-  char* base = static_cast<char*>(m);
-  char* region = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(base) + kHugePage - 1) & ~(kHugePage - 1));
-  // The unaligned head and tail go back at once.
-  if (region > base) munmap(base, static_cast<size_t>(region - base));
-  char* end = region + StatePool::kRegionBytes;
-  if (base + span > end) munmap(end, static_cast<size_t>(base + span - end));
-  madvise(region, StatePool::kRegionBytes, MADV_HUGEPAGE);  // advice: no error if refused
-  return region;
-}
+// A region of kRegionBytes on a 2 MiB boundary in huge pages (tensor/huge_pages.h); null when the
+// system has no memory to map.
+char* map_region() { return static_cast<char*>(huge_pages_map(StatePool::kRegionBytes)); }
 
 }  // namespace
 
@@ -38,7 +24,7 @@ StatePool& StatePool::shared() {
 }
 
 StatePool::~StatePool() {
-  for (char* r : regions_) munmap(r, kRegionBytes);
+  for (char* r : regions_) huge_pages_unmap(r, kRegionBytes);
 }
 
 void StatePool::set_limit(size_t bytes) {

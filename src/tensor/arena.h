@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 
 #include "core/error.h"
+#include "tensor/huge_pages.h"
 
 namespace rfa {
 
@@ -20,7 +21,7 @@ inline constexpr size_t kArenaAlign = 64;  // one cache line, one AVX-512 regist
 // them: transparent_hugepage "madvise" or "always"). A model's weights, states and activations
 // are tens of MB read in streams every step: with 4 KiB pages each stream crosses a page (a TLB
 // miss, and the hardware prefetch starting over) every 64 lines.
-inline constexpr size_t kArenaHugeBytes = size_t(2) << 20;
+inline constexpr size_t kArenaHugeBytes = kHugePageBytes;
 
 // Rounds an element count up so the next slice starts on a 64-byte boundary.
 template <typename T>
@@ -78,28 +79,16 @@ class Arena {
     std::memset(p, 0, bytes);
     return p;
   }
-  // `bytes` (a multiple of kArenaHugeBytes) on a kArenaHugeBytes boundary: mapped with one
-  // boundary's worth to spare, the slack before and after unmapped. Madvised for transparent huge
-  // pages before any page is touched.
   static void* map_zeroed(size_t bytes) {
-    void* m = mmap(nullptr, bytes + kArenaHugeBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
-      fail("cannot allocate {:.1f} MiB for an arena; reduce the model or batch size", bytes / 1048576.0);
-    const uintptr_t start = reinterpret_cast<uintptr_t>(m);
-    const uintptr_t aligned = (start + kArenaHugeBytes - 1) / kArenaHugeBytes * kArenaHugeBytes;
-    if (aligned > start) munmap(m, aligned - start);
-    const uintptr_t end = start + bytes + kArenaHugeBytes;
-    if (end > aligned + bytes) munmap(reinterpret_cast<void*>(aligned + bytes), end - (aligned + bytes));
-#ifdef MADV_HUGEPAGE
-    madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE);  // advice: no error if refused
-#endif
-    return reinterpret_cast<void*>(aligned);
+    void* p = huge_pages_map(bytes);
+    if (!p) fail("cannot allocate {:.1f} MiB for an arena; reduce the model or batch size", bytes / 1048576.0);
+    return p;
   }
   struct Free {
     size_t bytes = 0;
     bool mapped = false;
     void operator()(T* p) const {
-      if (mapped) munmap(p, bytes);
+      if (mapped) huge_pages_unmap(p, bytes);
       else std::free(p);
     }
   };
