@@ -29,7 +29,7 @@ constexpr const char* kStepKey = "rfa.step";
 // alone): an edited step would resume at the wrong point of the schedule and overwrite
 // another checkpoint.
 void check_step(const std::string& dir, const std::string& state_path, const TrainState& state,
-                const SafetensorsFile& file, const std::string& file_path) {
+                const std::map<std::string, std::string>& metadata, const std::string& file_path) {
   const std::string fix = fmt::format(
       "restore the original {}, or resume from another checkpoint with `rfa train --resume RUN/checkpoints/step-N`",
       state_path);
@@ -39,8 +39,8 @@ void check_step(const std::string& dir, const std::string& state_path, const Tra
   if (named >= 0 && named != state.step)
     fail("{}: step {} does not match its checkpoint directory {} (step {}); {}", state_path, state.step,
          name.filename().string(), named, fix);
-  auto it = file.metadata.find(kStepKey);
-  if (it == file.metadata.end()) {
+  auto it = metadata.find(kStepKey);
+  if (it == metadata.end()) {
     if (state.format_version >= 2)
       fail("{}: no \"{}\" metadata, which format version {} requires; the checkpoint is damaged: resume from "
            "another checkpoint",
@@ -104,14 +104,14 @@ LoadedCheckpoint checkpoint_load(const std::string& dir, const std::vector<Tenso
   const std::string state_path = dir + "/" + kStateFile;
   out.state = checkpoint_file_read(dir, [&] { return train_state_parse(file_read_text(state_path), state_path); });
   const std::string model_path = dir + "/" + kModelFile;
-  out.model = checkpoint_file_read(dir, [&] { return safetensors_read(model_path); });
+  out.model = checkpoint_file_read(dir, [&] { return SafetensorsReader(model_path); });
   safetensors_validate(out.model, model_expected, model_path);
-  check_step(dir, state_path, out.state, out.model, model_path);
+  check_step(dir, state_path, out.state, out.model.metadata, model_path);
   if (!optimizer_expected.empty()) {
     const std::string optimizer_path = dir + "/" + kOptimizerFile;
-    out.optimizer = checkpoint_file_read(dir, [&] { return safetensors_read(optimizer_path); });
+    out.optimizer = checkpoint_file_read(dir, [&] { return SafetensorsReader(optimizer_path); });
     safetensors_validate(out.optimizer, optimizer_expected, optimizer_path);
-    check_step(dir, state_path, out.state, out.optimizer, optimizer_path);
+    check_step(dir, state_path, out.state, out.optimizer.metadata, optimizer_path);
   }
   if (!streams_expected.empty()) {
     const std::string streams_path = dir + "/" + kStreamsFile;
@@ -121,7 +121,7 @@ LoadedCheckpoint checkpoint_load(const std::string& dir, const std::vector<Tenso
            dir, kStreamsFile);
     out.streams = checkpoint_file_read(dir, [&] { return safetensors_read(streams_path); });
     safetensors_validate(out.streams, streams_expected, streams_path);
-    check_step(dir, state_path, out.state, out.streams, streams_path);
+    check_step(dir, state_path, out.state, out.streams.metadata, streams_path);
   }
   out.config_yaml = checkpoint_file_read(dir, [&] { return file_read_text(dir + "/" + kConfigFile); });
   // The config a resume trains with (and inference builds the model from): an edited value there

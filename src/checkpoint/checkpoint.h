@@ -33,8 +33,8 @@ std::string checkpoint_save(const std::string& root, const CheckpointContents& c
 
 struct LoadedCheckpoint {
   std::string dir;
-  SafetensorsFile model;
-  SafetensorsFile optimizer;
+  SafetensorsReader model;      // header checked; tensors read on demand (model_tensors_load)
+  SafetensorsReader optimizer;
   SafetensorsFile streams;  // loaded only when expected
   TrainState state;
   std::string config_yaml;
@@ -42,7 +42,8 @@ struct LoadedCheckpoint {
 };
 
 // Loads and validates one checkpoint directory: state.json format version, both
-// safetensors files (checksums, structure) and their tensors against the expected lists
+// safetensors files' headers (structure, table checksums; each tensor's own checksum is checked
+// when it is read into its destination) and their tensors against the expected lists
 // (an empty `optimizer_expected` skips loading optimizer.safetensors, e.g. for inference;
 // an empty `streams_expected` skips stream.safetensors, which a stateful run's resume requires).
 LoadedCheckpoint checkpoint_load(const std::string& dir, const std::vector<TensorSpec>& model_expected,

@@ -1,6 +1,7 @@
 #include "checkpoint/safetensors.h"
 
 #include <algorithm>
+#include <string_view>
 #include <cstring>
 #include <set>
 
@@ -180,40 +181,46 @@ void safetensors_write(const std::string& path, const std::vector<TensorRef>& te
   writer.finish();
 }
 
-SafetensorsFile safetensors_read(const std::string& path) { return safetensors_parse(file_read_bytes(path), path); }
+namespace {
 
-SafetensorsFile safetensors_parse(std::vector<uint8_t> file, const std::string& source) {
-  if (file.size() < 8) fail("{}: truncated: {} bytes, too short for the 8-byte header length", source, file.size());
-  uint64_t header_size = 0;
-  for (int i = 0; i < 8; ++i) header_size |= static_cast<uint64_t>(file[i]) << (8 * i);
-  if (header_size == 0 || header_size > kMaxHeaderBytes || header_size > file.size() - 8) {
-    fail("{}: bad header length {} for a file of {} bytes (truncated or not a safetensors file)", source,
-         header_size, file.size());
-  }
-  std::string_view header_text(reinterpret_cast<const char*>(file.data()) + 8, header_size);
-  JsonValue header = json_parse(header_text, source + " header");
-  if (header.kind != JsonValue::Kind::object) fail("{}: header is not a JSON object", source);
-
-  const uint64_t data_size = file.size() - 8 - header_size;
-  uint8_t* data = file.data() + 8 + header_size;
-  std::map<std::string, std::string> metadata;
+// A file's header, parsed and checked against the size of its data section: the tensors in data
+// order, each with its stored payload checksum, and the user metadata (our checksum entries taken out).
+struct Header {
   std::vector<Entry> entries;
-  for (const auto& [name, value] : header.members) {
+  std::vector<std::string> stored_hashes;  // per entry
+  std::map<std::string, std::string> metadata;
+  std::string stored_table_hash;
+};
+
+uint64_t header_length(const uint8_t* first8, uint64_t file_size, const std::string& source) {
+  if (file_size < 8) fail("{}: truncated: {} bytes, too short for the 8-byte header length", source, file_size);
+  uint64_t header_size = 0;
+  for (int i = 0; i < 8; ++i) header_size |= static_cast<uint64_t>(first8[i]) << (8 * i);
+  if (header_size == 0 || header_size > kMaxHeaderBytes || header_size > file_size - 8) {
+    fail("{}: bad header length {} for a file of {} bytes (truncated or not a safetensors file)", source,
+         header_size, file_size);
+  }
+  return header_size;
+}
+
+Header header_parse(std::string_view header_text, uint64_t data_size, const std::string& source) {
+  JsonValue json = json_parse(header_text, source + " header");
+  if (json.kind != JsonValue::Kind::object) fail("{}: header is not a JSON object", source);
+  Header h;
+  for (const auto& [name, value] : json.members) {
     if (name == "__metadata__") {
       if (value.kind != JsonValue::Kind::object) fail("{}: __metadata__ is not a JSON object", source);
-      for (const auto& [k, v] : value.members) metadata[k] = v.as_string(source + " __metadata__ value");
+      for (const auto& [k, v] : value.members) h.metadata[k] = v.as_string(source + " __metadata__ value");
       continue;
     }
-    entries.push_back(entry_parse(name, value, source));
+    h.entries.push_back(entry_parse(name, value, source));
   }
 
   // The tensors must tile [0, data_size) exactly: no gap, no overlap, nothing out of range.
-  std::vector<Entry> by_offset = entries;
-  std::stable_sort(by_offset.begin(), by_offset.end(),
-                   [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  std::stable_sort(h.entries.begin(), h.entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
   uint64_t covered = 0;
   std::string previous = "the start of the data";
-  for (const Entry& e : by_offset) {
+  for (const Entry& e : h.entries) {
     if (e.end > data_size) {
       fail("{}: tensor '{}' data_offsets [{}, {}] run past the end of the data ({} bytes): file truncated?",
            source, e.name, e.begin, e.end, data_size);
@@ -229,45 +236,111 @@ SafetensorsFile safetensors_parse(std::vector<uint8_t> file, const std::string& 
     fail("{}: the data section has {} bytes but the tensors cover {} (trailing bytes)", source, data_size, covered);
   }
 
-  // Checksums: each tensor's payload, then the table (names, dtypes, shapes, offsets, metadata).
-  std::vector<std::string> hashes;
-  for (const Entry& e : by_offset) {
-    auto stored = metadata.find(kTensorChecksumPrefix + e.name);
-    if (stored == metadata.end()) fail("{}: tensor '{}' has no checksum in __metadata__", source, e.name);
-    std::string actual = hash_hex(xxhash64(data + e.begin, e.end - e.begin));
-    if (checksums_enforced() && stored->second != actual) {
-      fail("{}: tensor '{}' is corrupted: payload checksum {} != stored {}", source, e.name, actual, stored->second);
-    }
-    hashes.push_back(actual);
-    metadata.erase(stored);
+  for (const Entry& e : h.entries) {
+    auto stored = h.metadata.find(kTensorChecksumPrefix + e.name);
+    if (stored == h.metadata.end()) fail("{}: tensor '{}' has no checksum in __metadata__", source, e.name);
+    h.stored_hashes.push_back(stored->second);
+    h.metadata.erase(stored);
   }
-  auto stored_table = metadata.find(kChecksumKey);
-  if (stored_table == metadata.end()) fail("{}: no \"{}\" in __metadata__ (not written by rfa?)", source, kChecksumKey);
-  std::string expected_table = stored_table->second;
-  metadata.erase(stored_table);
-  for (const auto& [k, unused] : metadata) {
+  auto stored_table = h.metadata.find(kChecksumKey);
+  if (stored_table == h.metadata.end())
+    fail("{}: no \"{}\" in __metadata__ (not written by rfa?)", source, kChecksumKey);
+  h.stored_table_hash = stored_table->second;
+  h.metadata.erase(stored_table);
+  for (const auto& [k, unused] : h.metadata) {
     if (k.rfind(kChecksumKey, 0) == 0) fail("{}: checksum '{}' names no tensor", source, k);
   }
-  std::string table = table_text(by_offset, hashes, metadata);
-  std::string actual_table = hash_hex(xxhash64(table.data(), table.size()));
-  if (checksums_enforced() && actual_table != expected_table) {
-    fail("{}: header is corrupted: tensor table checksum {} != stored {}", source, actual_table, expected_table);
+  return h;
+}
+
+// The table's checksum (names, dtypes, shapes, offsets, metadata and the payload hashes given).
+void table_check(const Header& h, const std::vector<std::string>& hashes, const std::string& source) {
+  const std::string table = table_text(h.entries, hashes, h.metadata);
+  const std::string actual = hash_hex(xxhash64(table.data(), table.size()));
+  if (checksums_enforced() && actual != h.stored_table_hash) {
+    fail("{}: header is corrupted: tensor table checksum {} != stored {}", source, actual, h.stored_table_hash);
   }
+}
+
+void payload_check(const Entry& e, const std::string& stored, const std::string& actual, const std::string& source) {
+  if (checksums_enforced() && stored != actual) {
+    fail("{}: tensor '{}' is corrupted: payload checksum {} != stored {}", source, e.name, actual, stored);
+  }
+}
+
+}  // namespace
+
+SafetensorsFile safetensors_read(const std::string& path) { return safetensors_parse(file_read_bytes(path), path); }
+
+SafetensorsFile safetensors_parse(std::vector<uint8_t> file, const std::string& source) {
+  const uint64_t header_size = header_length(file.data(), file.size(), source);
+  const std::string_view header_text(reinterpret_cast<const char*>(file.data()) + 8, header_size);
+  const uint64_t data_size = file.size() - 8 - header_size;
+  Header h = header_parse(header_text, data_size, source);
+  uint8_t* data = file.data() + 8 + header_size;
+
+  // Checksums: each tensor's payload, then the table over the payloads' hashes.
+  std::vector<std::string> hashes;
+  for (size_t i = 0; i < h.entries.size(); ++i) {
+    const Entry& e = h.entries[i];
+    hashes.push_back(hash_hex(xxhash64(data + e.begin, e.end - e.begin)));
+    payload_check(e, h.stored_hashes[i], hashes.back(), source);
+  }
+  table_check(h, hashes, source);
 
   SafetensorsFile out;
-  out.metadata = std::move(metadata);
+  out.metadata = std::move(h.metadata);
   out.storage = std::move(file);  // the same buffer: `data` still points into it
-  for (Entry& e : by_offset) {
+  for (Entry& e : h.entries) {
     out.tensors.push_back({std::move(e.name), e.dtype, std::move(e.shape),
                            std::span<uint8_t>(data + e.begin, data + e.end)});
   }
   return out;
 }
 
-void safetensors_validate(const SafetensorsFile& file, const std::vector<TensorSpec>& expected,
-                          const std::string& source) {
+SafetensorsReader::SafetensorsReader(const std::string& path) : file_(path) {
+  uint8_t first8[8] = {};
+  if (file_.size() >= 8) file_.read_at(0, first8, 8);
+  const uint64_t header_size = header_length(first8, file_.size(), path);
+  std::string header_text(header_size, '\0');
+  file_.read_at(8, header_text.data(), header_text.size());
+  data_start_ = 8 + header_size;
+  Header h = header_parse(header_text, file_.size() - data_start_, path);
+  table_check(h, h.stored_hashes, path);  // each payload is checked against its stored hash when read
+  metadata = std::move(h.metadata);
+  for (size_t i = 0; i < h.entries.size(); ++i) {
+    Entry& e = h.entries[i];
+    tensors.push_back({std::move(e.name), e.dtype, std::move(e.shape), e.begin, e.end - e.begin,
+                       std::move(h.stored_hashes[i])});
+  }
+}
+
+const TensorEntry* SafetensorsReader::find(const std::string& name) const {
+  for (const TensorEntry& t : tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+void SafetensorsReader::read_f32(const std::string& name, float* dst, int64_t count) const {
+  const TensorEntry* t = find(name);
+  if (t == nullptr) fail("{}: no tensor '{}'; it was written for another model shape", file_.path(), name);
+  if (t->dtype != DType::F32 || t->bytes != static_cast<uint64_t>(count) * sizeof(float)) {
+    fail("{}: tensor '{}' is {} with {} bytes; cannot read it into {} floats", file_.path(), t->name,
+         dtype_name(t->dtype), t->bytes, count);
+  }
+  file_.read_at(data_start_ + t->offset, dst, static_cast<size_t>(t->bytes));
+  payload_check({t->name, t->dtype, t->shape, t->offset, t->offset + t->bytes}, t->checksum,
+                hash_hex(xxhash64(dst, static_cast<size_t>(t->bytes))), file_.path());
+}
+
+namespace {
+
+// Either kind of file: its `tensors` (name, dtype, shape) and `find(name)`.
+template <typename File>
+void validate_tensors(const File& file, const std::vector<TensorSpec>& expected, const std::string& source) {
   for (const TensorSpec& spec : expected) {
-    const Tensor* t = file.find(spec.name);
+    const auto* t = file.find(spec.name);
     if (t == nullptr) fail("{}: tensor '{}' is missing (expected {} {})", source, spec.name, dtype_name(spec.dtype),
                            shape_string(spec.shape));
     if (t->dtype != spec.dtype || t->shape != spec.shape) {
@@ -275,11 +348,23 @@ void safetensors_validate(const SafetensorsFile& file, const std::vector<TensorS
            dtype_name(t->dtype), shape_string(t->shape), dtype_name(spec.dtype), shape_string(spec.shape));
     }
   }
-  for (const Tensor& t : file.tensors) {
+  for (const auto& t : file.tensors) {
     bool known = std::any_of(expected.begin(), expected.end(), [&](const TensorSpec& s) { return s.name == t.name; });
     if (!known) fail("{}: unexpected tensor '{}' {} {} that the config does not have", source, t.name,
                      dtype_name(t.dtype), shape_string(t.shape));
   }
+}
+
+}  // namespace
+
+void safetensors_validate(const SafetensorsFile& file, const std::vector<TensorSpec>& expected,
+                          const std::string& source) {
+  validate_tensors(file, expected, source);
+}
+
+void safetensors_validate(const SafetensorsReader& file, const std::vector<TensorSpec>& expected,
+                          const std::string& source) {
+  validate_tensors(file, expected, source);
 }
 
 void tensor_copy_to(const Tensor& tensor, float* dst, int64_t count) {

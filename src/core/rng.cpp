@@ -68,6 +68,13 @@ void CounterRng::refill() {
   used_ = 0;
 }
 
+void CounterRng::seek_block(uint64_t block) {
+  counter_[0] = static_cast<uint32_t>(block);
+  counter_[1] = static_cast<uint32_t>(block >> 32);
+  used_ = 4;
+  has_spare_normal_ = false;
+}
+
 uint32_t CounterRng::next_u32() {
   if (used_ == 4) refill();
   return block_[used_++];

@@ -19,6 +19,12 @@ class CounterRng {
   double uniform();            // uniform in [0, 1), 53 bits
   double normal();             // standard normal (Box-Muller)
 
+  // The next draw comes from block `block` of the stream (4 u32 each: two uniforms, so one pair of
+  // normals, the first the cosine's). A fresh stream starts at block 0; normal number 2b (0-based)
+  // of a fresh stream is the first normal after seek_block(b): a long fill split into parts of even
+  // length draws exactly what one pass would.
+  void seek_block(uint64_t block);
+
  private:
   void refill();
   std::array<uint32_t, 2> key_;

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "core/error.h"
 
@@ -61,31 +62,52 @@ void file_write_durable(const std::string& path, std::string_view contents) {
   writer.finish();
 }
 
-std::vector<uint8_t> file_read_bytes(const std::string& path) {
+FileReader::FileReader(const std::string& path) : path_(path) {
   // O_NONBLOCK: opening a FIFO with no writer would wait forever; the S_ISREG check refuses it.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) fail("cannot open '{}': {}", path, reason());
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd_ < 0) fail("cannot open '{}': {}", path, reason());
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
     std::string why = S_ISREG(st.st_mode) ? reason()
                       : S_ISDIR(st.st_mode) ? "it is a directory, not a file"
                                             : "not a regular file (a pipe, device or socket)";
-    ::close(fd);
+    ::close(fd_);
     fail("cannot read '{}': {}", path, why);
   }
-  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
+  size_ = static_cast<uint64_t>(st.st_size);
+}
+
+FileReader::~FileReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+FileReader::FileReader(FileReader&& other) noexcept
+    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)), size_(other.size_) {}
+
+FileReader& FileReader::operator=(FileReader&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    path_ = std::move(other.path_);
+    fd_ = std::exchange(other.fd_, -1);
+    size_ = other.size_;
+  }
+  return *this;
+}
+
+void FileReader::read_at(uint64_t offset, void* dst, size_t bytes) const {
   size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+  while (done < bytes) {
+    const ssize_t n = ::pread(fd_, static_cast<uint8_t*>(dst) + done, bytes - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      std::string why = n == 0 ? "file shrank while reading" : reason();
-      ::close(fd);
-      fail("cannot read '{}': {}", path, why);
-    }
+    if (n <= 0) fail("cannot read '{}': {}", path_, n == 0 ? "file shrank while reading" : reason());
     done += static_cast<size_t>(n);
   }
-  ::close(fd);
+}
+
+std::vector<uint8_t> file_read_bytes(const std::string& path) {
+  const FileReader file(path);
+  std::vector<uint8_t> bytes(static_cast<size_t>(file.size()));
+  file.read_at(0, bytes.data(), bytes.size());
   return bytes;
 }
 

@@ -27,6 +27,29 @@ class FileWriter {
   int fd_ = -1;
 };
 
+// A regular file open for reading at any offset; closed by the destructor. Holding it open reads
+// the same file even if it is renamed or removed meanwhile (a trainer pruning its checkpoints).
+class FileReader {
+ public:
+  FileReader() = default;  // no file: size 0
+  explicit FileReader(const std::string& path);  // refuses a directory, a pipe, a device or a socket
+  ~FileReader();
+  FileReader(FileReader&& other) noexcept;
+  FileReader& operator=(FileReader&& other) noexcept;
+  FileReader(const FileReader&) = delete;
+  FileReader& operator=(const FileReader&) = delete;
+
+  const std::string& path() const { return path_; }
+  uint64_t size() const { return size_; }  // when opened
+  // Exactly `bytes` bytes from `offset` into dst; a file that ends before them is an error.
+  void read_at(uint64_t offset, void* dst, size_t bytes) const;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
 void file_write_durable(const std::string& path, std::string_view contents);  // write + fsync
 std::vector<uint8_t> file_read_bytes(const std::string& path);
 std::string file_read_text(const std::string& path);

@@ -1,5 +1,6 @@
 // Model construction, zero-grad, initialisation and the RFA random draws.
 
+#include <algorithm>
 #include <type_traits>
 
 #include "core/parallel.h"
@@ -80,6 +81,26 @@ void model_draw_random(const ModelSpec& s, uint64_t seed, uint64_t step, T* out)
   });
 }
 
+namespace {
+
+// A normal tensor is drawn in parts of this many values (even: a part starts on a pair of normals,
+// one Philox block) across the pool. Each value costs a block's share, a log, a sqrt and a sincos
+// (about 30 ns): a 91M-parameter model took 2.7 s on one thread, and every part draws exactly the
+// values of one pass, so the weights do not depend on the thread count.
+constexpr int64_t kInitPart = int64_t(1) << 16;
+
+template <typename T>
+void fill_normal(T* p, int64_t n, double std, const CounterRng& stream) {
+  parallel_for((n + kInitPart - 1) / kInitPart, 1, [&](int64_t part) {
+    const int64_t begin = part * kInitPart, end = std::min(n, begin + kInitPart);
+    CounterRng rng = stream;
+    rng.seek_block(static_cast<uint64_t>(begin / 2));
+    for (int64_t j = begin; j < end; ++j) p[j] = static_cast<T>(rng.normal() * std);
+  });
+}
+
+}  // namespace
+
 template <typename T>
 void model_init(Model<T>& m, uint64_t seed) {
   const ModelSpec& s = m.spec;
@@ -94,12 +115,9 @@ void model_init(Model<T>& m, uint64_t seed) {
       case ParamInit::Kind::first_row:
         for (int64_t j = 0; j < e.numel; ++j) p[j] = static_cast<T>(j < e.init.row ? e.init.value : 0.0);
         break;
-      case ParamInit::Kind::normal: {
-        const double std = s.model.init_std * e.init.value;
-        CounterRng rng(seed, 0x1417, i);
-        for (int64_t j = 0; j < e.numel; ++j) p[j] = static_cast<T>(rng.normal() * std);
+      case ParamInit::Kind::normal:
+        fill_normal(p, e.numel, s.model.init_std * e.init.value, CounterRng(seed, 0x1417, i));
         break;
-      }
     }
   }
   if (m.random_size > 0) model_draw_random(s, seed, kFixedRandomStep, m.random_fixed());

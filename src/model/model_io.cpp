@@ -52,18 +52,45 @@ std::vector<TensorSpec> optimizer_tensor_specs(const ModelSpec& spec) {
   return specs;
 }
 
-void model_tensors_load(Model<float>& m, const SafetensorsFile& file) {
-  for (const ParamEntry& e : m.table.entries()) tensor_copy_to(require(file, e.name), m.params() + e.offset, e.numel);
+namespace {
+
+// load(name, dst, count) fills dst with tensor `name`'s `count` floats.
+template <typename Load>
+void model_tensors_load_with(Model<float>& m, Load load) {
+  for (const ParamEntry& e : m.table.entries()) load(e.name, m.params() + e.offset, e.numel);
   for (int l = 0; l < m.spec.L; ++l)
     if (const int64_t n = attention_random_size(layer_attn(m.spec, l)); n > 0)
-      tensor_copy_to(require(file, random_name(l)), m.random_fixed() + m.random_offset(l), n);
+      load(random_name(l), m.random_fixed() + m.random_offset(l), n);
+}
+
+template <typename Load>
+void optimizer_tensors_load_with(const Model<float>& m, Load load, float* adam_m, float* adam_v) {
+  for (const ParamEntry& e : m.table.entries()) {
+    load(e.name + ".adam_m", adam_m + e.offset, e.numel);
+    load(e.name + ".adam_v", adam_v + e.offset, e.numel);
+  }
+}
+
+}  // namespace
+
+void model_tensors_load(Model<float>& m, const SafetensorsFile& file) {
+  model_tensors_load_with(
+      m, [&](const std::string& name, float* dst, int64_t n) { tensor_copy_to(require(file, name), dst, n); });
+}
+
+void model_tensors_load(Model<float>& m, const SafetensorsReader& file) {
+  model_tensors_load_with(m, [&](const std::string& name, float* dst, int64_t n) { file.read_f32(name, dst, n); });
 }
 
 void optimizer_tensors_load(const Model<float>& m, const SafetensorsFile& file, float* adam_m, float* adam_v) {
-  for (const ParamEntry& e : m.table.entries()) {
-    tensor_copy_to(require(file, e.name + ".adam_m"), adam_m + e.offset, e.numel);
-    tensor_copy_to(require(file, e.name + ".adam_v"), adam_v + e.offset, e.numel);
-  }
+  optimizer_tensors_load_with(
+      m, [&](const std::string& name, float* dst, int64_t n) { tensor_copy_to(require(file, name), dst, n); }, adam_m,
+      adam_v);
+}
+
+void optimizer_tensors_load(const Model<float>& m, const SafetensorsReader& file, float* adam_m, float* adam_v) {
+  optimizer_tensors_load_with(
+      m, [&](const std::string& name, float* dst, int64_t n) { file.read_f32(name, dst, n); }, adam_m, adam_v);
 }
 
 }  // namespace rfa

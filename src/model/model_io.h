@@ -19,9 +19,12 @@ std::vector<TensorSpec> model_tensor_specs(const ModelSpec& spec);
 std::vector<TensorRef> optimizer_tensor_refs(const Model<float>& model, const float* m, const float* v);
 std::vector<TensorSpec> optimizer_tensor_specs(const ModelSpec& spec);
 
-// Copies validated tensors (model_tensor_specs) into the model's parameters and fixed random matrices.
+// Copies validated tensors (model_tensor_specs) into the model's parameters and fixed random matrices:
+// from a file in memory, or read straight from an open one (each tensor's checksum checked as it is read).
 void model_tensors_load(Model<float>& model, const SafetensorsFile& file);
+void model_tensors_load(Model<float>& model, const SafetensorsReader& file);
 // Copies AdamW moments back into m and v (P each).
 void optimizer_tensors_load(const Model<float>& model, const SafetensorsFile& file, float* m, float* v);
+void optimizer_tensors_load(const Model<float>& model, const SafetensorsReader& file, float* m, float* v);
 
 }  // namespace rfa

@@ -81,17 +81,14 @@ LoadedModel model_load_from(const std::string& dir, Precision precision) {
          dir, out.config.model.vocab_size, out.tokenizer->origin(), V);
   out.config.model.vocab_size = V;
   const ModelSpec spec = model_spec_make(out.config.model, out.config.attention);
-  // The weights, and model.safetensors while it is read (its tensors are copied once into the arena).
-  MemoryEstimate need = memory_estimate_model(spec, precision, ModelUse::inference);
-  std::error_code ec;
-  const auto file_bytes = fs::file_size(dir + "/model.safetensors", ec);
-  if (!ec) need.add("model.safetensors while it is read", double(file_bytes), "the checkpoint's size");
-  memory_require(need, fmt::format("loading the model of {}", dir));
+  // The weights only: model.safetensors is read tensor by tensor straight into the arena.
+  memory_require(memory_estimate_model(spec, precision, ModelUse::inference),
+                 fmt::format("loading the model of {}", dir));
   // Validates state.json, the tokenizer copy's checksum and every tensor's name, dtype and shape.
   LoadedCheckpoint ck = checkpoint_load(dir, model_tensor_specs(spec), {});
   out.step = ck.state.step;
   out.model = std::make_unique<Model<float>>(spec, precision);
-  model_tensors_load(*out.model, ck.model);
+  checkpoint_file_read(dir, [&] { model_tensors_load(*out.model, ck.model); });
   out.model->bf16_refresh();  // bf16: the copies of the loaded weights
   log_info("load", "{}: {} model, {} layers, width {}, vocab {}, step {}, {} products", dir,
            model_spec_attention_text(spec), spec.L, spec.C, spec.V, out.step, enum_name(precision));

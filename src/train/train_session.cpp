@@ -45,7 +45,7 @@ void train_precision_require(Precision p) {
                  "set train.precision: fp32 on this machine (a resume switches with --set train.precision=fp32)");
 }
 
-TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
+TrainSession::TrainSession(const Config& config, const ModelSpec& spec, SessionWeights weights)
     : config_(config),
       model_(spec, precision_checked(config.train.precision)),
       optim_(2 * model_.param_size()),
@@ -65,7 +65,7 @@ TrainSession::TrainSession(const Config& config, const ModelSpec& spec)
     shards_ = std::make_unique<BatchShards>(model_, B, T, config.train.precision, threads);
   else
     acts_ = std::make_unique<Activations<float>>(spec, B, T, config.train.precision);
-  model_init(model_, config.train.seed);
+  if (weights == SessionWeights::drawn) model_init(model_, config.train.seed);
   for (const ParamEntry& e : model_.table.entries()) {
     ranges_.push_back({e.name, e.offset, e.numel});
     if (e.is_sigma()) sigma_ranges_.push_back({e.name, e.offset, e.numel});

@@ -47,10 +47,16 @@ struct StepStats {
 // AVX512-BF16 (TrainSession checks it too; train_preflight asks first, before any data is prepared).
 void train_precision_require(Precision precision);
 
+// Where a session's weights come from: drawn from config.train.seed, or loaded from a checkpoint
+// right after construction (a resume, a fine-tune), which overwrites every parameter and fixed
+// random matrix (checkpoint_load checks that the file holds each): drawing them first would only be
+// thrown away (0.7 s on two threads for a 91M-parameter model). Until loaded they are zero.
+enum class SessionWeights { drawn, loaded_after };
+
 class TrainSession {
  public:
-  // spec.V must be resolved (from the tokenizer). Initialises the model from config.train.seed.
-  TrainSession(const Config& config, const ModelSpec& spec);
+  // spec.V must be resolved (from the tokenizer).
+  TrainSession(const Config& config, const ModelSpec& spec, SessionWeights weights = SessionWeights::drawn);
 
   // One optimizer step over grad_accum micro-batches from `sampler` keyed by (seed, step, micro);
   // with several ranks (dist/dist.h), this rank's share of the global batch, the gradients

@@ -111,7 +111,8 @@ TrainSetup::TrainSetup(const Config& config, const TrainOptions& options, const 
       data_(train_data_root_first(config, options, init)),
       config_(resolve_vocab(config, data_.tokenizer)),
       batches_(data_.tokens, config_, dist_size(), data_.tokenizer.eos_id()),
-      session_(config_, model_spec_make(config_.model, config_.attention)),
+      session_(config_, model_spec_make(config_.model, config_.attention),
+               options.resume_checkpoint.empty() && !init ? SessionWeights::drawn : SessionWeights::loaded_after),
       fine_tune_(init != nullptr) {
   const bool resuming = !options.resume_checkpoint.empty();
   if (init) init_from_load(session_, *init);

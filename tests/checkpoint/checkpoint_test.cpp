@@ -76,7 +76,7 @@ TEST_CASE("checkpoint: save then load is bit-identical and validated") {
   LoadedCheckpoint loaded = checkpoint_load(dir, toy.model_specs(), toy.optimizer_specs());
   CHECK(toy.matches(loaded));
   std::vector<float> m(toy.m.size());
-  tensor_copy_to(*loaded.optimizer.find("m"), m.data(), int64_t(m.size()));
+  loaded.optimizer.read_f32("m", m.data(), int64_t(m.size()));
   CHECK(m == toy.m);
   CHECK(loaded.state.step == 500);
   CHECK(loaded.state.val_loss == 3.25);
@@ -106,8 +106,14 @@ TEST_CASE("checkpoint: load reports shape mismatch, corruption, bad version and 
   std::vector<uint8_t> bytes = file_read_bytes(dir + "/model.safetensors");
   bytes[bytes.size() - 5] ^= 1;  // inside "norm"
   file_write_durable(dir + "/model.safetensors", std::string(bytes.begin(), bytes.end()));
-  CHECK_THROWS_WITH_AS(checkpoint_load(dir, toy.model_specs(), {}),
-                       doctest::Contains("model.safetensors: tensor 'norm' is corrupted"), Error);
+  {  // the header is whole: the payload's checksum is checked as the tensor is read into its destination
+    const LoadedCheckpoint loaded = checkpoint_load(dir, toy.model_specs(), {});
+    std::vector<float> wq(toy.wq.size()), norm(toy.norm.size());
+    loaded.model.read_f32("layers.0.attn.wq", wq.data(), int64_t(wq.size()));
+    CHECK(wq == toy.wq);
+    CHECK_THROWS_WITH_AS(loaded.model.read_f32("norm", norm.data(), int64_t(norm.size())),
+                         doctest::Contains("model.safetensors: tensor 'norm' is corrupted"), Error);
+  }
   bytes.resize(bytes.size() / 2);
   file_write_durable(dir + "/model.safetensors", std::string(bytes.begin(), bytes.end()));
   CHECK_THROWS_AS(checkpoint_load(dir, toy.model_specs(), {}), Error);

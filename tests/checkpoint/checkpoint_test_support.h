@@ -48,8 +48,8 @@ struct ToyModel {
   // True if `loaded` holds exactly this model's bytes.
   bool matches(const LoadedCheckpoint& loaded) const {
     std::vector<float> a(wq.size()), b(norm.size());
-    tensor_copy_to(*loaded.model.find("layers.0.attn.wq"), a.data(), int64_t(a.size()));
-    tensor_copy_to(*loaded.model.find("norm"), b.data(), int64_t(b.size()));
+    loaded.model.read_f32("layers.0.attn.wq", a.data(), int64_t(a.size()));
+    loaded.model.read_f32("norm", b.data(), int64_t(b.size()));
     return a == wq && b == norm;
   }
 };

@@ -277,3 +277,96 @@ TEST_CASE("safetensors: writer rejects duplicate names and reserved metadata; re
                        doctest::Contains("no/such/dir/a': No such file or directory"), Error);
   CHECK_THROWS_WITH_AS(safetensors_read(dir / "missing"), doctest::Contains("missing': No such file"), Error);
 }
+
+namespace {
+
+// Float tensors only, as a checkpoint holds: SafetensorsReader reads F32.
+struct FloatSample {
+  std::vector<float> a = test::random_vector<float>(40, 5), b = test::random_vector<float>(7, 6);
+  float scalar = -1.5f;
+  std::vector<TensorRef> refs() const {
+    return {{"a", DType::F32, {5, 8}, a.data()}, {"b", DType::F32, {7}, b.data()},
+            {"scalar", DType::F32, {}, &scalar}, {"empty", DType::F32, {0, 3}, nullptr}};
+  }
+  // Opens `path` and reads every tensor; true if all hold this sample's values.
+  bool read_back(const std::string& path) const {
+    const SafetensorsReader r(path);
+    std::vector<float> ra(a.size()), rb(b.size());
+    float rs = 0;
+    r.read_f32("a", ra.data(), int64_t(ra.size()));
+    r.read_f32("b", rb.data(), int64_t(rb.size()));
+    r.read_f32("scalar", &rs, 1);
+    r.read_f32("empty", nullptr, 0);
+    return ra == a && rb == b && rs == scalar;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("safetensors reader: tensors read straight into their destination; damage caught at open or at read") {
+  test::TempDir dir;
+  FloatSample s;
+  const std::string path = dir / "f.safetensors";
+  safetensors_write(path, s.refs(), {{"rfa.step", "3"}});
+  const std::vector<uint8_t> file = file_read_bytes(path);
+
+  const SafetensorsReader r(path);
+  CHECK(r.tensors.size() == 4);
+  CHECK(r.metadata == std::map<std::string, std::string>{{"rfa.step", "3"}});
+  REQUIRE(r.find("a") != nullptr);
+  CHECK(r.find("a")->shape == std::vector<int64_t>{5, 8});
+  CHECK(r.find("nope") == nullptr);
+  CHECK(s.read_back(path));
+  std::vector<float> into(40);
+  CHECK_THROWS_WITH_AS(r.read_f32("a", into.data(), 39), doctest::Contains("cannot read it into 39 floats"), Error);
+  CHECK_THROWS_WITH_AS(r.read_f32("nope", into.data(), 1), doctest::Contains("no tensor 'nope'"), Error);
+
+  SUBCASE("a file removed after it was opened still reads (a trainer pruning the checkpoint)") {
+    std::remove(path.c_str());
+    std::vector<float> ra(s.a.size());
+    r.read_f32("a", ra.data(), int64_t(ra.size()));
+    CHECK(ra == s.a);
+  }
+  SUBCASE("every truncation is refused when the file is opened") {
+    for (size_t len = 0; len < file.size(); ++len) {
+      CAPTURE(len);
+      file_write_durable(dir / "cut.safetensors", std::string(file.begin(), file.begin() + long(len)));
+      CHECK_THROWS_AS(SafetensorsReader(dir / "cut.safetensors"), Error);
+    }
+  }
+  SUBCASE("every flipped byte is refused at open or at read, or harmless (whitespace padding)") {
+    int rejected = 0, harmless = 0;
+    for (size_t pos = 0; pos < file.size(); ++pos) {
+      std::vector<uint8_t> bad = file;
+      bad[pos] ^= 0x01;
+      file_write_durable(dir / "bad.safetensors", std::string(bad.begin(), bad.end()));
+      try {
+        const bool same = s.read_back(dir / "bad.safetensors");
+        CAPTURE(pos);
+        CHECK(same);
+        ++harmless;
+      } catch (const Error&) {
+        ++rejected;
+      }
+    }
+    CHECK(rejected > int(file.size()) - 10);
+    CHECK(harmless < 10);
+  }
+  SUBCASE("a flipped payload byte names the tensor, when it is read") {
+    std::vector<uint8_t> bad = file;
+    bad[bad.size() - 2] ^= 0x10;  // inside "scalar", the last tensor with bytes
+    file_write_durable(dir / "bad.safetensors", std::string(bad.begin(), bad.end()));
+    const SafetensorsReader damaged(dir / "bad.safetensors");
+    std::vector<float> ra(s.a.size());
+    damaged.read_f32("a", ra.data(), int64_t(ra.size()));
+    CHECK(ra == s.a);
+    float rs = 0;
+    CHECK_THROWS_WITH_AS(damaged.read_f32("scalar", &rs, 1),
+                         doctest::Contains("bad.safetensors: tensor 'scalar' is corrupted: payload checksum"), Error);
+  }
+  SUBCASE("a directory or a missing file is refused by name") {
+    CHECK_THROWS_WITH_AS(SafetensorsReader(dir.path()), doctest::Contains("a directory"), Error);
+    CHECK_THROWS_WITH_AS(SafetensorsReader(dir / "missing.safetensors"), doctest::Contains("missing.safetensors"),
+                         Error);
+  }
+}

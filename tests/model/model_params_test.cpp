@@ -1,9 +1,13 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "core/parallel.h"
+#include "core/rng.h"
 #include "model/model.h"
 #include "support/tiny_model.h"
 
@@ -79,4 +83,37 @@ TEST_CASE("model init: statistics follow the recipe and the seed") {
   CHECK(std::equal(a.random_fixed(), a.random_fixed() + a.random_size, b.random_fixed()));
   model_draw_random(spec, 1, 0, a.random_step());
   CHECK(!std::equal(a.random_fixed(), a.random_fixed() + a.random_size, a.random_step()));
+}
+
+TEST_CASE("model init: a tensor drawn in parts across threads holds one pass's values, at every thread count") {
+  // d_model 208, vocab 701: the tied embedding's 145,808 values are three parts of the fill (65,536
+  // each, the last one short); smaller tensors are one part each.
+  ModelSpec spec = test::tiny_spec(AttentionKind::rfa_gate, {.vocab = 701, .context = 16, .d_model = 208,
+                                                             .n_heads = 4, .n_layers = 1, .num_features = 8,
+                                                             .tied = true});
+  const int before = thread_count();
+  std::vector<std::vector<float>> by_threads;
+  for (int threads : {1, 2, 3}) {
+    thread_count_set(threads);
+    Model<float> m(spec);
+    model_init(m, 11);
+    by_threads.emplace_back(m.params(), m.params() + m.param_size());
+  }
+  thread_count_set(before);
+  CHECK(by_threads[0] == by_threads[1]);
+  CHECK(by_threads[0] == by_threads[2]);
+  const auto& entries = model_param_table(spec).entries();
+  int64_t checked = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const ParamEntry& e = entries[i];
+    if (e.init.kind != ParamInit::Kind::normal) continue;
+    CAPTURE(e.name);
+    CounterRng one_pass(11, 0x1417, i);
+    const double std = spec.model.init_std * e.init.value;
+    bool same = true;
+    for (int64_t j = 0; j < e.numel; ++j) same &= by_threads[1][size_t(e.offset + j)] == float(one_pass.normal() * std);
+    CHECK(same);
+    checked = std::max(checked, e.numel);
+  }
+  CHECK(checked > 2 * 65536);  // some tensor was drawn in three parts
 }
