@@ -43,10 +43,10 @@ struct Tensor {
   std::span<uint8_t> bytes;
 };
 
-// The file's bytes, read once, and the tensors viewing them: a loader copies each tensor once,
-// into its arena (a 366 MB model used to be copied into per-tensor buffers first: 366 MB more
-// resident at the peak, and the time). Movable (the views stay valid: a moved vector keeps its
-// buffer), not copyable.
+// A whole file's bytes, read once, and the tensors viewing them: small files (a stateful run's
+// stream offsets, decode states). A checkpoint's weights and moments are read tensor by tensor
+// into the arena instead (SafetensorsReader below). Movable (the views stay valid: a moved vector
+// keeps its buffer), not copyable.
 struct SafetensorsFile {
   std::vector<Tensor> tensors;  // in data order
   std::map<std::string, std::string> metadata;  // without our rfa.checksum* entries

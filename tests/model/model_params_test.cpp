@@ -102,7 +102,8 @@ TEST_CASE("model init: a tensor drawn in parts across threads holds one pass's v
   thread_count_set(before);
   CHECK(by_threads[0] == by_threads[1]);
   CHECK(by_threads[0] == by_threads[2]);
-  const auto& entries = model_param_table(spec).entries();
+  const ParamTable table = model_param_table(spec);  // named: entries() of a temporary would dangle
+  const auto& entries = table.entries();
   int64_t checked = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     const ParamEntry& e = entries[i];
