@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "core/error.h"
@@ -17,21 +18,27 @@
 namespace rfa {
 namespace {
 
-// Logs "[eval] done/total tokens, rate, ETA" at most every 5 seconds.
+// Logs "[tag] what done/total tokens, rate, ETA" at most every 5 seconds (RFA_TEST_PROGRESS_SECONDS in
+// RFA_TEST_HOOKS builds: the e2e tests' passes take milliseconds).
 class Progress {
  public:
-  Progress(int64_t total, bool enabled) : total_(total), enabled_(enabled) {}
+  Progress(int64_t total, PassProgress p) : total_(total), p_(p) {
+#ifdef RFA_TEST_HOOKS
+    if (const char* s = std::getenv("RFA_TEST_PROGRESS_SECONDS")) interval_ = std::atof(s);
+#endif
+  }
   void update(int64_t done) {
-    if (!enabled_ || since_.seconds() < 5.0) return;
+    if (!p_.tag || since_.seconds() < interval_) return;
     since_.reset();
     const double rate = done / std::max(1e-9, clock_.seconds());
-    log_info("eval", "{}/{} tokens ({:.0f}%), {:.0f} tokens/s, ETA {:.0f} s", done, total_, 100.0 * done / total_,
-             rate, (total_ - done) / std::max(rate, 1e-9));
+    log_info(p_.tag, "{}{}/{} tokens ({:.0f}%), {:.0f} tokens/s, ETA {:.0f} s", p_.what, done, total_,
+             100.0 * done / total_, rate, (total_ - done) / std::max(rate, 1e-9));
   }
 
  private:
   int64_t total_;
-  bool enabled_;
+  PassProgress p_;
+  double interval_ = 5.0;
   Timer clock_, since_;
 };
 
@@ -161,7 +168,7 @@ std::string perplexity_method(const PerplexityPlan& p) {
 }
 
 double perplexity_nll_sum(Decoder<float>& dec, const PerplexityPlan& plan, std::span<const int32_t> x,
-                          bool progress_log, bool (*should_stop)(), std::span<const int64_t> starts) {
+                          PassProgress progress_log, bool (*should_stop)(), std::span<const int64_t> starts) {
   RFA_ASSERT(x.size() >= 2, "perplexity over {} tokens", x.size());
   Progress progress(static_cast<int64_t>(x.size()) - 1, progress_log);
   return plan.recurrent ? nll_recurrent(dec, plan.segment, x, starts, progress, should_stop)
@@ -190,7 +197,7 @@ PerplexityResult perplexity_evaluate(Model<float>& model, std::span<const int32_
   r.method = perplexity_method(plan);
   r.window = plan.window;
   r.stride = plan.stride;
-  r.nll_sum = perplexity_nll_sum(dec, plan, x, o.progress, nullptr, starts);
+  r.nll_sum = perplexity_nll_sum(dec, plan, x, o.progress ? PassProgress{"eval"} : PassProgress{}, nullptr, starts);
   if (!starts.empty()) r.method += ", restarted at each document (data.document_boundaries reset)";
   r.mean_nll = r.nll_sum / static_cast<double>(r.tokens);
   r.perplexity = std::exp(r.mean_nll);

@@ -83,8 +83,15 @@ std::string perplexity_method(const PerplexityPlan& plan);  // one line, for rep
 // empty: the decoder is reset before each (state empty, position 0), so a target is scored from
 // its own document's tokens only; the logits at a document's last token still score the next
 // document's first, as training's targets do.
+// `progress`: while the pass runs, a line every 5 seconds, "[tag] what done/total tokens (p%), r tokens/s,
+// ETA s" (none when tag is null): `rfa eval perplexity`'s, and the trainer's validation pass, which scores
+// the whole split by default and can take minutes at a medium model.
+struct PassProgress {
+  const char* tag = nullptr;
+  const char* what = "";
+};
 double perplexity_nll_sum(Decoder<float>& decoder, const PerplexityPlan& plan, std::span<const int32_t> x,
-                          bool progress, bool (*should_stop)() = nullptr, std::span<const int64_t> starts = {});
+                          PassProgress progress, bool (*should_stop)() = nullptr, std::span<const int64_t> starts = {});
 
 // tokens: N >= 2 ids in [0, V). bytes: the text's byte count (> 0).
 PerplexityResult perplexity_evaluate(Model<float>& model, std::span<const int32_t> tokens, int64_t bytes,

@@ -386,7 +386,8 @@ double TrainSession::evaluate(std::span<const int32_t> tokens, std::span<const i
     eval_decoder_ = std::make_unique<Decoder<float>>(model_, d);
     eval_decoder_plan_ = plan;
   }
-  const double sum = perplexity_nll_sum(*eval_decoder_, plan, tokens, /*progress=*/false, stop_requested, starts);
+  const double sum = perplexity_nll_sum(*eval_decoder_, plan, tokens, PassProgress{"train", "validation: "},
+                                       stop_requested, starts);
   return sum / static_cast<double>(tokens.size() - 1);  // NaN if a stop request cut the pass short
 }
 

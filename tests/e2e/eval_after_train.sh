@@ -42,4 +42,17 @@ expect_in "$tmp/train.log" "over the first 129 of the"
 val=$(grep '"type":"eval"' "$run/metrics.jsonl" | tail -1 | sed 's/.*"val_loss":\([0-9.e+-]*\).*/\1/')
 "$rfa" --threads 2 eval perplexity "$run" --split val --max-tokens 129 --json >"$tmp/ppl.json" 2>/dev/null
 [ "$val" = "$(field mean_nll <"$tmp/ppl.json")" ] || fail "capped val loss $val != eval of the first 129 tokens"
+# A long validation pass says how far it is (every 5 s; the test hook makes it every update), and so
+# does `rfa eval perplexity`; the numbers are the same with the lines.
+run="$tmp/run-progress"
+config_write "$tmp/c.yaml" rfa_gate "run_dir: $run, batch_size: 4, steps: 2, log_every: 1"
+RFA_TEST_PROGRESS_SECONDS=0 "$rfa" --threads 2 train --config "$tmp/c.yaml" 2>"$tmp/train.log" ||
+  { cat "$tmp/train.log" >&2; fail "progress"; }
+expect_in "$tmp/train.log" "[train] validation: "
+expect_in "$tmp/train.log" " tokens/s, ETA "
+RFA_TEST_PROGRESS_SECONDS=0 "$rfa" --threads 2 eval perplexity "$run" --split val --json >"$tmp/ppl.json" \
+  2>"$tmp/ppl.log" || { cat "$tmp/ppl.log" >&2; fail "eval progress"; }
+expect_in "$tmp/ppl.log" "[eval] "
+val=$(grep '"type":"eval"' "$run/metrics.jsonl" | tail -1 | sed 's/.*"val_loss":\([0-9.e+-]*\).*/\1/')
+[ "$val" = "$(field mean_nll <"$tmp/ppl.json")" ] || fail "with progress lines: val loss $val != eval's mean NLL"
 echo "eval_after_train: ok"

@@ -109,8 +109,8 @@ TEST_CASE("perplexity: a reused decoder gives the same sum as a fresh evaluation
     const PerplexityPlan plan = perplexity_plan(model.spec, 40, o);
     CHECK(plan.recurrent == (kind != AttentionKind::softmax));
     Decoder<float> dec(model, plan.decoder);
-    const double first = perplexity_nll_sum(dec, plan, x, false);
-    CHECK(perplexity_nll_sum(dec, plan, x, false) == first);
+    const double first = perplexity_nll_sum(dec, plan, x, PassProgress{});
+    CHECK(perplexity_nll_sum(dec, plan, x, PassProgress{}) == first);
     CHECK(perplexity_evaluate(model, x, 40, o).nll_sum == first);
   }
 }
@@ -248,11 +248,11 @@ TEST_CASE("perplexity: with document starts, each document is scored from its ow
     const PerplexityPlan plan = perplexity_plan(model.spec, 40, o);
     Decoder<float> dec(model, plan.decoder);
     const std::vector<int64_t> starts = {0, 13, 30};
-    const double packed = perplexity_nll_sum(dec, plan, x, false, nullptr, starts);
+    const double packed = perplexity_nll_sum(dec, plan, x, PassProgress{}, nullptr, starts);
     double pieces = 0;
     for (auto [a, e] : {std::pair{0, 14}, {13, 31}, {30, 40}})
-      pieces += perplexity_nll_sum(dec, plan, std::span<const int32_t>(x.data() + a, size_t(e - a)), false);
+      pieces += perplexity_nll_sum(dec, plan, std::span<const int32_t>(x.data() + a, size_t(e - a)), PassProgress{});
     CHECK(packed == doctest::Approx(pieces).epsilon(1e-5));
-    CHECK(packed != doctest::Approx(perplexity_nll_sum(dec, plan, x, false)).epsilon(1e-5));
+    CHECK(packed != doctest::Approx(perplexity_nll_sum(dec, plan, x, PassProgress{})).epsilon(1e-5));
   }
 }
