@@ -50,7 +50,7 @@ void train_precision_require(Precision precision);
 // Where a session's weights come from: drawn from config.train.seed, or loaded from a checkpoint
 // right after construction (a resume, a fine-tune), which overwrites every parameter and fixed
 // random matrix (checkpoint_load checks that the file holds each): drawing them first would only be
-// thrown away (0.7 s on two threads for a 91M-parameter model). Until loaded they are zero.
+// thrown away (1.6-2 s of a 91M-parameter model's resume on two threads). Until loaded they are zero.
 enum class SessionWeights { drawn, loaded_after };
 
 class TrainSession {
