@@ -12,7 +12,6 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/file_io.h"
-#include "io/file_util.h"
 #include "io/hash.h"
 #include "model/model_io.h"
 #include "model/model_load.h"
@@ -83,8 +82,7 @@ InitPoint prepare_from(const std::string& dir, const Config& child, const Config
   point.tokenizer_path = checkpoint_tokenizer_path(dir, state, parent.tokenizer.path);
   point.config = merged;
   point.step = state.step;
-  const std::string weights = file_read_all(dir + "/model.safetensors");
-  point.model_xxh64 = hash_hex(xxhash64(weights.data(), weights.size()));
+  point.model_xxh64 = file_xxh64(dir + "/model.safetensors");
   return point;
 }
 

@@ -1,9 +1,14 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/error.h"
+#include "io/file_io.h"
 #include "io/hash.h"
+#include "support/temp_dir.h"
 
 using namespace rfa;
 
@@ -42,4 +47,18 @@ TEST_CASE("xxhash64: every length 0..300, four seeds and four alignments hash as
   for (uint64_t seed : {uint64_t{0}, uint64_t{1}, uint64_t{0x9E3779B185EBCA87}, ~uint64_t{0}})
     for (size_t n = 0; n <= 300; ++n) fold = (fold ^ xxhash64(buf.data() + n % 4, n, seed)) * 0x100000001B3ull;
   CHECK(fold == 0x5fc2c5c7218a497full);
+}
+
+TEST_CASE("file_xxh64: a file read in pieces hashes as its bytes do, whatever its length") {
+  test::TempDir dir;
+  std::vector<uint8_t> bytes(size_t(9) << 20 | 3);  // two whole 4 MiB pieces and a short third
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+  for (size_t n : {size_t(0), size_t(1), size_t(4) << 20, (size_t(4) << 20) + 1, bytes.size()}) {
+    CAPTURE(n);
+    const std::string path = dir / ("f" + std::to_string(n));
+    file_write_durable(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), n));
+    CHECK(file_xxh64(path) == hash_hex(xxhash64(bytes.data(), n)));
+    CHECK(tokenizer_xxh64(path) == file_xxh64(path));
+  }
+  CHECK_THROWS_WITH_AS(file_xxh64(dir / "missing"), doctest::Contains("missing"), Error);
 }
