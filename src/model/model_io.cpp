@@ -78,8 +78,10 @@ void model_tensors_load(Model<float>& m, const SafetensorsFile& file) {
       m, [&](const std::string& name, float* dst, int64_t n) { tensor_copy_to(require(file, name), dst, n); });
 }
 
-void model_tensors_load(Model<float>& m, const SafetensorsReader& file) {
-  model_tensors_load_with(m, [&](const std::string& name, float* dst, int64_t n) { file.read_f32(name, dst, n); });
+void model_tensors_load(Model<float>& m, const LoadedCheckpoint& ck) {
+  checkpoint_file_read(ck.dir, [&] {
+    model_tensors_load_with(m, [&](const std::string& name, float* dst, int64_t n) { ck.model.read_f32(name, dst, n); });
+  });
 }
 
 void optimizer_tensors_load(const Model<float>& m, const SafetensorsFile& file, float* adam_m, float* adam_v) {
@@ -88,9 +90,12 @@ void optimizer_tensors_load(const Model<float>& m, const SafetensorsFile& file, 
       adam_v);
 }
 
-void optimizer_tensors_load(const Model<float>& m, const SafetensorsReader& file, float* adam_m, float* adam_v) {
-  optimizer_tensors_load_with(
-      m, [&](const std::string& name, float* dst, int64_t n) { file.read_f32(name, dst, n); }, adam_m, adam_v);
+void optimizer_tensors_load(const Model<float>& m, const LoadedCheckpoint& ck, float* adam_m, float* adam_v) {
+  checkpoint_file_read(ck.dir, [&] {
+    optimizer_tensors_load_with(
+        m, [&](const std::string& name, float* dst, int64_t n) { ck.optimizer.read_f32(name, dst, n); }, adam_m,
+        adam_v);
+  });
 }
 
 }  // namespace rfa

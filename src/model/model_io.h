@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "checkpoint/safetensors.h"
 #include "model/model.h"
 
@@ -20,11 +21,13 @@ std::vector<TensorRef> optimizer_tensor_refs(const Model<float>& model, const fl
 std::vector<TensorSpec> optimizer_tensor_specs(const ModelSpec& spec);
 
 // Copies validated tensors (model_tensor_specs) into the model's parameters and fixed random matrices:
-// from a file in memory, or read straight from an open one (each tensor's checksum checked as it is read).
+// from a file in memory, or from a loaded checkpoint's model.safetensors, each tensor read straight into
+// the arena and checked there (an unreadable or corrupt one is an Error naming the checkpoint's others,
+// checkpoint_damaged_fix).
 void model_tensors_load(Model<float>& model, const SafetensorsFile& file);
-void model_tensors_load(Model<float>& model, const SafetensorsReader& file);
-// Copies AdamW moments back into m and v (P each).
+void model_tensors_load(Model<float>& model, const LoadedCheckpoint& checkpoint);
+// Copies AdamW moments back into m and v (P each), likewise.
 void optimizer_tensors_load(const Model<float>& model, const SafetensorsFile& file, float* m, float* v);
-void optimizer_tensors_load(const Model<float>& model, const SafetensorsReader& file, float* m, float* v);
+void optimizer_tensors_load(const Model<float>& model, const LoadedCheckpoint& checkpoint, float* m, float* v);
 
 }  // namespace rfa

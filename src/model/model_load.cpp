@@ -88,7 +88,7 @@ LoadedModel model_load_from(const std::string& dir, Precision precision) {
   LoadedCheckpoint ck = checkpoint_load(dir, model_tensor_specs(spec), {});
   out.step = ck.state.step;
   out.model = std::make_unique<Model<float>>(spec, precision);
-  checkpoint_file_read(dir, [&] { model_tensors_load(*out.model, ck.model); });
+  model_tensors_load(*out.model, ck);
   out.model->bf16_refresh();  // bf16: the copies of the loaded weights
   log_info("load", "{}: {} model, {} layers, width {}, vocab {}, step {}, {} products", dir,
            model_spec_attention_text(spec), spec.L, spec.C, spec.V, out.step, enum_name(precision));

@@ -107,7 +107,7 @@ void init_from_load(TrainSession& session, const InitPoint& point) {
   if (ck.state.step != point.step)
     fail("--init-from {}: the checkpoint changed while it was read (step {}, then {}); start the fine-tune again",
          point.checkpoint_dir, point.step, ck.state.step);
-  checkpoint_file_read(point.checkpoint_dir, [&] { model_tensors_load(model, ck.model); });
+  model_tensors_load(model, ck);
   model.bf16_refresh();
   log_info("init", "weights and fixed random matrices of {} (step {}, model.safetensors {}); step 0, zero AdamW "
            "moments, this run's schedule",

@@ -100,10 +100,8 @@ TrainState resume_load(TrainSession& session, const std::string& dir, StreamChec
   if (ck.state.seed != seed)
     fail("checkpoint {} was trained with seed {} but the config says train.seed {}; resume with the saved config",
          dir, ck.state.seed, seed);
-  checkpoint_file_read(dir, [&] {
-    model_tensors_load(model, ck.model);
-    optimizer_tensors_load(model, ck.optimizer, session.adam_m(), session.adam_v());
-  });
+  model_tensors_load(model, ck);
+  optimizer_tensors_load(model, ck, session.adam_m(), session.adam_v());
   if (streams) streams->load(ck.streams, ck.state.step, dir + "/stream.safetensors");
   session.set_steps_taken(ck.state.step);
   return ck.state;
