@@ -126,6 +126,9 @@ void run_generate(const GenerateArgs& a) {
   memory_require(memory_estimate_decoder(model.spec, o, thread_count(), fmt::format("--prefill-segment ({})", o.max_segment),
                                          positions_keys),
                  "decoding");
+  // A saved state is keyed by the weights' checksum: taken before the decoder releases the matrices.
+  const std::string checksum = (a.save_state.empty() && a.load_state.empty()) ? "" : model_checksum(model);
+  o.release_model_matrices = true;  // the decoder is the model's last reader
   Decoder<float> dec(model, o);
   std::vector<Sampler> samplers;
   samplers.reserve(static_cast<size_t>(K));
@@ -134,7 +137,6 @@ void run_generate(const GenerateArgs& a) {
     sc.seed = a.sampler.seed + static_cast<uint64_t>(i);  // (mod 2^64)
     samplers.emplace_back(model.spec.V, sc);
   }
-  const std::string checksum = (a.save_state.empty() && a.load_state.empty()) ? "" : model_checksum(model);
   if (!a.load_state.empty()) {
     decoder_state_load(a.load_state, dec, checksum);
     log_info("generate", "continuing from {} at position {}", a.load_state, dec.position());

@@ -31,6 +31,7 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   if (P_ < 1 || P_ > B_) fail("decoder: prefill_rows {} must be in [1, {}] (0 = the batch)", o.prefill_rows, B_);
   const bool bf16 = o.precision == Precision::bf16;
   RFA_ASSERT(!bf16 || model_.precision == Precision::bf16, "a bf16 decoder needs a model built with bf16 copies");
+  model_.matrices_check_kept("a decoder");  // it packs them, and a prefill without the packed copies reads them
   AttentionStateOptions so;
   so.B = B_;
   so.max_positions = o.max_positions;
@@ -92,7 +93,17 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   for (const Slot& slot : slots) *slot.ptr = arena_.data() + slot.offset;
   for (auto [p, offset] : halves) *p = reinterpret_cast<uint16_t*>(arena_.data() + offset);
   if (steps_) {
-    step_weights_ = StepWeights<T>(s, model_.w, cores_, bf16 ? StepPack::gates : StepPack::all);
+    // fp32: a matrix's huge pages go back as soon as it is packed, so that the peak is not both
+    // copies (StepWeights). The embedding's rows stay: the step reads them (a tied LM head's packed
+    // copy is its matrix's).
+    const bool release = o.release_model_matrices;
+    if (release) model_.matrices_mark_released();
+    const T* embedding = model_.w.tok_embedding;
+    auto give_back = [this, embedding](const T* matrix, int64_t count, size_t granule = 0) {
+      if (matrix != embedding) model_.matrix_pages_release(matrix, count, granule);
+    };
+    step_weights_ = StepWeights<T>(s, model_.w, cores_, bf16 ? StepPack::gates : StepPack::all,
+                                   release && !bf16 ? typename StepWeights<T>::Release(give_back) : nullptr);
     // A row split reads every weight once per thread: worth it where they stay in cache, and from
     // more rows the more there are to read. Measured (Zen 5, 2 threads, ms a step, columns -> rows,
     // native / x86-64-v3): 4x128 (3.4 MB of packed weights) 8 rows 0.19 -> 0.15 / 0.24 -> 0.18, 64
@@ -106,7 +117,18 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
       step_weights_from_ = step_row_split_ > 0 ? WeightsFrom::cache : WeightsFrom::memory;
     }
     if constexpr (std::is_same_v<T, float>)
-      if (bf16) pack_step_weights_bf16();
+      if (bf16) {
+        pack_step_weights_bf16();
+        // Every product but the output gate's (prefill: a float gemm) reads the bf16 copies: their
+        // float masters go back, half of what the model held.
+        if (release) {
+          for (const BlockWeights<T>& w : model_.w.layers)
+            for (auto [matrix, count] : {std::pair{w.wq, C * C}, std::pair{w.wk, C * C}, std::pair{w.wv, C * C},
+                                         std::pair{w.wo, C * C}, std::pair{w.w13, 2 * Hf * C}, std::pair{w.w2, Hf * C}})
+              give_back(matrix, count);
+          give_back(model_.w.lm_head, V * C);  // nothing when tied to the embedding
+        }
+      }
   }
   a.attn_saved = nullptr;  // prefill: no backward follows
   segment_tokens_.assign(static_cast<size_t>(P_) * S_max_, 0);

@@ -17,7 +17,8 @@
 // the weights) and its RoPE tables. The prefill reads the other weights live from the
 // model; the step reads copies packed at construction (decode/step_weights.h; bf16: the
 // bf16 copies packed for oneDNN), so a decoder that steps must be built after the last
-// change to the weights.
+// change to the weights. An fp32 decoder that steps reads only those copies, prefill too; as the
+// model's last reader it may give the model's pages under them back (release_model_matrices).
 // Everything is allocated by the constructor; no other member function allocates.
 #include <cstdint>
 #include <span>
@@ -46,6 +47,13 @@ struct DecoderOptions {
                                           // (the model must be built with them); the rest stays float
   bool steps = true;           // step()/step_rows() allowed: packs the step's weights (decode/step_weights.h,
                                // about the model's size again); false for a decoder that only prefills
+  bool release_model_matrices = false;  // with steps: this decoder is the model's last reader (generate, serve,
+                                        // chat). fp32: its products, prefill's too, read only the packed
+                                        // copies, so each matrix's pages in the model's arena go back to the
+                                        // kernel once packed (Model::matrices_mark_released): the weights are
+                                        // held once. bf16: the float masters of the matrices with bf16 copies
+                                        // (all but the output gates'), after packing. The model cannot then be
+                                        // read otherwise (checksum it first). Without steps: nothing released
 };
 
 template <typename T>

@@ -66,6 +66,7 @@ std::string save_refusal(const Decoder<float>& dec) {
 }  // namespace
 
 std::string model_checksum(Model<float>& model) {
+  model.matrices_check_kept("model_checksum");  // take it before a decoder releases them
   uint64_t h = xxhash64(model.params(), sizeof(float) * static_cast<size_t>(model.param_size()));
   h = xxhash64(model.random_fixed(), sizeof(float) * static_cast<size_t>(model.random_size), h);
   return hash_hex(h);

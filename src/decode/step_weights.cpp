@@ -2,6 +2,7 @@
 
 #include "core/parallel.h"
 #include "kernels/step_gemm.h"
+#include "tensor/huge_pages.h"
 
 namespace rfa {
 namespace {
@@ -54,7 +55,7 @@ int64_t step_weights_elements(const ModelSpec& s, StepPack what) {
 
 template <typename T>
 StepWeights<T>::StepWeights(const ModelSpec& s, const ModelWeights<T>& w, const std::vector<AttentionCore>& cores,
-                            StepPack what)
+                            StepPack what, const Release& release)
     : layers_(static_cast<size_t>(s.L)) {
   std::vector<PackJob<T>> jobs = pack_jobs(s, w, cores, what, layers_, &lm_head_);
   int64_t size = 0;
@@ -66,7 +67,10 @@ StepWeights<T>::StepWeights(const ModelSpec& s, const ModelWeights<T>& w, const 
   parallel_for(static_cast<int64_t>(jobs.size()), [&](int64_t i) {
     const PackJob<T>& j = jobs[static_cast<size_t>(i)];
     step_pack<T>(j.trans, j.N, j.K, j.weight, arena_.data() + j.offset);
+    if (release) release(j.weight, j.N * j.K, kHugePageBytes);
   });
+  if (release)
+    for (const PackJob<T>& j : jobs) release(j.weight, j.N * j.K, 0);
   for (const PackJob<T>& j : jobs) *j.slot = arena_.data() + j.offset;
 }
 

@@ -61,9 +61,25 @@ class Model {
   void bf16_refresh();
   int64_t bf16_bytes() const { return bf16_size_ * static_cast<int64_t>(sizeof(uint16_t)); }
 
+  // A decoder that is a loaded model's last reader (generate, serve, chat: DecoderOptions::
+  // release_model_matrices) packs the weight matrices for itself and gives the arena's pages under
+  // them back, so the weights are held once, not twice. It marks the model first
+  // (matrices_mark_released), then releases each matrix once packed (matrix_pages_release: whole
+  // pages of `granule` bytes, 0 the base page, as Arena::release_pages; safe from the packing
+  // threads). From then those matrices read zero: whatever would read
+  // them (another decoder, the forward, saving, the checksum) calls matrices_check_kept first, which
+  // throws an internal error instead of computing with zeros.
+  void matrices_mark_released() { matrices_released_ = true; }
+  bool matrices_released() const { return matrices_released_; }
+  int64_t matrix_pages_release(const T* matrix, int64_t count, size_t granule = 0) {
+    return arena_.release_pages(matrix, count, granule);
+  }
+  void matrices_check_kept(const char* reader) const;
+
  private:
   Arena<T> arena_;    // (2P) then, in bf16, the copies: P uint16 at the parameters' offsets
   int64_t bf16_size_ = 0;  // P in bf16, else 0
+  bool matrices_released_ = false;
   Arena<T> random_;   // (2, random_size)
   std::vector<int64_t> random_offsets_;  // (L + 1)
 };

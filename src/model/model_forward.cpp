@@ -62,6 +62,7 @@ double model_forward(Model<T>& m, Activations<T>& a, const int32_t* inputs, cons
   const ModelSpec& s = m.spec;
   const int64_t N = int64_t(a.B) * a.T_len;
   RFA_ASSERT(m.random_size == 0 || random != nullptr, "the attention needs its random matrices");
+  m.matrices_check_kept("model_forward");
   model_check_tokens(s, inputs, N);
   a.pos0 = carry.pos0;
   a.segment_start = carry.segment_start;

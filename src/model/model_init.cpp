@@ -46,11 +46,18 @@ template <typename T>
 void Model<T>::bf16_refresh() {
   if constexpr (std::is_same_v<T, float>) {
     if (precision != Precision::bf16) return;
+    matrices_check_kept("bf16_refresh");
     // The matrices a product reads: exactly the entries whose gradient a gemm writes
     // (the tied embedding is the LM head's matrix); norms and the attention's own stay float.
     for (const ParamEntry& e : table.entries())
       if (e.grad_by_gemm) bf16_from_float(bf16_params() + e.offset, params() + e.offset, e.numel);
   }
+}
+
+template <typename T>
+void Model<T>::matrices_check_kept(const char* reader) const {
+  RFA_ASSERT(!matrices_released_, "{} reads the model's weight matrices, which a decoder has packed and released",
+             reader);
 }
 
 template <typename T>

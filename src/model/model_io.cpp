@@ -18,6 +18,7 @@ const Tensor& require(const SafetensorsFile& file, const std::string& name) {
 }  // namespace
 
 std::vector<TensorRef> model_tensor_refs(Model<float>& m) {
+  m.matrices_check_kept("saving or loading the model's tensors");
   std::vector<TensorRef> refs;
   for (const ParamEntry& e : m.table.entries()) refs.push_back({e.name, DType::F32, e.shape, m.params() + e.offset});
   for (int l = 0; l < m.spec.L; ++l)  // the layers whose attention draws random matrices

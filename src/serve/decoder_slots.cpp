@@ -28,6 +28,7 @@ DecoderOptions decoder_options(const BackendOptions& o) {
   d.max_positions = o.max_positions;
   d.window = 0;  // softmax: a linear cache of max_positions, bounded by the context
   d.precision = o.precision;
+  d.release_model_matrices = o.release_model_matrices;
   return d;
 }
 

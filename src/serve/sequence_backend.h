@@ -43,6 +43,7 @@ struct BackendOptions {
   int prefill_chunk = 256;     // most tokens per prefill() call (--prefill-chunk)
   int64_t max_positions = 0;   // positions a slot can reach; 0 = no limit (an RFA kind without RoPE)
   Precision precision = Precision::fp32;
+  bool release_model_matrices = false;  // the backend is the model's last reader (DecoderOptions'): a server
 };
 
 class SequenceBackend {

@@ -46,6 +46,9 @@ std::unique_ptr<ServeSetup> serve_setup(const ServeSetupOptions& o) {
   b.prefill_chunk = o.prefill_chunk;
   b.max_positions = s->max_positions;
   b.precision = o.precision;
+  // The state files' key is the weights' checksum: taken before the backend releases the matrices.
+  const std::string checksum = o.state_dir.empty() ? "" : model_checksum(model);
+  b.release_model_matrices = true;  // nothing else reads the model's matrices from here on
   s->backend = sequence_backend_create(model, b);
   if (o.cache_mib > 0) {
     // The cache fills as conversations come, up to its bound: checked now, after the decoder's
@@ -60,7 +63,7 @@ std::unique_ptr<ServeSetup> serve_setup(const ServeSetupOptions& o) {
   }
   if (!o.state_dir.empty()) {
     if (!s->cache) fail("--state-dir needs the state cache (states are saved from it); drop --cache-mib 0");
-    s->files = std::make_unique<StateFiles>(o.state_dir, model_checksum(model), s->backend->state_layout(),
+    s->files = std::make_unique<StateFiles>(o.state_dir, checksum, s->backend->state_layout(),
                                             model.spec.V);
   }
   if (s->loaded.tokenizer->eos_id() < 0)

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "tensor/huge_pages.h"
@@ -63,6 +64,23 @@ class Arena {
     return data_.get() + offset;
   }
   void zero() { std::memset(data_.get(), 0, static_cast<size_t>(size_) * sizeof(T)); }
+  // Gives the whole pages of `granule` bytes (0: the base page; else a multiple of it, e.g.
+  // kHugePageBytes) inside [p, p + count) back to the kernel (madvise DONTNEED): they take no memory
+  // until written again and read zero meanwhile; the partial pages at either end stay. Only a mapped
+  // arena's: a heap block's (a small arena, or any under AddressSanitizer) are kept. Returns the bytes
+  // given back. Safe to call from several threads on disjoint ranges.
+  int64_t release_pages(const T* p, int64_t count, size_t granule = 0) {
+    static const uintptr_t base_page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));  // 4 KiB on x86-64
+    RFA_ASSERT(p >= data_.get() && count >= 0 && p + count <= data_.get() + size_ && granule % base_page == 0,
+               "release of {} elements, pages of {} bytes", count, granule);
+    if (!data_.get_deleter().mapped) return 0;
+    const uintptr_t page = granule ? granule : base_page;
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
+    const uintptr_t first = (begin + page - 1) / page * page, last = (begin + sizeof(T) * size_t(count)) / page * page;
+    if (last <= first) return 0;
+    if (madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) != 0) return 0;  // advice: memory kept
+    return static_cast<int64_t>(last - first);
+  }
 
  private:
 #if defined(__SANITIZE_ADDRESS__)

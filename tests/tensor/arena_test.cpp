@@ -69,3 +69,42 @@ TEST_CASE("arena: a large arena takes memory only where it is touched") {
   CHECK(arena.data()[8 * huge - 1] == 0.0f);
 #endif
 }
+
+// release_pages (a decoder giving back the model's matrices it packed): the whole pages inside the
+// range go (resident no more, reading zero), the partial ones at its ends and everything outside
+// keep their values; with a huge granule only whole 2 MiB pages go.
+TEST_CASE("arena: release_pages gives back the whole pages inside a range, nothing outside it") {
+#if defined(__SANITIZE_ADDRESS__)
+  MESSAGE("AddressSanitizer build: arenas are heap blocks, which keep their pages");
+#else
+  const int64_t huge = int64_t(kArenaHugeBytes / sizeof(float)), page = sysconf(_SC_PAGESIZE) / int64_t(sizeof(float));
+  Arena<float> arena(4 * huge);
+  for (int64_t i = 0; i < arena.size(); ++i) arena.data()[i] = float(i % 1000 + 1);
+  auto same_as_written = [&](int64_t from, int64_t to) {
+    bool same = true;
+    for (int64_t i = from; i < to; ++i) same &= arena.data()[i] == float(i % 1000 + 1);
+    return same;
+  };
+  auto zero = [&](int64_t from, int64_t to) {
+    bool z = true;
+    for (int64_t i = from; i < to; ++i) z &= arena.data()[i] == 0.0f;
+    return z;
+  };
+  // From 3 elements into the first page to 5 before the end of the second huge page.
+  const int64_t begin = 3, end = 2 * huge - 5;
+  CHECK(arena.release_pages(arena.data() + begin, end - begin, kArenaHugeBytes) == 0);  // no whole huge page in it
+  CHECK(same_as_written(0, arena.size()));
+  const int64_t released = arena.release_pages(arena.data() + begin, end - begin);
+  CHECK(released == (2 * huge - 2 * page) * int64_t(sizeof(float)));
+  CHECK(resident_pages(arena.data() + page, size_t(released)) == 0);  // before reading them maps the zero page
+  CHECK(same_as_written(0, page));
+  CHECK(zero(page, 2 * huge - page));
+  CHECK(same_as_written(2 * huge - page, arena.size()));
+  // A huge granule: the third huge page, wholly inside [2 huge - 1, 4 huge - 1), goes; the rest stays.
+  CHECK(arena.release_pages(arena.data() + 2 * huge - 1, 2 * huge, kArenaHugeBytes) == int64_t(kArenaHugeBytes));
+  CHECK(same_as_written(2 * huge - page, 2 * huge));
+  CHECK(zero(2 * huge, 3 * huge));
+  CHECK(same_as_written(3 * huge, arena.size()));
+  CHECK_THROWS(arena.release_pages(arena.data() + 3 * huge, 2 * huge));  // past the end
+#endif
+}
