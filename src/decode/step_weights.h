@@ -1,10 +1,12 @@
 #pragma once
 // The decode step's weight matrices, packed once per decoder for the batch-invariant step
 // products (kernels/step_gemm.h): wq, wk, wv, wo, w13, w2, the output gate's W_g where the layer
-// has one, and lm_head. A copy, about the model's size again (step_weights_elements): the
-// packed panels read each weight row as one contiguous run, where the stored (N, K) layout would
-// need horizontal sums (AVX2: 2.2x slower at 64 rows) and (K, N) rows thrash L1's sets. Taken
-// from the model's weights at construction: weights changed later are not seen.
+// has one, and lm_head. A copy, about the model's size again (step_weights_elements): the packed
+// panels read each weight row as one contiguous run, where the stored (N, K) layout would need
+// horizontal sums (AVX2: 2.2x slower at 64 rows) and (K, N) rows thrash L1's sets. Taken from the
+// model's weights at construction: weights changed later are not seen. A decoder that is the
+// model's last reader gives the model's pages under them back (`release` below,
+// DecoderOptions::release_model_matrices).
 #include <cstdint>
 #include <functional>
 #include <vector>
