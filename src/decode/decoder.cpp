@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/step_profile.h"
 #include "kernels/gemm.h"
 #include "kernels/step_gemm.h"
 #include "layers/embedding.h"
@@ -94,16 +95,16 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
   for (auto [p, offset] : halves) *p = reinterpret_cast<uint16_t*>(arena_.data() + offset);
   if (steps_) {
     // fp32: a matrix's huge pages go back as soon as it is packed, so that the peak is not both
-    // copies (StepWeights). The embedding's rows stay: the step reads them (a tied LM head's packed
-    // copy is its matrix's).
+    // copies (StepWeights); a tied embedding's too, whose rows are then read from the LM head's
+    // packed copy. bf16 (below): the embedding stays (its LM head is packed for oneDNN).
     const bool release = o.release_model_matrices;
     if (release) model_.matrices_mark_released();
-    const T* embedding = model_.w.tok_embedding;
-    auto give_back = [this, embedding](const T* matrix, int64_t count, size_t granule = 0) {
-      if (matrix != embedding) model_.matrix_pages_release(matrix, count, granule);
+    auto give_back = [this](const T* matrix, int64_t count, size_t granule = 0) {
+      model_.matrix_pages_release(matrix, count, granule);
     };
     step_weights_ = StepWeights<T>(s, model_.w, cores_, bf16 ? StepPack::gates : StepPack::all,
                                    release && !bf16 ? typename StepWeights<T>::Release(give_back) : nullptr);
+    embedding_packed_ = release && !bf16 && s.model.tie_embeddings;
     // A row split reads every weight once per thread: worth it where they stay in cache, and from
     // more rows the more there are to read. Measured (Zen 5, 2 threads, ms a step, columns -> rows,
     // native / x86-64-v3): 4x128 (3.4 MB of packed weights) 8 rows 0.19 -> 0.15 / 0.24 -> 0.18, 64
@@ -126,7 +127,7 @@ Decoder<T>::Decoder(Model<T>& model, const DecoderOptions& o)
             for (auto [matrix, count] : {std::pair{w.wq, C * C}, std::pair{w.wk, C * C}, std::pair{w.wv, C * C},
                                          std::pair{w.wo, C * C}, std::pair{w.w13, 2 * Hf * C}, std::pair{w.w2, Hf * C}})
               give_back(matrix, count);
-          give_back(model_.w.lm_head, V * C);  // nothing when tied to the embedding
+          if (!s.model.tie_embeddings) give_back(model_.w.lm_head, V * C);
         }
       }
   }
@@ -250,7 +251,12 @@ template <typename T>
 void Decoder<T>::prefill_blocks(const int32_t* tokens, int64_t N, BlockContext<T>& ctx) {
   const ModelSpec& s = spec_;
   BlockActs<T>& a = acts_;
-  embedding_forward(a.resid_in, tokens, model_.w.tok_embedding, N, s.C);
+  if (embedding_packed_) {
+    const ProfileScope profile(ProfiledKernel::embedding, 0, sizeof(T) * 2.0 * double(N) * s.C);
+    step_packed_rows<T>(step_weights_.lm_head(), s.V, s.C, tokens, N, a.resid_in);
+  } else {
+    embedding_forward(a.resid_in, tokens, model_.w.tok_embedding, N, s.C);
+  }
   const bool prefill_packed = step_weights_.packs_all();  // fp32 with steps
   ctx.spec = &s;
   ctx.attn_scratch = scratch_;

@@ -51,7 +51,8 @@ struct DecoderOptions {
                                         // chat). fp32: its products, prefill's too, read only the packed
                                         // copies, so each matrix's pages in the model's arena go back to the
                                         // kernel once packed (Model::matrices_mark_released): the weights are
-                                        // held once. bf16: the float masters of the matrices with bf16 copies
+                                        // held once (a tied embedding's rows then come from the LM head's
+                                        // packed copy). bf16: the float masters of the matrices with bf16 copies
                                         // (all but the output gates'), after packing. The model cannot then be
                                         // read otherwise (checksum it first). Without steps: nothing released
 };
@@ -195,6 +196,9 @@ class Decoder {
   std::vector<const void*> step_parts_;  // every packed matrix's parts, in packing order
   Arena<uint8_t> step_packed_;
   StepWeights<T> step_weights_;  // the step's packed weights (bf16: the output gates' only; none without steps)
+  // fp32, tied LM head, the model's matrices released: the embedding's rows come from the LM head's
+  // packed copy (step_packed_rows), the one copy of that matrix left.
+  bool embedding_packed_ = false;
   T* logits_ = nullptr;   // (P, S, V), at least (B, V)
   T* last_ = nullptr;     // (B, V) each row's last-position logits
   Workspace<T> scratch_;  // the attention's prefill scratch (RFA chunked form or softmax scores)

@@ -243,8 +243,13 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
   auto rows_through = [&](int r0, int r1, GemmThreads threads) {
     {
       const ProfileScope profile(ProfiledKernel::embedding, 0, sizeof(T) * 2.0 * double(r1 - r0) * C);
-      for (int i = r0; i < r1; ++i)  // padding rows (bf16) read token 0
-        std::memcpy(x + int64_t(i) * C, model_.w.tok_embedding + int64_t(i < n ? tokens[i] : 0) * C, sizeof(T) * C);
+      for (int i = r0; i < r1; ++i) {  // padding rows (bf16) read token 0
+        const int32_t token = i < n ? tokens[i] : 0;
+        if (embedding_packed_)
+          step_packed_rows<T>(step_weights_.lm_head(), s.V, C, &token, 1, x + int64_t(i) * C);
+        else
+          std::memcpy(x + int64_t(i) * C, model_.w.tok_embedding + int64_t(token) * C, sizeof(T) * C);
+      }
     }
     attention_inputs(0, r0, r1, threads);
     for (int l = 0; l < s.L; ++l) {

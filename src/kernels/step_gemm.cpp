@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/vector_math.h"
 
@@ -226,6 +227,23 @@ void step_pack(bool trans_w, int64_t N, int64_t K, const T* W, T* packed) {
   }
 }
 
+template <typename T>
+void step_packed_rows(const T* packed, int64_t N, int64_t K, const int32_t* rows, int64_t n, T* out) {
+  auto one = [&](int64_t i) {
+    const int64_t r = rows[i];
+    RFA_ASSERT(r >= 0 && r < N, "row {} of {}", r, N);
+    const int64_t p = r / kPanel, P = panel_width(N, p);
+    const T* column = packed + p * kPanel * K + (r - p * kPanel);  // every panel before p is full
+    T* dst = out + i * K;
+    for (int64_t k = 0; k < K; ++k) dst[k] = column[k * P];
+  };
+  if (n * K < parallel_min_work()) {  // a decode step's few rows: no fork
+    for (int64_t i = 0; i < n; ++i) one(i);
+  } else {
+    parallel_for(n, one);
+  }
+}
+
 template <>
 void step_gemm_group<float>(int64_t M, int64_t N, int64_t K, const float* x,
                             std::span<const StepProduct<float>> products, bool accumulate, GemmThreads threads,
@@ -316,6 +334,8 @@ void step_gemm(int64_t M, int64_t N, int64_t K, const T* x, const T* packed, T* 
   step_gemm_group<T>(M, N, K, x, std::span<const StepProduct<T>>(&one, 1), accumulate, threads, from);
 }
 
+template void step_packed_rows<float>(const float*, int64_t, int64_t, const int32_t*, int64_t, float*);
+template void step_packed_rows<double>(const double*, int64_t, int64_t, const int32_t*, int64_t, double*);
 template int64_t step_packed_size<float>(int64_t, int64_t);
 template int64_t step_packed_size<double>(int64_t, int64_t);
 template void step_pack<float>(bool, int64_t, int64_t, const float*, float*);

@@ -34,6 +34,13 @@ int64_t step_packed_size(int64_t N, int64_t K);
 template <typename T>
 void step_pack(bool trans_w, int64_t N, int64_t K, const T* W, T* packed);
 
+// Rows of W (N, K), as stored for trans_w, read back from its packed copy: out (n, K), row i = W's row
+// rows[i]. For an LM head tied to the embedding whose stored copy is gone (a decoder that released
+// the model's matrices): the embedding's rows, the same values. Each a strided gather of K values
+// (one per panel row), on the pool over rows.
+template <typename T>
+void step_packed_rows(const T* packed, int64_t N, int64_t K, const int32_t* rows, int64_t n, T* out);
+
 // Where a product's packed weights come from on each call: `cache` (they stay in the caches
 // between steps: a small model's), or `memory` (more than the caches hold: every call streams them
 // from memory). From memory, on targets of 16 vector registers (AVX2; x86-64-v3) a task's tiles of

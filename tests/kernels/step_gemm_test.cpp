@@ -12,6 +12,7 @@
 #include "core/rng.h"
 #include "kernels/gemm.h"
 #include "kernels/step_gemm.h"
+#include "support/fork_factor.h"
 #include "tensor/arena.h"
 
 using namespace rfa;
@@ -136,5 +137,31 @@ TEST_CASE("step_gemm: the packed copy's size is whole panels of whole registers;
       step_gemm<double>(M, N, K, x.data(), packed.data(), out.data(), false, GemmThreads::pool);
       gemm_reference<double>(false, trans, M, N, K, 1.0, x.data(), K, W.data(), trans ? K : N, 0.0, ref.data(), N);
       for (size_t i = 0; i < ref.size(); ++i) CHECK(std::abs(out[i] - ref[i]) <= 1e-12 * (1 + std::abs(ref[i])));
+    }
+}
+
+// A tied embedding whose stored copy a decoder released reads its rows back from the LM head's
+// packed copy: exactly W's rows, in the first, a middle and the last (partial) panel, on one
+// thread and forked.
+TEST_CASE("step_packed_rows: rows of W read back from its packed copy, bit for bit") {
+  const int64_t P = step_panel_columns<float>();
+  for (int64_t N : {int64_t(1), P, 2 * P + 3})
+    for (double factor : {64.0, 0.0}) {
+      CAPTURE(N);
+      CAPTURE(factor);
+      const test::ForkFactorScope fork(2, factor);
+      constexpr int64_t K = 37;
+      const std::vector<float> W = filled<float>(size_t(N * K), 6);
+      std::vector<float> packed(size_t(step_packed_size<float>(N, K)));
+      step_pack<float>(true, N, K, W.data(), packed.data());
+      std::vector<int32_t> rows;
+      for (int64_t r : {int64_t(0), N - 1, N / 2, P - 1, P, N - 2})
+        if (r >= 0 && r < N) rows.push_back(static_cast<int32_t>(r));
+      std::vector<float> out(rows.size() * size_t(K), -1.0f);
+      step_packed_rows<float>(packed.data(), N, K, rows.data(), int64_t(rows.size()), out.data());
+      for (size_t i = 0; i < rows.size(); ++i)
+        CHECK(std::memcmp(out.data() + i * K, W.data() + rows[i] * K, sizeof(float) * K) == 0);
+      const int32_t outside = static_cast<int32_t>(N);
+      CHECK_THROWS(step_packed_rows<float>(packed.data(), N, K, &outside, 1, out.data()));
     }
 }
