@@ -229,9 +229,9 @@ void step_pack(bool trans_w, int64_t N, int64_t K, const T* W, T* packed) {
 
 template <typename T>
 void step_packed_rows(const T* packed, int64_t N, int64_t K, const int32_t* rows, int64_t n, T* out) {
+  for (int64_t i = 0; i < n; ++i) RFA_ASSERT(rows[i] >= 0 && rows[i] < N, "row {} of {}", rows[i], N);  // not in a fork
   auto one = [&](int64_t i) {
     const int64_t r = rows[i];
-    RFA_ASSERT(r >= 0 && r < N, "row {} of {}", r, N);
     const int64_t p = r / kPanel, P = panel_width(N, p);
     const T* column = packed + p * kPanel * K + (r - p * kPanel);  // every panel before p is full
     T* dst = out + i * K;
