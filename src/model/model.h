@@ -66,9 +66,9 @@ class Model {
   // them back, so the weights are held once, not twice. It marks the model first
   // (matrices_mark_released), then releases each matrix once packed (matrix_pages_release: whole
   // pages of `granule` bytes, 0 the base page, as Arena::release_pages; safe from the packing
-  // threads). From then those matrices read zero: whatever would read
-  // them (another decoder, the forward, saving, the checksum) calls matrices_check_kept first, which
-  // throws an internal error instead of computing with zeros.
+  // threads). From then those matrices read zero: whatever would read them (another decoder, the
+  // forward, saving, the checksum, bf16_refresh) calls matrices_check_kept first, which throws an
+  // internal error instead of computing with zeros.
   void matrices_mark_released() { matrices_released_ = true; }
   bool matrices_released() const { return matrices_released_; }
   int64_t matrix_pages_release(const T* matrix, int64_t count, size_t granule = 0) {
