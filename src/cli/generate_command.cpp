@@ -123,12 +123,12 @@ void run_generate(const GenerateArgs& a) {
   if (grows)
     positions_keys += o.window > 0 ? fmt::format(", or --window ({})", o.window) : ", or set --window (0 = unlimited)";
   if (K > 1) positions_keys += fmt::format(", or --num-samples ({})", K);
+  o.release_model_matrices = true;  // the decoder is the model's last reader
   memory_require(memory_estimate_decoder(model.spec, o, thread_count(), fmt::format("--prefill-segment ({})", o.max_segment),
                                          positions_keys),
                  "decoding");
   // A saved state is keyed by the weights' checksum: taken before the decoder releases the matrices.
   const std::string checksum = (a.save_state.empty() && a.load_state.empty()) ? "" : model_checksum(model);
-  o.release_model_matrices = true;  // the decoder is the model's last reader
   Decoder<float> dec(model, o);
   std::vector<Sampler> samplers;
   samplers.reserve(static_cast<size_t>(K));

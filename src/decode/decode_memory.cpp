@@ -3,11 +3,44 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "attention/attention_memory.h"
 #include "decode/step_weights.h"
+#include "model/model_params.h"
+#include "tensor/arena.h"
 
 namespace rfa {
+namespace {
+
+// What a decoder that releases the model's matrices (fp32, DecoderOptions::release_model_matrices)
+// gives back while it packs, at least: the whole 2 MiB pages inside each packed matrix (StepWeights'
+// first pass; the rest goes once all are packed). A range of L bytes holds at least floor(L / 2 MiB)
+// - 1 of them wherever it starts. `in_flight`: the most one matrix gives back, held until its packing
+// thread finishes it. Nothing where the model's arena is a heap block (small, or under
+// AddressSanitizer), which keeps its pages.
+struct PackingRelease {
+  double given_back = 0, in_flight = 0;
+};
+
+PackingRelease packing_release(const ModelSpec& s) {
+  const double C = s.C, Hf = s.Hf, page = double(kHugePageBytes);
+  if (!arena_mapped(static_cast<size_t>(2 * model_param_table(s).size()) * sizeof(float))) return {};
+  PackingRelease r;
+  auto add = [&](double elements) {
+    const double whole = std::max(0.0, std::floor(elements * sizeof(float) / page) - 1) * page;
+    r.given_back += whole;
+    r.in_flight = std::max(r.in_flight, whole);
+  };
+  for (const AttentionSpec& a : s.attn) {
+    for (double n : {C * C, C * C, C * C, C * C, 2 * Hf * C, Hf * C}) add(n);  // wq, wk, wv, wo, w13, w2
+    if (a.output_gate) add(C * C);
+  }
+  add(double(s.V) * C);  // the LM head (a tied embedding: the same matrix)
+  return r;
+}
+
+}  // namespace
 
 MemoryEstimate memory_estimate_decoder(const ModelSpec& s, const DecoderOptions& o, int threads,
                                        const std::string& segment_keys, const std::string& positions_keys) {
@@ -49,9 +82,18 @@ MemoryEstimate memory_estimate_decoder(const ModelSpec& s, const DecoderOptions&
   if (o.steps && o.precision == Precision::bf16)  // the step's packed bf16 weight matrices (about their plain size)
     e.add("bf16 packed weights of the decoding step", 2 * (L * (4 * C * C + 3 * Hf * C) + V * C),
           "the model's size");
-  if (o.steps)  // decode/step_weights.h: every matrix, or bf16's output gates
-    if (const int64_t n = step_weights_elements(s, o.precision == Precision::bf16 ? StepPack::gates : StepPack::all))
+  const bool fp32 = o.precision != Precision::bf16;
+  if (o.steps && fp32 && o.release_model_matrices) {
+    // The model's pages under each matrix go back as it is packed: the peak is the packed copy less
+    // what all but the matrices still in flight (one a thread) gave back by then.
+    const PackingRelease r = packing_release(s);
+    const double packed = double(step_weights_elements(s, StepPack::all)) * kFloat;
+    const double held = std::min(packed, packed - r.given_back + std::max(threads, 1) * r.in_flight);
+    e.add("packed weights of the decoding step, less the model's pages given back", held, "the model's size");
+  } else if (o.steps) {  // decode/step_weights.h: every matrix, or bf16's output gates
+    if (const int64_t n = step_weights_elements(s, fp32 ? StepPack::all : StepPack::gates))
       e.add("packed weights of the decoding step", double(n) * kFloat, "the model's size");
+  }
   return e;
 }
 

@@ -24,6 +24,15 @@ inline constexpr size_t kArenaAlign = 64;  // one cache line, one AVX-512 regist
 // miss, and the hardware prefetch starting over) every 64 lines.
 inline constexpr size_t kArenaHugeBytes = kHugePageBytes;
 
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kArenaMapped = false;  // AddressSanitizer checks heap blocks' bounds, not a mapping's
+#else
+inline constexpr bool kArenaMapped = true;
+#endif
+
+// Whether an arena of `bytes` is a mapping (whose pages release_pages can give back) or a heap block.
+constexpr bool arena_mapped(size_t bytes) { return kArenaMapped && bytes >= kArenaHugeBytes; }
+
 // Rounds an element count up so the next slice starts on a 64-byte boundary.
 template <typename T>
 constexpr int64_t arena_round(int64_t count) {
@@ -49,8 +58,9 @@ class Arena {
     const size_t align = used >= kArenaHugeBytes ? kArenaHugeBytes : kArenaAlign;
     size_t bytes = (used + align - 1) / align * align;
     if (bytes == 0) bytes = kArenaAlign;
-    void* p = align == kArenaHugeBytes && kArenaMapped ? map_zeroed(bytes) : heap_zeroed(align, bytes);
-    data_ = std::unique_ptr<T, Free>(static_cast<T*>(p), Free{bytes, align == kArenaHugeBytes && kArenaMapped});
+    const bool mapped = arena_mapped(used);
+    void* p = mapped ? map_zeroed(bytes) : heap_zeroed(align, bytes);
+    data_ = std::unique_ptr<T, Free>(static_cast<T*>(p), Free{bytes, mapped});
   }
   T* data() { return data_.get(); }
   const T* data() const { return data_.get(); }
@@ -83,11 +93,6 @@ class Arena {
   }
 
  private:
-#if defined(__SANITIZE_ADDRESS__)
-  static constexpr bool kArenaMapped = false;
-#else
-  static constexpr bool kArenaMapped = true;
-#endif
   static void* heap_zeroed(size_t align, size_t bytes) {
     void* p = std::aligned_alloc(align, bytes);
     if (!p) fail("cannot allocate {:.1f} MiB for an arena; reduce the model or batch size", bytes / 1048576.0);

@@ -114,3 +114,37 @@ TEST_CASE("decode memory: a softmax cache of 10^9 positions is terabytes, a wind
   const MemoryEstimate windowed = memory_estimate_decoder(model.spec, o, 1, "segment", "-n");
   CHECK(part_bytes(windowed, "KV cache") < 1e5);
 }
+
+// A decoder that releases the model's matrices (generate, serve, chat) counts its packed copy less
+// the whole 2 MiB pages the matrices give back while it packs, but for one matrix a thread in
+// flight; where nothing is given back (small matrices, an arena on the heap) the whole copy.
+TEST_CASE("decode memory: a releasing decoder counts its packed copy less what the matrices give back") {
+  const std::string packed = "packed weights of the decoding step",
+                    less = "packed weights of the decoding step, less the model's pages given back";
+  DecoderOptions keep;
+  keep.max_positions = 256;
+  DecoderOptions release = keep;
+  release.release_model_matrices = true;
+  // 12 x 768, V 8000 (no allocation: the estimate is arithmetic): w13 (12.6 MB) holds at least 5 whole
+  // huge pages wherever it starts, w2 (6.3 MB) 2, the LM head (24.6 MB) 10, the 2.4 MB projections none.
+  Config big = test::tiny_config(AttentionKind::rfa_gate, {.vocab = 8000, .context = 256, .d_model = 768,
+                                                           .n_heads = 12, .n_layers = 12});
+  const ModelSpec spec = test::tiny_spec(big);
+  const double whole = part_bytes(memory_estimate_decoder(spec, keep, 2, "segment", "positions"), packed);
+  const MemoryEstimate e = memory_estimate_decoder(spec, release, 2, "segment", "positions");
+  CHECK(part_bytes(e, packed) == 0);
+  const double page = double(kHugePageBytes);
+#if defined(__SANITIZE_ADDRESS__)
+  CHECK(part_bytes(e, less) == whole);  // heap arenas keep their pages
+#else
+  CHECK(part_bytes(e, less) == doctest::Approx(whole - (12 * (5 + 2) + 10) * page + 2 * 10 * page));
+#endif
+  // A small model's matrices hold no whole huge page: the whole copy.
+  const ModelSpec small = test::tiny_spec(AttentionKind::rfa_gate, {.vocab = 300, .d_model = 128, .n_heads = 4});
+  CHECK(part_bytes(memory_estimate_decoder(small, release, 2, "segment", "positions"), less) ==
+        part_bytes(memory_estimate_decoder(small, keep, 2, "segment", "positions"), packed));
+  // bf16 releases after packing: its estimate is the peak's, unchanged.
+  keep.precision = release.precision = Precision::bf16;
+  CHECK(memory_estimate_decoder(spec, release, 2, "segment", "positions").total() ==
+        memory_estimate_decoder(spec, keep, 2, "segment", "positions").total());
+}
