@@ -24,19 +24,14 @@ struct PackingRelease {
 };
 
 PackingRelease packing_release(const ModelSpec& s) {
-  const double C = s.C, Hf = s.Hf, page = double(kHugePageBytes);
+  const double page = double(kHugePageBytes);
   if (!arena_mapped(static_cast<size_t>(2 * model_param_table(s).size()) * sizeof(float))) return {};
   PackingRelease r;
-  auto add = [&](double elements) {
-    const double whole = std::max(0.0, std::floor(elements * sizeof(float) / page) - 1) * page;
+  for (const StepMatrixShape& m : step_matrix_shapes(s, StepPack::all)) {  // the LM head: a tied embedding's too
+    const double whole = std::max(0.0, std::floor(double(m.N) * double(m.K) * sizeof(float) / page) - 1) * page;
     r.given_back += whole;
     r.in_flight = std::max(r.in_flight, whole);
-  };
-  for (const AttentionSpec& a : s.attn) {
-    for (double n : {C * C, C * C, C * C, C * C, 2 * Hf * C, Hf * C}) add(n);  // wq, wk, wv, wo, w13, w2
-    if (a.output_gate) add(C * C);
   }
-  add(double(s.V) * C);  // the LM head (a tied embedding: the same matrix)
   return r;
 }
 

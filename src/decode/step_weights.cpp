@@ -42,14 +42,21 @@ std::vector<PackJob<T>> pack_jobs(const ModelSpec& s, const ModelWeights<T>& w, 
 
 }  // namespace
 
-int64_t step_weights_elements(const ModelSpec& s, StepPack what) {
+std::vector<StepMatrixShape> step_matrix_shapes(const ModelSpec& s, StepPack what) {
   const int64_t C = s.C, Hf = s.Hf;
-  auto size = [](int64_t N, int64_t K) { return arena_round<float>(step_packed_size<float>(N, K)); };
-  int64_t n = what == StepPack::all ? size(s.V, C) : 0;
+  std::vector<StepMatrixShape> shapes;
   for (const AttentionSpec& a : s.attn) {
-    if (what == StepPack::all) n += 4 * size(C, C) + size(2 * Hf, C) + size(C, Hf);
-    if (a.output_gate) n += size(C, C);
+    if (what == StepPack::all)  // wq, wk, wv, wo, w13, w2
+      for (StepMatrixShape m : {StepMatrixShape{C, C}, {C, C}, {C, C}, {C, C}, {2 * Hf, C}, {C, Hf}}) shapes.push_back(m);
+    if (a.output_gate) shapes.push_back({C, C});
   }
+  if (what == StepPack::all) shapes.push_back({s.V, C});
+  return shapes;
+}
+
+int64_t step_weights_elements(const ModelSpec& s, StepPack what) {
+  int64_t n = 0;
+  for (const StepMatrixShape& m : step_matrix_shapes(s, what)) n += arena_round<float>(step_packed_size<float>(m.N, m.K));
   return n;
 }
 

@@ -22,6 +22,12 @@ namespace rfa {
 // the bf16 copies, packed for oneDNN).
 enum class StepPack { all, gates };
 
+// The out (N, K) shape of each matrix packed, in packing order (N * K: its source's elements).
+struct StepMatrixShape {
+  int64_t N = 0, K = 0;
+};
+std::vector<StepMatrixShape> step_matrix_shapes(const ModelSpec& spec, StepPack what);
+
 // Elements the packed copy takes (the memory estimate's).
 int64_t step_weights_elements(const ModelSpec& spec, StepPack what);
 
