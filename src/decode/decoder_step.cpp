@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/profiled_region.h"
+#include "core/team_barrier.h"
 #include "decode/decode_kernels.h"
 #include "kernels/bf16.h"
 #include "kernels/gemm_bf16.h"
@@ -137,12 +138,31 @@ namespace {
 
 // A step's product for --profile: `group` products out (M, N) (+)= in (M, K) · W over one input,
 // each weight read once; fp32 (step_gemm.h) or bf16 on oneDNN (counted as its gemm).
+// share: the part of it the calling thread's call counts for (a team's thread 0, whose calls the
+// profile scales by all the rows over its own: the product's whole over that).
 template <typename T>
-ProfileScope product_profile(int64_t M, int64_t N, int64_t K, bool accumulate, int group, bool bf16) {
+ProfileScope product_profile(int64_t M, int64_t N, int64_t K, bool accumulate, int group, bool bf16,
+                             double share = 1) {
   const double flop = 2.0 * double(group) * double(M) * double(N) * double(K);
   const double elements = double(group) * (double(N) * K + double(M) * N * (accumulate ? 2 : 1)) + double(M) * K;
-  return ProfileScope(bf16 ? ProfiledKernel::gemm : ProfiledKernel::step_products, flop, sizeof(T) * elements);
+  return ProfileScope(bf16 ? ProfiledKernel::gemm : ProfiledKernel::step_products, share * flop,
+                      share * sizeof(T) * elements);
 }
+
+// A step's team (decoder_step's team path): thread share.t of share.nt, each with its rows for the
+// row kernels and the attention, and its share of every product's tasks over all the rows; the
+// threads meet before each product (its input whole) and after it (its output whole).
+struct StepTeam {
+  TeamBarrier& barrier;
+  StepShare share;
+  double profile_share;  // own rows over all: what a product's profile counts on this thread
+  void meet() const {
+    if (!step_profile_enabled() || share.t != 0) return barrier.wait();
+    const int64_t start = profile_detail::now().wall_ns;  // thread 0 profiled: its waits are split_wait
+    barrier.wait();
+    profile_detail::add_wait(ProfiledKernel::split_wait, profile_detail::now().wall_ns - start);
+  }
+};
 
 }  // namespace
 
@@ -164,8 +184,18 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
   // Rows [r0, r1) of out (M, OC) (+)= in (M, IC) · op(W): W (OC, IC) read transposed, or W2 (IC, OC)
   // as stored. bf16: `in` converted, against the packed copy of W (only ever all rows, r0 = 0).
   // W: the packed copy (step_weights_), or null for bf16's packed_bf16 (trans: W stored (OC, IC)).
-  auto product = [&](int r0, int r1, GemmThreads threads, T* out, const T* in, const T* W,
+  auto product = [&](int r0, int r1, GemmThreads threads, const StepTeam* team, T* out, const T* in, const T* W,
                      const PackedBf16& packed_bf16, bool trans, int IC, int OC, bool accumulate) {
+    if (team) {  // fp32: all the rows, this thread's share of the columns
+      team->meet();
+      {
+        const ProfileScope profile = product_profile<T>(M, OC, IC, accumulate, 1, false, team->profile_share);
+        const StepProduct<T> one{W, out};
+        step_gemm_group_share<T>(M, OC, IC, in, std::span<const StepProduct<T>>(&one, 1), accumulate,
+                                 step_weights_from_, team->share);
+      }
+      return team->meet();
+    }
     const ProfileScope profile = product_profile<T>(r1 - r0, OC, IC, accumulate, 1, packed_bf16.part != nullptr);
     if constexpr (std::is_same_v<T, float>) {
       if (packed_bf16.part) {
@@ -193,18 +223,41 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
   // fewer rows runs on one thread, not forking per product either (docs/decoding.md: 4x128 under
   // passive, 12 rows 0.35-0.36 ms on one thread, 0.17-0.20 split).
   const int64_t step_macs = int64_t(s.L) * (int64_t(4) * C * C + int64_t(3) * C * Hf);  // q, k, v, o; w1, w3, w2
-  const bool split = step_row_split_ > 0 && M >= step_row_split_ && M * step_macs >= 2 * parallel_min_work() &&
-                     thread_count() > 1 && !in_parallel_region();
+  const bool forkable = M * step_macs >= 2 * parallel_min_work() && thread_count() > 1 && !in_parallel_region();
+  const bool split = step_row_split_ > 0 && M >= step_row_split_ && forkable;
+  // Below a row split (and for every row count of a model whose weights pass the caches, which no
+  // split keeps there) the fp32 step's threads work as a team: one fork for the step, as the split,
+  // but each product's panels shared between them over all the rows, which read each weight once;
+  // they meet before and after each product (about 8 meetings a layer, a spinning barrier of about
+  // a microsecond) where the pool forked and joined for each (about 7 a layer: 4-6 µs each with
+  // spinning workers, 25-90 under OMP_WAIT_POLICY=passive). The same bits: the products are
+  // batch-invariant, the rest is per row. And only where a layer's products hold 4 reference forks'
+  // work (2^20 multiply-adds) over the step's rows: the meetings cost a few cache lines between the
+  // cores each (200-250 ns apart on this VM), which a 4x128 step of 1 to 4 rows (0.05-0.09 ms,
+  // 0.8-3.1M multiply-adds a step) paid 25-35% for; not scaled up with dear forks (the meetings do
+  // not sleep), only down (fork factor 0: the tests' small models work as a team too). Measured:
+  // docs/decoding.md, "The step's team".
+  const int64_t team_layer_macs = 4 * std::min(parallel_min_work(), kParallelMinWork);
+  const bool team = !split && !bf16 && forkable && M * step_macs >= s.L * team_layer_macs;
   RFA_ASSERT(!split || M == n, "decoder: a row split of {} rows padded to {}", n, M);
   auto stepped = [&](int l) -> StepWeightsBf16 {
     return bf16 ? step_bf16_[static_cast<size_t>(l)] : StepWeightsBf16{};
   };
   // rmsnorm and q, k, v of layer l for rows [r0, r1).
-  auto attention_inputs = [&](int l, int r0, int r1, GemmThreads threads) {
+  auto attention_inputs = [&](int l, int r0, int r1, GemmThreads threads, const StepTeam* team) {
     const BlockWeights<T>& w = model_.w.layers[static_cast<size_t>(l)];
     const StepLayerWeights<T>& f = step_weights_.layer(l);
     const StepWeightsBf16 p = stepped(l);
     rmsnorm_rows(nrm + int64_t(r0) * C, x + int64_t(r0) * C, w.attn_norm, r1 - r0, C, s.model.norm_eps);
+    if (team) {  // fp32: q, k and v of all the rows, this thread's share of their panels
+      team->meet();
+      {
+        const ProfileScope profile = product_profile<T>(M, C, C, false, 3, false, team->profile_share);
+        const StepProduct<T> qkv[] = {{f.wq, a.q}, {f.wk, a.k}, {f.wv, a.v}};
+        step_gemm_group_share<T>(M, C, C, nrm, qkv, false, step_weights_from_, team->share);
+      }
+      return team->meet();
+    }
     const ProfileScope profile = product_profile<T>(r1 - r0, C, C, false, 3, p.wq.part != nullptr);
     if (p.wq.part) {  // bf16 (all rows): the input converted once, q, k and v in one pass of the pool
       if constexpr (std::is_same_v<T, float>) {  // (one shape, so one parts count: pack_step_weights_bf16)
@@ -219,28 +272,30 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
     }
   };
   // Layer l's output projection and feed-forward for rows [r0, r1).
-  auto attention_output_and_ffn = [&](int l, int r0, int r1, GemmThreads threads) {
+  auto attention_output_and_ffn = [&](int l, int r0, int r1, GemmThreads threads, const StepTeam* team) {
     const BlockWeights<T>& w = model_.w.layers[static_cast<size_t>(l)];
     const StepLayerWeights<T>& f = step_weights_.layer(l);
     const StepWeightsBf16 p = stepped(l);
-    product(r0, r1, threads, x, a.attn_out, f.wo, p.wo, true, C, C, true);  // x += att · Woᵀ
+    product(r0, r1, threads, team, x, a.attn_out, f.wo, p.wo, true, C, C, true);  // x += att · Woᵀ
     rmsnorm_rows(nrm + int64_t(r0) * C, x + int64_t(r0) * C, w.ffn_norm, r1 - r0, C, s.model.norm_eps);
-    product(r0, r1, threads, a.ffn_gate_up, nrm, f.w13, p.w13, true, C, 2 * Hf, false);
+    product(r0, r1, threads, team, a.ffn_gate_up, nrm, f.w13, p.w13, true, C, 2 * Hf, false);
     swiglu_rows(a.ffn_act + int64_t(r0) * Hf, a.ffn_gate_up + int64_t(r0) * 2 * Hf, r1 - r0, Hf);
-    product(r0, r1, threads, x, a.ffn_act, f.w2, p.w2, false, Hf, C, true);  // x += act · W2 (W2 stored (Hf, C))
+    product(r0, r1, threads, team, x, a.ffn_act, f.w2, p.w2, false, Hf, C, true);  // x += act · W2 (W2 stored (Hf, C))
   };
-  // Layer l's attention step: for rows [r0, r1) on this thread (the split), else for all on the pool.
+  // Layer l's attention step: for rows [r0, r1) on this thread (the split, the team), else for all on
+  // the pool.
   const AttentionRows attn_rows{n, rows, pos};
   auto attention = [&](int l, int r0, int r1) {
     const size_t i = static_cast<size_t>(l);
     const AttentionInputs<T> in{a.q, a.k, a.v, nrm, step_weights_.layer(l).gate};
-    if (split)
+    if (split || team)
       attention_step_part(cores_[i], model_.w.layers[i].attn, states_[i], a.attn_out, in, attn_rows, r0, r1);
     else
       attention_step(cores_[i], model_.w.layers[i].attn, states_[i], a.attn_out, in, attn_rows);
   };
-  // Rows [r0, r1) through the whole step.
-  auto rows_through = [&](int r0, int r1, GemmThreads threads) {
+  // Rows [r0, r1) through the whole step (a team's thread: its rows through the row kernels, its share
+  // of the products).
+  auto rows_through = [&](int r0, int r1, GemmThreads threads, const StepTeam* team) {
     {
       const ProfileScope profile(ProfiledKernel::embedding, 0, sizeof(T) * 2.0 * double(r1 - r0) * C);
       for (int i = r0; i < r1; ++i) {  // padding rows (bf16) read token 0
@@ -251,28 +306,42 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
           std::memcpy(x + int64_t(i) * C, model_.w.tok_embedding + int64_t(token) * C, sizeof(T) * C);
       }
     }
-    attention_inputs(0, r0, r1, threads);
+    attention_inputs(0, r0, r1, threads, team);
     for (int l = 0; l < s.L; ++l) {
       attention(l, r0, r1);
-      attention_output_and_ffn(l, r0, r1, threads);
+      attention_output_and_ffn(l, r0, r1, threads, team);
       if (l + 1 < s.L) {
-        attention_inputs(l + 1, r0, r1, threads);
+        attention_inputs(l + 1, r0, r1, threads, team);
       } else {
         rmsnorm_rows(nrm + int64_t(r0) * C, x + int64_t(r0) * C, model_.w.final_norm, r1 - r0, C, s.model.norm_eps);
-        product(r0, r1, threads, logits, nrm, step_weights_.lm_head(), step_lm_head_bf16_, true, C, s.V, false);
+        product(r0, r1, threads, team, logits, nrm, step_weights_.lm_head(), step_lm_head_bf16_, true, C, s.V, false);
       }
     }
   };
-  if (!split) return rows_through(0, M, GemmThreads::pool);
-  auto first = [M](int t, int threads) { return static_cast<int>(partition_begin(M, t, threads)); };
+  if (!split && !team) return rows_through(0, M, GemmThreads::pool, nullptr);
+  // Thread t's rows: [ceil(M t / threads), ceil(M (t + 1) / threads)), so that thread 0, the one
+  // profiled, has rows whenever there are any (a team's step of one row).
+  auto first = [M](int t, int threads) {
+    return static_cast<int>((int64_t(M) * t + threads - 1) / threads);
+  };
   // Profiled (rfa bench decode --profile): the first thread's calls count for all the rows
   // (core/profiled_region.h).
   auto all_over_own = [&](int t, int threads) {
     const int own = first(t + 1, threads) - first(t, threads);
     return own > 0 ? double(M) / own : 1.0;
   };
+  if (team) {
+    const int members = thread_count();
+    TeamBarrier barrier(members);
+    return profiled_region_serial_calls(all_over_own, [&](int t, int threads) {
+      RFA_ASSERT(threads == members, "decoder: a team of {} threads where {} meet", threads, members);
+      const int r0 = first(t, threads), r1 = first(t + 1, threads);
+      const StepTeam member{barrier, StepShare{t, threads}, double(r1 - r0) / M};
+      rows_through(r0, r1, GemmThreads::one, &member);
+    });
+  }
   profiled_region_serial_calls(all_over_own, [&](int t, int threads) {
-    rows_through(first(t, threads), first(t + 1, threads), GemmThreads::one);
+    rows_through(first(t, threads), first(t + 1, threads), GemmThreads::one, nullptr);
   });
 }
 

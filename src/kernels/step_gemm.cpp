@@ -244,16 +244,19 @@ void step_packed_rows(const T* packed, int64_t N, int64_t K, const int32_t* rows
   }
 }
 
-template <>
-void step_gemm_group<float>(int64_t M, int64_t N, int64_t K, const float* x,
-                            std::span<const StepProduct<float>> products, bool accumulate, GemmThreads threads,
-                            WeightsFrom from) {
+namespace {
+
+// step_gemm_group's tasks, on the pool (share: null) or, inside a team's region, share->t's part of
+// them (the tasks planned for share->nt threads, as the pool would split them).
+void float_group(int64_t M, int64_t N, int64_t K, const float* x, std::span<const StepProduct<float>> products,
+                 bool accumulate, GemmThreads threads, WeightsFrom from, const StepShare* share) {
   const int64_t G = static_cast<int64_t>(products.size());
   if (M <= 0 || N <= 0 || G == 0) return;
+  auto thread_count = [share] { return share ? share->nt : rfa::thread_count(); };
   // Below parallel_min_work() multiply-adds (a 384 x 384 projection of one row, at the reference
   // fork) waking the pool costs about what it saves; the group's products count together (q, k and
   // v of one row: 3x).
-  const bool fork = threads != GemmThreads::one && G * M * N * K >= parallel_min_work();
+  const bool fork = share || (threads != GemmThreads::one && G * M * N * K >= parallel_min_work());
   // Tasks are (panel part, block of rows) pairs over every product's panels, as many as give
   // every thread two, of equal size so that no thread waits on another (3 panels of 36 and 28
   // rows had one thread do 56% of a 64-row product). Columns are split before rows: a panel part
@@ -301,12 +304,32 @@ void step_gemm_group<float>(int64_t M, int64_t N, int64_t K, const float* x,
     panel_rows<false>(m0, m1, v0, v1, N, K, x, product.packed + j0 * K, P, j0, width, product.out, accumulate,
                       nullptr, 0);
   };
-  if (!fork || tasks < 2) {
+  if (share) {
+    for (int64_t t = partition_begin(tasks, share->t, share->nt); t < partition_begin(tasks, share->t + 1, share->nt); ++t)
+      task(t);
+  } else if (!fork || tasks < 2) {
     for (int64_t t = 0; t < tasks; ++t) task(t);
   } else {
     parallel_for(tasks, task);
   }
 }
+
+}  // namespace
+
+template <>
+void step_gemm_group<float>(int64_t M, int64_t N, int64_t K, const float* x,
+                            std::span<const StepProduct<float>> products, bool accumulate, GemmThreads threads,
+                            WeightsFrom from) {
+  float_group(M, N, K, x, products, accumulate, threads, from, nullptr);
+}
+
+template <>
+void step_gemm_group_share<float>(int64_t M, int64_t N, int64_t K, const float* x,
+                                  std::span<const StepProduct<float>> products, bool accumulate, WeightsFrom from,
+                                  StepShare share) {
+  float_group(M, N, K, x, products, accumulate, GemmThreads::pool, from, &share);
+}
+
 
 // The same chain in scalar code, one element at a time.
 template <>
@@ -325,6 +348,13 @@ void step_gemm_group<double>(int64_t M, int64_t N, int64_t K, const double* x,
           o = accumulate ? o + s : s;
         }
     }
+}
+
+template <>
+void step_gemm_group_share<double>(int64_t M, int64_t N, int64_t K, const double* x,
+                                   std::span<const StepProduct<double>> products, bool accumulate, WeightsFrom from,
+                                   StepShare share) {
+  if (share.t == 0) step_gemm_group<double>(M, N, K, x, products, accumulate, GemmThreads::one, from);
 }
 
 template <typename T>

@@ -70,4 +70,14 @@ template <typename T>
 void step_gemm_group(int64_t M, int64_t N, int64_t K, const T* x, std::span<const StepProduct<T>> products,
                      bool accumulate, GemmThreads threads, WeightsFrom from = WeightsFrom::cache);
 
+// Thread t of nt's part of a group's tasks, inside a parallel region whose nt threads each call it
+// with the same arguments (a decode step's team, decode/decoder_step.cpp): together the product
+// step_gemm_group computes on the pool, the same bits. No fork; the caller synchronizes.
+struct StepShare {
+  int t = 0, nt = 1;
+};
+template <typename T>
+void step_gemm_group_share(int64_t M, int64_t N, int64_t K, const T* x, std::span<const StepProduct<T>> products,
+                           bool accumulate, WeightsFrom from, StepShare share);
+
 }  // namespace rfa

@@ -112,6 +112,35 @@ TEST_CASE("decoder profile: a step's kernels once for all its rows, split over t
     }
 }
 
+// Below the row split (5 rows of this small model) the step's two threads are a team (decoder_step.cpp):
+// thread 0 profiled for both, each product counted once with all its rows' operations, and its waits
+// at the team's meetings (before and after each product) and at the region's end as the split's join.
+TEST_CASE("decoder profile: a team's step counts each kernel once for all its rows, its meetings as waits") {
+  test::ForkFactorScope pool(2, 0.0);
+  ProfiledRows rows(variant_named("rfa_gate gaussian"), 3, 10);
+  Decoder<float>& dec = rows.dec;
+  const ModelSpec& s = rows.model.spec;
+  const std::vector<int> stepped = {0, 2, 4, 6, 8};
+  const int B = int(stepped.size());
+  const std::vector<int32_t> tokens = test::rows_tokens(97, B);
+  int64_t state_in_use = 0;
+  for (int b : stepped) state_in_use += dec.row_state_size(dec.position(b));
+  step_profile_enable(true, false);
+  dec.step_rows(stepped.data(), B, tokens.data());
+  const int L = s.L;
+  const double C = s.C, Hf = s.Hf, V = s.V;
+  CHECK(row(ProfiledKernel::step_products).calls == 4 * L + 1);
+  CHECK(row(ProfiledKernel::step_products).flop == doctest::Approx(2.0 * B * (L * (4 * C * C + 3 * C * Hf) + C * V)));
+  CHECK(row(ProfiledKernel::attention_step).calls == L);
+  CHECK(row(ProfiledKernel::attention_step).bytes == doctest::Approx(2.0 * double(state_in_use) * sizeof(float)));
+  CHECK(row(ProfiledKernel::rmsnorm).calls == 2 * L + 1);
+  CHECK(row(ProfiledKernel::rmsnorm).flop == doctest::Approx(4.0 * B * C * (2 * L + 1)));
+  CHECK(row(ProfiledKernel::swiglu).calls == L);
+  CHECK(row(ProfiledKernel::embedding).bytes == doctest::Approx(2.0 * B * C * sizeof(float)));
+  CHECK(row(ProfiledKernel::split_wait).calls == 2 * (4 * L + 1) + 1);
+  step_profile_enable(false);
+}
+
 // A model with the short convolution and the output gate: the gate's W_g counted with the step's
 // products, the convolution in its own row with its history's bytes, which the attention step's
 // state bytes then leave out.

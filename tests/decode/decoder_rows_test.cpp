@@ -165,12 +165,14 @@ TEST_CASE("decoder rows: a row's mistakes are refused naming the row; the other 
   CHECK(dec.position(1) == 0);
 }
 
-TEST_CASE("decoder rows: steps of 8 rows and more (row-wise work split by rows over two threads) give each row its one-row decoder's bits, every variant") {
+TEST_CASE("decoder rows: steps of 8 rows and more (row-wise work split by rows over two threads) and the team below give each row its one-row decoder's bits, every variant") {
   // From 8 rows, with weights that stay in cache, each thread takes its share of the rows through the
-  // whole step, attention steps included (decoder_step.cpp step_layers); below, each product splits
-  // its columns. 12 rows at their own positions step together, then 9 of them in another order, then
-  // 5 (no split), then all 12 through step() (no row list: each thread's rows name their state rows
-  // by offset): every row's logits are its one-row decoder's, bit for bit.
+  // whole step, attention steps included (decoder_step.cpp step_layers); below, the two threads work
+  // as a team: each its rows through the row kernels and attention steps, and its share of each
+  // product's columns over all the rows. 12 rows at their own positions step together, then 9 of
+  // them in another order, then 5, 2 and 1 (the team; one row leaves the second thread no rows of its
+  // own), then all 12 through step() (no row list: each thread's rows name their state rows by
+  // offset): every row's logits are its one-row decoder's, bit for bit.
   // Fork factor 0: this tiny model's steps split as a large one's do; 64 (forks as dear as under
   // OMP_WAIT_POLICY=passive on a busy machine): nothing forks, the same bits.
   for (double factor : {0.0, 64.0})
@@ -207,6 +209,8 @@ TEST_CASE("decoder rows: steps of 8 rows and more (row-wise work split by rows o
     for (int s = 0; s < 3; ++s) step({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
     for (int s = 0; s < 2; ++s) step({11, 3, 7, 0, 5, 9, 2, 8, 1});
     step({4, 6, 10, 1, 0});
+    step({9, 2});
+    step({7});
     step({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
     for (int s = 0; s < 2; ++s) {
       const std::vector<int32_t> tokens = test::rows_tokens(seed++, B);
