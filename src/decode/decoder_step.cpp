@@ -235,10 +235,13 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
   // work (2^20 multiply-adds) over the step's rows: the meetings cost a few cache lines between the
   // cores each (200-250 ns apart on this VM), which a 4x128 step of 1 to 4 rows (0.05-0.09 ms,
   // 0.8-3.1M multiply-adds a step) paid 25-35% for; not scaled up with dear forks (the meetings do
-  // not sleep), only down (fork factor 0: the tests' small models work as a team too). Measured:
-  // docs/decoding.md, "The step's team".
+  // not sleep), only down (fork factor 0: the tests' small models work as a team too). And the whole
+  // step at least 4 forks' work at this process's price, for the one fork: under passive a 4x128
+  // step of 6 rows (4.7M) ran 0.098 ms on one thread, 0.143 as a team. Measured: docs/decoding.md,
+  // "The step's team".
   const int64_t team_layer_macs = 4 * std::min(parallel_min_work(), kParallelMinWork);
-  const bool team = !split && !bf16 && forkable && M * step_macs >= s.L * team_layer_macs;
+  const bool team = !split && !bf16 && forkable &&
+                    M * step_macs >= std::max(s.L * team_layer_macs, 4 * parallel_min_work());
   RFA_ASSERT(!split || M == n, "decoder: a row split of {} rows padded to {}", n, M);
   auto stepped = [&](int l) -> StepWeightsBf16 {
     return bf16 ? step_bf16_[static_cast<size_t>(l)] : StepWeightsBf16{};
