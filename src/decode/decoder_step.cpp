@@ -184,17 +184,23 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
   // Rows [r0, r1) of out (M, OC) (+)= in (M, IC) · op(W): W (OC, IC) read transposed, or W2 (IC, OC)
   // as stored. bf16: `in` converted, against the packed copy of W (only ever all rows, r0 = 0).
   // W: the packed copy (step_weights_), or null for bf16's packed_bf16 (trans: W stored (OC, IC)).
+  // A team's products (fp32): all the rows, this thread's share of the group's panels, between two
+  // meetings (the input whole before, the output whole after).
+  auto team_products = [&](const StepTeam& team, std::span<const StepProduct<T>> group, const T* in, int IC, int OC,
+                           bool accumulate) {
+    team.meet();
+    {
+      const ProfileScope profile = product_profile<T>(M, OC, IC, accumulate, static_cast<int>(group.size()), false,
+                                                      team.profile_share);
+      step_gemm_group_share<T>(M, OC, IC, in, group, accumulate, step_weights_from_, team.share);
+    }
+    team.meet();
+  };
   auto product = [&](int r0, int r1, GemmThreads threads, const StepTeam* team, T* out, const T* in, const T* W,
                      const PackedBf16& packed_bf16, bool trans, int IC, int OC, bool accumulate) {
-    if (team) {  // fp32: all the rows, this thread's share of the columns
-      team->meet();
-      {
-        const ProfileScope profile = product_profile<T>(M, OC, IC, accumulate, 1, false, team->profile_share);
-        const StepProduct<T> one{W, out};
-        step_gemm_group_share<T>(M, OC, IC, in, std::span<const StepProduct<T>>(&one, 1), accumulate,
-                                 step_weights_from_, team->share);
-      }
-      return team->meet();
+    if (team) {
+      const StepProduct<T> one{W, out};
+      return team_products(*team, std::span<const StepProduct<T>>(&one, 1), in, IC, OC, accumulate);
     }
     const ProfileScope profile = product_profile<T>(r1 - r0, OC, IC, accumulate, 1, packed_bf16.part != nullptr);
     if constexpr (std::is_same_v<T, float>) {
@@ -252,14 +258,9 @@ void Decoder<T>::step_layers(const int32_t* tokens, int n, const int* rows, cons
     const StepLayerWeights<T>& f = step_weights_.layer(l);
     const StepWeightsBf16 p = stepped(l);
     rmsnorm_rows(nrm + int64_t(r0) * C, x + int64_t(r0) * C, w.attn_norm, r1 - r0, C, s.model.norm_eps);
-    if (team) {  // fp32: q, k and v of all the rows, this thread's share of their panels
-      team->meet();
-      {
-        const ProfileScope profile = product_profile<T>(M, C, C, false, 3, false, team->profile_share);
-        const StepProduct<T> qkv[] = {{f.wq, a.q}, {f.wk, a.k}, {f.wv, a.v}};
-        step_gemm_group_share<T>(M, C, C, nrm, qkv, false, step_weights_from_, team->share);
-      }
-      return team->meet();
+    if (team) {  // q, k and v of all the rows in one group
+      const StepProduct<T> qkv[] = {{f.wq, a.q}, {f.wk, a.k}, {f.wv, a.v}};
+      return team_products(*team, qkv, nrm, C, C, false);
     }
     const ProfileScope profile = product_profile<T>(r1 - r0, C, C, false, 3, p.wq.part != nullptr);
     if (p.wq.part) {  // bf16 (all rows): the input converted once, q, k and v in one pass of the pool

@@ -252,7 +252,7 @@ void float_group(int64_t M, int64_t N, int64_t K, const float* x, std::span<cons
                  bool accumulate, GemmThreads threads, WeightsFrom from, const StepShare* share) {
   const int64_t G = static_cast<int64_t>(products.size());
   if (M <= 0 || N <= 0 || G == 0) return;
-  auto thread_count = [share] { return share ? share->nt : rfa::thread_count(); };
+  const int threads_n = share ? share->nt : thread_count();  // the threads the tasks are planned for
   // Below parallel_min_work() multiply-adds (a 384 x 384 projection of one row, at the reference
   // fork) waking the pool costs about what it saves; the group's products count together (q, k and
   // v of one row: 3x).
@@ -267,13 +267,13 @@ void float_group(int64_t M, int64_t N, int64_t K, const float* x, std::span<cons
   // (more threads than half panels), from 4 tiles (below that the product is bound by reading W: at
   // 8 rows two blocks were 1.2x slower).
   const int64_t panels_each = panels_of(N), panels = G * panels_each;
-  const int64_t wanted = fork ? 2 * thread_count() : 1;
-  auto even = [&](int64_t n) { return n >= wanted && n % thread_count() == 0; };
+  const int64_t wanted = fork ? 2 * threads_n : 1;
+  auto even = [&](int64_t n) { return n >= wanted && n % threads_n == 0; };
   const int64_t parts = fork && M >= 2 && !even(panels) && (even(2 * panels) || panels < wanted) ? 2 : 1;
   int64_t blocks = 1;
   if (fork && M >= 4 * kRowsPerTile && !even(panels * parts)) {
     blocks = (wanted + panels * parts - 1) / (panels * parts);
-    if (panels * parts * blocks % thread_count() != 0) ++blocks;  // 9 panels: 18 tasks, not 9 (5 against 4)
+    if (panels * parts * blocks % threads_n != 0) ++blocks;  // 9 panels: 18 tasks, not 9 (5 against 4)
     blocks = std::min<int64_t>(blocks, M / kRowsPerTile);
   }
   const int64_t part_vectors = kPanelVectors / parts;
@@ -330,7 +330,6 @@ void step_gemm_group_share<float>(int64_t M, int64_t N, int64_t K, const float* 
   float_group(M, N, K, x, products, accumulate, GemmThreads::pool, from, &share);
 }
 
-
 // The same chain in scalar code, one element at a time.
 template <>
 void step_gemm_group<double>(int64_t M, int64_t N, int64_t K, const double* x,
@@ -350,6 +349,7 @@ void step_gemm_group<double>(int64_t M, int64_t N, int64_t K, const double* x,
     }
 }
 
+// The scalar reference path (the tests'): thread 0 computes the whole group, the others nothing.
 template <>
 void step_gemm_group_share<double>(int64_t M, int64_t N, int64_t K, const double* x,
                                    std::span<const StepProduct<double>> products, bool accumulate, WeightsFrom from,
