@@ -22,9 +22,9 @@ void serve_options_add(CLI::App& cmd, ServeSetupOptions& o, bool server) {
       ->check(cli_integer_in(1, 65536));
   if (server)
     cmd.add_option("--stream-batch", o.stream_batch,
-                   "Tokens a stream's reader is woken for: 0 = auto (one per 16 sequences decoding, at least 1: 4 at "
-                   "64), N = every N; more tokens a write costs fewer system calls under load, at N ticks between "
-                   "writes")
+                   "Tokens a stream's reader is woken for: 0 = auto (as many as keep all the readers to about 2,000 "
+                   "wakes a second, no token held over 50 ms), N = every N; more tokens a write costs fewer system "
+                   "calls under load, at N steps between writes")
         ->capture_default_str()
         ->check(cli_integer_in(0, 4096));
   cmd.add_option("--ctx-size", o.ctx_size,

@@ -1,6 +1,7 @@
 #include "serve/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "core/error.h"
@@ -123,6 +124,13 @@ EngineStats Engine::stats() const {
   EngineStats s = stats_;
   s.queued = in_flight_.load() - s.active;
   return s;
+}
+
+int stream_wake_every(int decoding, double step_seconds) {
+  if (decoding < 1 || !(step_seconds > 0)) return 1;
+  const double wanted = std::ceil(double(decoding) / (kReaderWakesPerSecond * step_seconds));
+  const double most = std::floor(kReaderMostDelay / step_seconds);
+  return static_cast<int>(std::max(1.0, std::min({wanted, most, 4096.0})));
 }
 
 // ---- The scheduler thread -----------------------------------------------------------
@@ -273,7 +281,14 @@ void Engine::decode_tick() {
   int decoding = 0;
   for (const auto& ap : active_)
     if (!ap->prefilling) decoding += ap->unfinished;
-  const int wake_every = options_.stream_batch > 0 ? options_.stream_batch : std::max(1, decoding / 16);
+  // Steps back to back: their interval (the step, sampling and events) sets the auto wake count.
+  // A gap of a second or more is an idle server, not a step.
+  const auto now = std::chrono::steady_clock::now();
+  const double since = std::chrono::duration<double>(now - last_step_).count();
+  last_step_ = now;
+  if (since < 1.0) step_interval_ = step_interval_ > 0 ? 0.9 * step_interval_ + 0.1 * since : since;
+  const int wake_every =
+      options_.stream_batch > 0 ? options_.stream_batch : stream_wake_every(decoding, step_interval_);
   for (auto& ap : active_) {
     ap->handle->wake_every(wake_every);
     Active& a = *ap;

@@ -113,11 +113,20 @@ struct EngineOptions {
   int queue = 16;  // requests waiting for slots beyond those running; more get 503
   int64_t max_prompt_tokens = 8192;
   // Text events a waiting reader is woken for (RequestHandle::wake_every), set each tick:
-  // N > 0 every N; 0 = auto, one per 16 choices decoding, at least 1 (64 streams: 4). Each wake of a
-  // stream's thread and each write is a system call, and on two cores 64 streams' threads
-  // woken every token took the time the batched step had saved (docs/serving.md).
+  // N > 0 every N; 0 = auto (stream_wake_every). Each wake of a stream's thread and each write is
+  // a system call, and on two cores the streams' threads woken every token took much of what the
+  // batched step had saved (docs/serving.md).
   int stream_batch = 0;
 };
+
+// --stream-batch auto: the text events a stream's reader is woken for when `decoding` streams
+// decode in steps `step_seconds` apart (0: not measured yet, every token): as many as keep the
+// readers of all of them to about kReaderWakesPerSecond wakes a second, but never a token held
+// longer than kReaderMostDelay. A wake costs the scheduler a futex wake and the reader a write,
+// tens of µs of the cores the step runs on under a VM; a person reading does not see 50 ms.
+inline constexpr double kReaderWakesPerSecond = 2000;
+inline constexpr double kReaderMostDelay = 0.05;  // seconds
+int stream_wake_every(int decoding, double step_seconds);
 
 // Where the scheduler's time goes (wall seconds, summed over ticks; published once a tick):
 // busy holds every tick that had a request to run, and within it the batched decode steps, the
@@ -186,6 +195,8 @@ class Engine {
 
   // Scheduler thread only.
   SchedulerTimes times_;  // copied into stats_ at the end of each tick
+  std::chrono::steady_clock::time_point last_step_{};  // when the last decode tick began its step
+  double step_interval_ = 0;  // seconds between decode steps, a moving average (0: none measured)
   std::deque<std::unique_ptr<Active>> waiting_;
   std::vector<std::unique_ptr<Active>> active_;
   std::vector<SlotToken> batch_;

@@ -346,6 +346,71 @@ TEST_CASE("engine: stream_batch N wakes a waiting reader every N tokens (and at 
   }
 }
 
+TEST_CASE("engine: stream_wake_every keeps the readers' wakes near the budget, and no token past the delay bound") {
+  CHECK(stream_wake_every(0, 0.001) == 1);
+  CHECK(stream_wake_every(8, 0) == 1);  // no step measured yet: every token
+  CHECK(stream_wake_every(1, 0.006) == 1);
+  CHECK(stream_wake_every(8, 0.010) == 1);
+  CHECK(stream_wake_every(64, 0.00125) == 26);  // ceil(64 / 2.5): 1,969 wakes a second
+  CHECK(stream_wake_every(1, 0.00008) == 7);
+  CHECK(stream_wake_every(512, 0.0008) == 62);  // 320 wanted; 62 steps of 0.8 ms is the most a token waits
+  CHECK(stream_wake_every(64, 0.2) == 1);       // steps slower than the bound: every token
+  for (int decoding : {1, 3, 8, 31, 64, 200, 1024})
+    for (double step : {1e-5, 7e-5, 3e-4, 1e-3, 4e-3, 0.02, 0.06}) {
+      CAPTURE(decoding);
+      CAPTURE(step);
+      const int k = stream_wake_every(decoding, step);
+      CHECK(k >= 1);
+      if (k > 1) CHECK(k * step <= kReaderMostDelay + 1e-12);
+      // The budget holds unless the delay bound (or one token a wake) stops it.
+      if (k * step * 2 <= kReaderMostDelay && k < 4096)
+        CHECK(decoding / (k * step) <= kReaderWakesPerSecond * 1.0000001);
+    }
+}
+
+TEST_CASE("engine: auto wakes the readers of 32 streams for several tokens each, every token reaching them") {
+  // Steps of 2 ms, 32 streams: auto gives about 8 tokens a wake (32 readers, 500 steps a second, 2,000
+  // wakes), fewer while the others' prompts are still being read or once they end (fewer streams
+  // decode), and the first token at once: a reader is woken at most a third as many times as it
+  // gets tokens. The rule before it (one per 16 streams: 2 a wake) or every token fail this.
+  constexpr int kStreams = 32, kTokens = 41;
+  ScriptBackend backend(script_after(2, "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz"), kStreams, 8);
+  backend.step_time = std::chrono::milliseconds(2);
+  EngineOptions o;
+  o.queue = kStreams;
+  Engine engine(backend, tokenizer(), nullptr, o);
+  std::vector<std::shared_ptr<RequestHandle>> handles;
+  for (int i = 0; i < kStreams; ++i) handles.push_back(engine.submit(request("ab", kTokens)));
+  std::vector<std::vector<int>> texts_per_wake(kStreams);
+  std::vector<std::string> texts(kStreams);
+  std::vector<std::thread> readers;
+  for (int i = 0; i < kStreams; ++i)
+    readers.emplace_back([&, i] {
+      std::vector<ReplyEvent> events;
+      for (bool finished = false; !finished;) {
+        events.clear();
+        handles[size_t(i)]->wait(events, std::chrono::seconds(30));
+        int n = 0;
+        for (const ReplyEvent& e : events) {
+          if (e.kind == ReplyEvent::Kind::text) {
+            ++n;
+            texts[size_t(i)] += e.text;
+          } else {
+            finished = true;
+          }
+        }
+        if (!finished) texts_per_wake[size_t(i)].push_back(n);
+      }
+    });
+  for (std::thread& t : readers) t.join();
+  for (int i = 0; i < kStreams; ++i) {
+    CAPTURE(i);
+    CHECK(texts[size_t(i)] == std::string("abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz").substr(0, kTokens));
+    const std::vector<int>& w = texts_per_wake[size_t(i)];
+    CHECK(w.size() <= size_t(kTokens / 3));
+  }
+}
+
 TEST_CASE("engine: a row whose logits turn non-finite in a step fails its request alone; the others go on") {
   // Sampled rows of a step run side by side (decode_tick): the sampler's error is its row's, kept
   // and reported after the parallel pass, never thrown inside it.
