@@ -311,6 +311,8 @@ LoadResult load_run(const LoadTarget& target, const LoadOptions& o) {
   r.tokens_per_s = r.seconds > 0 ? double(r.generated) / r.seconds : 0;
   r.gap_ms_p50 = quantile(gaps, 0.5);
   r.gap_ms_p95 = quantile(gaps, 0.95);
+  r.gap_ms_p99 = quantile(gaps, 0.99);
+  r.gap_ms_max = gaps.empty() ? 0 : *std::max_element(gaps.begin(), gaps.end());
   r.ttft_ms_median = quantile(ttfts, 0.5);
   return r;
 }

@@ -35,7 +35,9 @@ struct LoadResult {
   int64_t prompt_tokens = 0, cached_tokens = 0;  // summed likewise (cached: restored, not prefilled)
   double seconds = 0;         // from the first connect to the last [DONE]
   double tokens_per_s = 0;    // generated / seconds
-  double gap_ms_p50 = 0, gap_ms_p95 = 0;  // between one stream's consecutive text chunks
+  // Between one stream's consecutive text chunks (chunks read together: 0). A server that sends
+  // tokens in batches (rfa serve's --stream-batch) shows its bursts' spacing in the high quantiles.
+  double gap_ms_p50 = 0, gap_ms_p95 = 0, gap_ms_p99 = 0, gap_ms_max = 0;
   double ttft_ms_median = 0;  // request sent -> first text chunk
   double client_cpu_s = 0;    // this process's CPU time during the run
   int failed = 0;             // streams without a complete reply

@@ -28,6 +28,9 @@ node -e 'const fs = require("fs");
     if (r.generated < streams || r.generated > 12 * streams) throw new Error("generated " + r.generated);
     if (r.cached_tokens !== 0 || r.prompt_tokens < 6 * streams) throw new Error("prompts: " + JSON.stringify(r));
     if (!(r.tokens_per_s > 0 && r.seconds > 0 && r.client_cpu_s >= 0)) throw new Error("rates: " + JSON.stringify(r));
+    // The gaps between the chunks of a stream: quantiles in order, none past the run.
+    if (!(0 <= r.gap_ms_p50 && r.gap_ms_p50 <= r.gap_ms_p95 && r.gap_ms_p95 <= r.gap_ms_p99 &&
+          r.gap_ms_p99 <= r.gap_ms_max && r.gap_ms_max <= 1000 * r.seconds)) throw new Error("gaps: " + JSON.stringify(r));
     generated += r.generated;
   });
   // The server counted the same tokens, and the warm-up request (at most 4) besides.
