@@ -32,8 +32,8 @@ std::string load_json(const LoadResult& r, const BenchServeArgs& a) {
   return fmt::format(
       "{{\"bench\": \"serve\", \"client\": \"rfa bench serve\", \"streams\": {}, \"tokens_per_stream\": {}, "
       "\"prompt_letters\": {}, \"temperature\": {}, \"generated\": {}, \"seconds\": {}, \"tokens_per_s\": {}, "
-      "\"gap_ms_p50\": {}, \"gap_ms_p95\": {}, \"gap_ms_p99\": {}, \"gap_ms_max\": {}, \"ttft_ms_median\": {}, \"client_cpu_s\": {}, \"prompt_tokens\": {}, "
-      "\"cached_tokens\": {}, \"failed\": {}}}",
+      "\"gap_ms_p50\": {}, \"gap_ms_p95\": {}, \"gap_ms_p99\": {}, \"gap_ms_max\": {}, \"ttft_ms_median\": {}, "
+      "\"client_cpu_s\": {}, \"prompt_tokens\": {}, \"cached_tokens\": {}, \"failed\": {}}}",
       r.streams, a.tokens, a.prompt_letters, json_number(a.temperature), r.generated, json_number(r.seconds),
       json_number(r.tokens_per_s), json_number(r.gap_ms_p50), json_number(r.gap_ms_p95), json_number(r.gap_ms_p99),
       json_number(r.gap_ms_max), json_number(r.ttft_ms_median),
@@ -73,8 +73,8 @@ void run_bench_serve(const BenchServeArgs& a) {
         fail("bench serve: {} of {} streams failed; the first: {}. With many streams, start the server with "
              "--parallel and --queue at least the stream count",
              r.failed, s, r.first_error);
-      std::printf("%8d | %8d | %10lld | %9.3f | %12.0f | %7.2f ms | %7.2f ms | %7.2f ms | %7.2f ms | %7.1f ms | %8.3f s | "
-                  "%8lld\n",
+      std::printf("%8d | %8d | %10lld | %9.3f | %12.0f | %7.2f ms | %7.2f ms | %7.2f ms | %7.2f ms | %7.1f ms | "
+                  "%8.3f s | %8lld\n",
                   s, rep + 1, static_cast<long long>(r.generated), r.seconds, r.tokens_per_s, r.gap_ms_p50,
                   r.gap_ms_p95, r.gap_ms_p99, r.gap_ms_max, r.ttft_ms_median, r.client_cpu_s,
                   static_cast<long long>(r.cached_tokens));

@@ -23,7 +23,7 @@ void serve_options_add(CLI::App& cmd, ServeSetupOptions& o, bool server) {
   if (server)
     cmd.add_option("--stream-batch", o.stream_batch,
                    "Tokens a stream's reader is woken for: 0 = auto (as many as keep all the readers to about 2,000 "
-                   "wakes a second, no token held over 50 ms), N = every N; more tokens a write costs fewer system "
+                   "wakes a second, at most 50 ms of steps), N = every N; more tokens a write costs fewer system "
                    "calls under load, at N steps between writes")
         ->capture_default_str()
         ->check(cli_integer_in(0, 4096));

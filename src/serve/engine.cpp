@@ -281,8 +281,8 @@ void Engine::decode_tick() {
   int decoding = 0;
   for (const auto& ap : active_)
     if (!ap->prefilling) decoding += ap->unfinished;
-  // Steps back to back: their interval (the step, sampling and events) sets the auto wake count.
-  // A gap of a second or more is an idle server, not a step.
+  // Ticks back to back: their interval (the step, sampling, events, any prompt pass) sets the auto
+  // wake count. A gap of a second or more is an idle server, not a step.
   const auto now = std::chrono::steady_clock::now();
   const double since = std::chrono::duration<double>(now - last_step_).count();
   last_step_ = now;

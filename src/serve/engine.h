@@ -121,9 +121,10 @@ struct EngineOptions {
 
 // --stream-batch auto: the text events a stream's reader is woken for when `decoding` streams
 // decode in steps `step_seconds` apart (0: not measured yet, every token): as many as keep the
-// readers of all of them to about kReaderWakesPerSecond wakes a second, but never a token held
-// longer than kReaderMostDelay. A wake costs the scheduler a futex wake and the reader a write,
-// tens of µs of the cores the step runs on under a VM; a person reading does not see 50 ms.
+// readers of all of them to about kReaderWakesPerSecond wakes a second, but no more than the
+// steps of kReaderMostDelay bring (steps vary around their average: a token may wait a little
+// longer). A wake costs the scheduler a futex wake and the reader a write, tens of µs of the cores
+// the step runs on under a VM; a person reading does not see 50 ms.
 inline constexpr double kReaderWakesPerSecond = 2000;
 inline constexpr double kReaderMostDelay = 0.05;  // seconds
 int stream_wake_every(int decoding, double step_seconds);
@@ -195,8 +196,8 @@ class Engine {
 
   // Scheduler thread only.
   SchedulerTimes times_;  // copied into stats_ at the end of each tick
-  std::chrono::steady_clock::time_point last_step_{};  // when the last decode tick began its step
-  double step_interval_ = 0;  // seconds between decode steps, a moving average (0: none measured)
+  std::chrono::steady_clock::time_point last_step_{};  // when the last decode tick began
+  double step_interval_ = 0;  // seconds between decode ticks, a moving average (0: none measured)
   std::deque<std::unique_ptr<Active>> waiting_;
   std::vector<std::unique_ptr<Active>> active_;
   std::vector<SlotToken> batch_;
