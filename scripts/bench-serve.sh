@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks `rfa serve` on loopback (docs/serving.md, "Measured"):
-#   1. aggregate tokens/s and p50/p95 time between tokens at 1, 8 and 64 concurrent streams,
+#   1. aggregate tokens/s and the time between tokens (p50/p95/p99, longest) at 1, 8 and 64 concurrent streams,
 #      4x128 and 6x384 rfa_gate, and 4x128 as the shipped configs build it (short conv and output
 #      gate: rfa-4x128-recipe), measured by `rfa bench serve` (a one-thread epoll client; every
 #      prompt new to the server's cache), ROUNDS times alternating 1 and 64 streams;
