@@ -371,8 +371,9 @@ TEST_CASE("engine: stream_wake_every keeps the readers' wakes near the budget, a
 TEST_CASE("engine: auto wakes the readers of 32 streams for several tokens each, every token reaching them") {
   // Steps of 2 ms, 32 streams: auto gives about 8 tokens a wake (32 readers, 500 steps a second, 2,000
   // wakes), fewer while the others' prompts are still being read or once they end (fewer streams
-  // decode), and the first token at once: a reader is woken at most a third as many times as it
-  // gets tokens. The rule before it (one per 16 streams: 2 a wake) or every token fail this.
+  // decode), and the first token at once: a reader is woken at most 2/5 as many times as it gets
+  // tokens, which holds with steps up to about 6 ms apart (a loaded machine's). The rule before it
+  // (one per 16 streams: 2 a wake, about 21 wakes) or every token fail this.
   constexpr int kStreams = 32, kTokens = 41;
   ScriptBackend backend(script_after(2, "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz"), kStreams, 8);
   backend.step_time = std::chrono::milliseconds(2);
@@ -407,7 +408,7 @@ TEST_CASE("engine: auto wakes the readers of 32 streams for several tokens each,
     CAPTURE(i);
     CHECK(texts[size_t(i)] == std::string("abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz").substr(0, kTokens));
     const std::vector<int>& w = texts_per_wake[size_t(i)];
-    CHECK(w.size() <= size_t(kTokens / 3));
+    CHECK(w.size() <= size_t(kTokens * 2 / 5));
   }
 }
 
