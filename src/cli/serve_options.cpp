@@ -26,7 +26,7 @@ void serve_options_add(CLI::App& cmd, ServeSetupOptions& o, bool server) {
                    "wakes a second, at most 50 ms of steps), N = every N; more tokens a write costs fewer system "
                    "calls under load, at N steps between writes")
         ->capture_default_str()
-        ->check(cli_integer_in(0, 4096));
+        ->check(cli_integer_in(0, kStreamBatchMost));
   cmd.add_option("--ctx-size", o.ctx_size,
                  "Positions a conversation may reach (default: softmax its training context, RoPE 8192, otherwise "
                  "no limit)")

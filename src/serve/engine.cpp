@@ -130,7 +130,7 @@ int stream_wake_every(int decoding, double step_seconds) {
   if (decoding < 1 || !(step_seconds > 0)) return 1;
   const double wanted = std::ceil(double(decoding) / (kReaderWakesPerSecond * step_seconds));
   const double most = std::floor(kReaderMostDelay / step_seconds);
-  return static_cast<int>(std::max(1.0, std::min({wanted, most, 4096.0})));
+  return static_cast<int>(std::max(1.0, std::min({wanted, most, double(kStreamBatchMost)})));
 }
 
 // ---- The scheduler thread -----------------------------------------------------------

@@ -127,6 +127,7 @@ struct EngineOptions {
 // the step runs on under a VM; a person reading does not see 50 ms.
 inline constexpr double kReaderWakesPerSecond = 2000;
 inline constexpr double kReaderMostDelay = 0.05;  // seconds
+inline constexpr int kStreamBatchMost = 4096;      // --stream-batch's bound, and auto's
 int stream_wake_every(int decoding, double step_seconds);
 
 // Where the scheduler's time goes (wall seconds, summed over ticks; published once a tick):

@@ -363,7 +363,7 @@ TEST_CASE("engine: stream_wake_every keeps the readers' wakes near the budget, a
       CHECK(k >= 1);
       if (k > 1) CHECK(k * step <= kReaderMostDelay + 1e-12);
       // The budget holds unless the delay bound (or one token a wake) stops it.
-      if (k * step * 2 <= kReaderMostDelay && k < 4096)
+      if (k * step * 2 <= kReaderMostDelay && k < kStreamBatchMost)
         CHECK(decoding / (k * step) <= kReaderWakesPerSecond * 1.0000001);
     }
 }
